@@ -1,0 +1,202 @@
+import CSndFile
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Sample encodings for files written by ``AudioFileWriter``.
+public enum AudioSampleFormat: String, Sendable, CaseIterable {
+    /// 8-bit unsigned integer PCM.
+    case pcm8 = "u8"
+    /// 16-bit signed integer PCM (the default; what minimodem writes).
+    case pcm16 = "s16"
+    /// 24-bit signed integer PCM.
+    case pcm24 = "s24"
+    /// 32-bit signed integer PCM.
+    case pcm32 = "s32"
+    /// 32-bit IEEE float.
+    case float32 = "f32"
+
+    var sndfileSubtype: Int32 {
+        switch self {
+        case .pcm8: return Int32(SF_FORMAT_PCM_U8)
+        case .pcm16: return Int32(SF_FORMAT_PCM_16)
+        case .pcm24: return Int32(SF_FORMAT_PCM_24)
+        case .pcm32: return Int32(SF_FORMAT_PCM_32)
+        case .float32: return Int32(SF_FORMAT_FLOAT)
+        }
+    }
+}
+
+/// Reads one channel of an audio file (WAV and anything else libsndfile knows) as a stream of
+/// `Float` samples.
+///
+/// Multi-channel files are de-interleaved on the fly; memory use is bounded by the caller's
+/// buffer plus one internal block, whatever the length of the file.
+public final class AudioFileReader: AudioSource {
+    /// The path the reader was opened with.
+    public let path: String
+    /// Samples per second, in Hz, as the file's header states it.
+    public let sampleRate: Int
+    /// Channels in the file (1 for mono).
+    public let channelCount: Int
+    /// The channel read, counted from 0.
+    public let channel: Int
+    /// Frames the header announces (may exceed what is really there in a damaged file).
+    public let declaredFrameCount: Int64
+    /// A short description of the container and encoding, e.g. "WAV, 16-bit PCM".
+    public let formatDescription: String
+
+    private var handle: OpaquePointer?
+    private var interleaved: [Float] = []
+
+    /// Opens `path` for reading.
+    /// - Parameters:
+    ///   - path: the file to read.
+    ///   - channel: which channel to read, counted from 0; must exist in the file.
+    /// - Throws: ``AudioError`` naming the file when it is missing, not audio, or lacks the channel.
+    public init(path: String, channel: Int = 0) throws {
+        self.path = path
+        var info = SF_INFO()
+        var st = stat()
+        if stat(path, &st) != 0 {
+            throw AudioError(.cannotOpen, subject: path, message: "cannot open: \(String(cString: strerror(errno)))", code: errno)
+        }
+        if (st.st_mode & S_IFMT) == S_IFDIR {
+            throw AudioError(.cannotOpen, subject: path, message: "is a directory, not an audio file")
+        }
+        if st.st_size == 0 {
+            throw AudioError(.unsupportedFormat, subject: path, message: "the file is empty")
+        }
+        guard let h = sf_open(path, Int32(SFM_READ), &info) else {
+            let msg = String(cString: sf_strerror(nil))
+            throw AudioError(.unsupportedFormat, subject: path, message: "not a readable audio file: \(msg)", code: sf_error(nil))
+        }
+        guard info.samplerate > 0, info.channels > 0 else {
+            sf_close(h)
+            throw AudioError(.unsupportedFormat, subject: path, message: "the header gives no sample rate or channels")
+        }
+        guard channel >= 0, channel < Int(info.channels) else {
+            sf_close(h)
+            throw AudioError(.noSuchChannel, subject: path,
+                             message: "channel \(channel) requested but the file has \(info.channels) channel(s) (counted from 0)")
+        }
+        self.handle = h
+        self.sampleRate = Int(info.samplerate)
+        self.channelCount = Int(info.channels)
+        self.channel = channel
+        self.declaredFrameCount = Int64(info.frames)
+        self.formatDescription = AudioFileReader.describe(format: info.format)
+        // Normalise integer formats to -1...1 even when the file has a peak chunk.
+        sf_command(h, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
+    }
+
+    deinit {
+        if let handle { sf_close(handle) }
+    }
+
+    /// Reads up to `buffer.count` samples of the chosen channel.
+    /// - Returns: samples written, 0 at the end of the file (or where a damaged file stops).
+    public func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int {
+        guard let h = handle, let base = buffer.baseAddress, buffer.count > 0 else { return 0 }
+        if channelCount == 1 {
+            let n = sf_readf_float(h, base, sf_count_t(buffer.count))
+            if n < 0 { throw AudioError(.readFailed, subject: path, message: "read failed") }
+            return Int(n)
+        }
+        let frames = min(buffer.count, 16384)
+        if interleaved.count < frames * channelCount {
+            interleaved = [Float](repeating: 0, count: frames * channelCount)
+        }
+        let ch = channel, cc = channelCount
+        let n = interleaved.withUnsafeMutableBufferPointer { ib -> Int in
+            Int(sf_readf_float(h, ib.baseAddress!, sf_count_t(frames)))
+        }
+        if n < 0 { throw AudioError(.readFailed, subject: path, message: "read failed") }
+        interleaved.withUnsafeBufferPointer { ib in
+            for i in 0..<n { base[i] = ib[i * cc + ch] }
+        }
+        return n
+    }
+
+    static func describe(format: Int32) -> String {
+        let major: String
+        switch format & Int32(SF_FORMAT_TYPEMASK) {
+        case Int32(SF_FORMAT_WAV): major = "WAV"
+        case Int32(SF_FORMAT_WAVEX): major = "WAVEX"
+        case Int32(SF_FORMAT_AIFF): major = "AIFF"
+        case Int32(SF_FORMAT_AU): major = "AU"
+        case Int32(SF_FORMAT_RAW): major = "raw"
+        case Int32(SF_FORMAT_FLAC): major = "FLAC"
+        case Int32(SF_FORMAT_OGG): major = "Ogg"
+        default: major = "audio"
+        }
+        let minor: String
+        switch format & Int32(SF_FORMAT_SUBMASK) {
+        case Int32(SF_FORMAT_PCM_U8), Int32(SF_FORMAT_PCM_S8): minor = "8-bit PCM"
+        case Int32(SF_FORMAT_PCM_16): minor = "16-bit PCM"
+        case Int32(SF_FORMAT_PCM_24): minor = "24-bit PCM"
+        case Int32(SF_FORMAT_PCM_32): minor = "32-bit PCM"
+        case Int32(SF_FORMAT_FLOAT): minor = "32-bit float"
+        case Int32(SF_FORMAT_DOUBLE): minor = "64-bit float"
+        default: minor = "encoded"
+        }
+        return "\(major), \(minor)"
+    }
+}
+
+/// Writes mono `Float` samples to a WAV file through libsndfile, streaming.
+public final class AudioFileWriter: AudioSink {
+    /// The path being written.
+    public let path: String
+    /// Samples per second, in Hz.
+    public let sampleRate: Int
+    private var handle: OpaquePointer?
+
+    /// Creates (or truncates) a mono WAV file.
+    /// - Parameters:
+    ///   - path: where to write.
+    ///   - sampleRate: samples per second, in Hz (1000...384000).
+    ///   - format: the sample encoding; 16-bit PCM by default.
+    /// - Throws: ``AudioError`` naming the file when it cannot be created.
+    public init(path: String, sampleRate: Int, format: AudioSampleFormat = .pcm16) throws {
+        guard (1000...384_000).contains(sampleRate) else {
+            throw AudioError(.invalidParameter, subject: path, message: "sample rate \(sampleRate) Hz is outside 1000...384000")
+        }
+        self.path = path
+        self.sampleRate = sampleRate
+        var info = SF_INFO()
+        info.samplerate = Int32(sampleRate)
+        info.channels = 1
+        info.format = Int32(SF_FORMAT_WAV) | format.sndfileSubtype
+        guard let h = sf_open(path, Int32(SFM_WRITE), &info) else {
+            let msg = String(cString: sf_strerror(nil))
+            throw AudioError(.cannotOpen, subject: path, message: "cannot create: \(msg)", code: sf_error(nil))
+        }
+        // Clip instead of wrapping when a float is slightly over full scale.
+        sf_command(h, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
+        handle = h
+    }
+
+    deinit { if let handle { sf_close(handle) } }
+
+    /// Appends samples to the file.
+    public func write(_ samples: UnsafeBufferPointer<Float>) throws {
+        guard let h = handle else {
+            throw AudioError(.writeFailed, subject: path, message: "write after finish")
+        }
+        guard let base = samples.baseAddress, samples.count > 0 else { return }
+        let n = sf_writef_float(h, base, sf_count_t(samples.count))
+        if n != sf_count_t(samples.count) {
+            throw AudioError(.writeFailed, subject: path, message: "write failed: \(String(cString: sf_strerror(h)))", code: sf_error(h))
+        }
+    }
+
+    /// Finalises the header and closes the file.
+    public func finish() throws {
+        guard let h = handle else { return }
+        handle = nil
+        if sf_close(h) != 0 {
+            throw AudioError(.writeFailed, subject: path, message: "closing the file failed")
+        }
+    }
+}

@@ -1,0 +1,6 @@
+import ArgumentParser
+
+struct AnalyzeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "analyze", abstract: "TODO")
+    func run() async throws {}
+}

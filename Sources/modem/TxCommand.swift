@@ -1,0 +1,6 @@
+import ArgumentParser
+
+struct TxCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "tx", abstract: "TODO")
+    func run() async throws {}
+}
