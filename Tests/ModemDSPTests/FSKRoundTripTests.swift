@@ -1,0 +1,60 @@
+import Testing
+import Foundation
+@testable import ModemDSP
+
+/// A tiny deterministic generator so test signals are reproducible.
+struct TestRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+    mutating func gaussian() -> Float {
+        let u1 = Double.random(in: Double.ulpOfOne..<1, using: &self)
+        let u2 = Double.random(in: 0..<1, using: &self)
+        return Float((-2 * log(u1)).squareRoot() * cos(2 * .pi * u2))
+    }
+}
+
+/// Modulates 8N1 characters (start, 8 data, stop) with a mark leader and trailer.
+func modulate8N1(_ bytes: [UInt8], config: FSKConfiguration, leaderBits: Double = 2, amplitude: Float = 0.7) -> [Float] {
+    var m = FSKModulator(configuration: config, amplitude: amplitude)
+    var out: [Float] = []
+    m.appendTone(mark: true, bits: leaderBits, to: &out)
+    for b in bytes {
+        m.appendWord(UInt32(b) << 1 | 1 << 9, count: 10, to: &out)
+    }
+    m.appendTone(mark: true, bits: 2, to: &out)
+    return out
+}
+
+func demodulate8N1(_ samples: [Float], config: FSKConfiguration, chunk: Int = 4096) -> [UInt8] {
+    var d = FSKDemodulator(configuration: config, shape: AsyncCharacterShape(bitsBeforeStop: 9, stopBits: 1))
+    var events: [FSKDemodulatorEvent] = []
+    var i = 0
+    while i < samples.count {
+        let n = min(chunk, samples.count - i)
+        samples[i..<(i + n)].withUnsafeBufferPointer { d.process($0, into: &events) }
+        i += n
+    }
+    d.finish(into: &events)
+    return events.compactMap { if case .character(let c) = $0 { return UInt8(c.bits & 0xFF) } else { return nil } }
+}
+
+@Suite struct FSKRoundTripTests {
+    @Test(arguments: [(300.0, 48000.0), (1200, 48000), (1200, 44100), (4800, 48000), (1200, 8000), (300, 8000), (2400, 96000), (45.45, 48000), (1234, 22050)])
+    func roundTrip(baud: Double, rate: Double) throws {
+        let tones = FSKProfile.defaultTones(forBaudRate: baud)
+        let config = try FSKConfiguration(sampleRate: rate, baudRate: baud, markFrequency: tones.mark, spaceFrequency: tones.space)
+        var rng = TestRandom(seed: 7)
+        let n = baud < 100 ? 20 : 200
+        let bytes = (0..<n).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        let s = modulate8N1(bytes, config: config)
+        #expect(demodulate8N1(s, config: config) == bytes)
+        #expect(demodulate8N1(s, config: config, chunk: 37) == bytes)
+    }
+}
