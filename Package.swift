@@ -28,7 +28,10 @@ let package = Package(
         .target(name: "SwiftModem", dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"]),
         .executableTarget(
             name: "modem",
-            dependencies: ["SwiftModem", .product(name: "ArgumentParser", package: "swift-argument-parser")]
+            dependencies: [
+                "SwiftModem", "ModemDSP", "ModemCodecs", "ModemAudio",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
         ),
         .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP"]),
         .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs"]),

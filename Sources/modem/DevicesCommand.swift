@@ -1,6 +1,60 @@
 import ArgumentParser
+import ModemAudio
 
+/// `modem devices`: lists the ALSA devices that `--device` accepts.
 struct DevicesCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "devices", abstract: "TODO")
-    func run() async throws {}
+    static let configuration = CommandConfiguration(
+        commandName: "devices",
+        abstract: "List the sound devices (ALSA PCMs) to pass to --device.",
+        discussion: """
+        Prints two sections, playback devices (for 'modem tx --device NAME') and capture devices \
+        (for 'modem rx --device NAME'), one per line: the name to pass, then what it is. 'default' \
+        is the system's choice (PulseAudio or PipeWire when one runs, else the first sound card). \
+        For each sound card, 'plughw:C,D' converts rate and format as needed and 'hw:C,D' is the raw \
+        hardware.
+
+        A machine without a sound card or sound server may list none, or only virtual devices such \
+        as 'null' (which discards what is played and records silence).
+
+        Exit status: 0 when the list was read (even if it is empty), 1 when alsa-lib could not be \
+        asked.
+        """
+    )
+
+    func run() async throws {
+        let devices: [ALSADeviceInfo]
+        do {
+            devices = try ALSADevices.scan()
+        } catch {
+            printError("modem: \(error)")
+            throw ExitCode(1)
+        }
+        let playback = devices.filter(\.playback)
+        let capture = devices.filter(\.capture)
+        if devices.isEmpty {
+            print("""
+            No sound devices found: alsa-lib lists no PCM devices on this machine (no sound card, \
+            and no sound server such as PulseAudio or PipeWire running).
+            """)
+            return
+        }
+        print(Self.section("Playback devices (modem tx --device NAME):", playback))
+        print("")
+        print(Self.section("Capture devices (modem rx --device NAME):", capture))
+        if !devices.contains(where: { $0.name == "default" }) {
+            print("")
+            print("Note: no 'default' device is configured; pass one of the names above with --device.")
+        }
+    }
+
+    /// A heading, then one "  name  description" line per device, names aligned.
+    static func section(_ heading: String, _ devices: [ALSADeviceInfo]) -> String {
+        guard !devices.isEmpty else { return heading + "\n  (none)" }
+        let width = min(devices.map(\.name.count).max() ?? 0, 32)
+        let lines = devices.map { device -> String in
+            let pad = String(repeating: " ", count: max(1, width - device.name.count + 2))
+            return device.description.isEmpty ? "  \(device.name)" : "  \(device.name)\(pad)\(device.description)"
+        }
+        return ([heading] + lines).joined(separator: "\n")
+    }
 }

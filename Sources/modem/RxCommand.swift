@@ -1,6 +1,141 @@
 import ArgumentParser
+import ModemAudio
+import SwiftModem
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct RxCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "rx", abstract: "TODO")
-    func run() async throws {}
+    static let configuration = CommandConfiguration(
+        commandName: "rx",
+        abstract: "Demodulate FSK audio from a WAV file or a sound device; decoded bytes go to standard output.",
+        discussion: """
+        Only the decoded bytes are written to standard output. Carrier, confidence and measured-rate
+        diagnostics go to standard error (--quiet silences them).
+        Examples:
+          modem rx --baud 1200 hello.wav
+          modem rx --profile rtty --channel 1 stereo.wav
+          modem rx --baud 300 --device default --seconds 10
+        """
+    )
+
+    @OptionGroup var line: LineOptions
+
+    @Option(name: .long, help: ArgumentHelp("Record from an ALSA device (see `modem devices`) instead of a file.", valueName: "NAME"))
+    var device: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --device: stop after this many seconds (default: until SIGINT/SIGTERM).", valueName: "S"))
+    var seconds: Double?
+
+    @Option(name: .long, help: ArgumentHelp("With --device: sample rate to record at.", valueName: "HZ"))
+    var rate: Int = 48000
+
+    @Option(name: .long, help: ArgumentHelp("Channel of a multi-channel file to decode, counted from 0.", valueName: "N"))
+    var channel: Int = 0
+
+    @Flag(name: .long, help: "No diagnostics on standard error.")
+    var quiet = false
+
+    @Argument(help: ArgumentHelp("WAV (or other audio) file to decode.", valueName: "INPUT.wav"))
+    var input: String?
+
+    func validate() throws {
+        if (input == nil) == (device == nil) { throw ValidationError("give exactly one of an INPUT file or --device NAME") }
+        if let s = seconds { guard s > 0, s.isFinite else { throw ValidationError("--seconds must be a positive number") } }
+        if seconds != nil, device == nil { throw ValidationError("--seconds goes with --device") }
+        guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
+        guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
+    }
+
+    func run() async throws {
+        let settings = try line.settings()
+        try await reportingErrors {
+            installStopHandlers()
+            let source: any AudioSource
+            var totalSamples: Int64 = 0
+            var name = ""
+            if let input {
+                let reader = try AudioFileReader(path: input, channel: channel)
+                totalSamples = reader.declaredFrameCount
+                source = reader
+                name = input
+            } else {
+                source = try ALSACapture(device: device!, sampleRate: rate)
+                name = device!
+            }
+            let receiver: Receiver
+            do {
+                receiver = try Receiver(settings: settings, source: source)
+            } catch let e as ModemSettingsError {
+                throw CLIError("\(name): \(e.description)")
+            }
+            let rate = Double(source.sampleRate)
+            let limit = seconds.map { Int($0 * rate) }
+            var progress = ProgressLine(enabled: !quiet && input != nil)
+            var out = StdoutWriter()
+            let summary = try receiver.run(
+                shouldStop: {
+                    stopRequested.load(ordering: .relaxed)
+                },
+                onBytes: { bytes in
+                    try out.write(bytes)
+                    if device != nil { try out.flush() }
+                },
+                onEvent: { event in
+                    guard !quiet else { return }
+                    progress.clear()
+                    switch event {
+                    case .carrier(let t):
+                        printError("### CARRIER \(settings.summary) at \(String(format1: t)) s ###")
+                    case .noCarrier(let t, let b):
+                        printError("### NOCARRIER at \(String(format1: t)) s: \(b.bytes) chars, \(b.framingErrors) framing errors, \(b.parityErrors) parity errors, confidence \(String(format2: Double(b.confidence))), \(String(format1: b.measuredBaudRate)) baud measured, level \(String(format1: Double(b.levelDBFS))) dBFS ###")
+                    }
+                },
+                onProgress: { n in
+                    if let limit, n >= limit { stopRequested.store(true, ordering: .relaxed) }
+                    if totalSamples > 0 {
+                        let pct = min(100, Int(Double(n) * 100 / Double(totalSamples)))
+                        progress.update("modem rx: \(pct)% (\(String(format1: Double(n) / rate)) of \(String(format1: Double(totalSamples) / rate)) s)")
+                    }
+                })
+            try out.flush()
+            progress.clear()
+            if let capture = source as? ALSACapture {
+                if capture.xrunCount > 0, !quiet { printError("modem rx: \(capture.xrunCount) capture overrun(s) recovered") }
+            } else if summary.samples == 0 {
+                throw CLIError("\(name): contains no audio samples (empty data, or a header that claims data the file does not hold)")
+            }
+        }
+    }
+}
+
+/// Buffered writes to standard output that report failures (e.g. a closed pipe) as errors.
+struct StdoutWriter {
+    private var buffer: [UInt8] = []
+
+    mutating func write(_ bytes: [UInt8]) throws {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 1 << 15 { try flush() }
+    }
+
+    mutating func flush() throws {
+        var off = 0
+        while off < buffer.count {
+            let n = buffer[off...].withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CLIError("standard output: write failed: \(String(cString: strerror(errno)))")
+            }
+            off += n
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+extension String {
+    /// A number with two decimals.
+    init(format2 v: Double) {
+        let r = (v * 100).rounded() / 100
+        self = String(r)
+    }
 }

@@ -1,6 +1,115 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ArgumentParser
+import ModemAudio
+import SwiftModem
 
 struct TxCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(commandName: "tx", abstract: "TODO")
-    func run() async throws {}
+    static let configuration = CommandConfiguration(
+        commandName: "tx",
+        abstract: "Modulate bytes into FSK audio: a WAV file or a sound device.",
+        discussion: """
+        Reads INPUT (default: standard input) and writes its bytes as FSK characters.
+        Examples:
+          echo hello | modem tx --baud 1200 --out hello.wav
+          modem tx --profile rtty --out rtty.wav message.txt
+          modem tx --baud 300 --device default < file.bin
+        """
+    )
+
+    @OptionGroup var line: LineOptions
+
+    @Option(name: .long, help: ArgumentHelp("Sample rate of the output.", valueName: "HZ"))
+    var rate: Int = 48000
+
+    @Option(name: .long, help: ArgumentHelp("Write a WAV file.", valueName: "FILE.wav"))
+    var out: String?
+
+    @Option(name: .long, help: ArgumentHelp("Play on an ALSA device (see `modem devices`).", valueName: "NAME"))
+    var device: String?
+
+    @Option(name: .long, help: ArgumentHelp("Sample format of the WAV file: u8, s16, s24, s32, f32.", valueName: "FMT"))
+    var format: String = "s16"
+
+    @Option(name: .long, help: ArgumentHelp("Peak level in dBFS (-60...0).", valueName: "DB"))
+    var level: Double = -3
+
+    @Option(name: .long, help: ArgumentHelp("Mark leader before the first character, in bit periods.", valueName: "BITS"))
+    var leader: Double = 2
+
+    @Flag(name: .long, help: "No progress or summary on standard error.")
+    var quiet = false
+
+    @Argument(help: ArgumentHelp("File to send (default: standard input).", valueName: "INPUT"))
+    var input: String?
+
+    func validate() throws {
+        if (out == nil) == (device == nil) { throw ValidationError("give exactly one of --out FILE.wav or --device NAME") }
+        guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
+        guard AudioSampleFormat(rawValue: format) != nil else {
+            throw ValidationError("--format '\(format)' is not one of u8, s16, s24, s32, f32")
+        }
+        guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
+        guard leader >= 0, leader <= 10000 else { throw ValidationError("--leader must be 0...10000 bit periods") }
+    }
+
+    func run() async throws {
+        let settings = try line.settings()
+        try await reportingErrors {
+            let fd: Int32
+            if let input {
+                fd = open(input, O_RDONLY)
+                if fd < 0 { throw CLIError("\(input): cannot open: \(String(cString: strerror(errno)))") }
+            } else {
+                fd = 0
+            }
+            defer { if fd != 0 { close(fd) } }
+            installStopHandlers()
+            let sink: any AudioSink
+            if let out {
+                sink = try AudioFileWriter(path: out, sampleRate: rate, format: AudioSampleFormat(rawValue: format)!)
+            } else {
+                sink = try ALSAPlayback(device: device!, sampleRate: rate)
+            }
+            let amplitude = Float(pow(10, level / 20))
+            let tx = try Transmitter(settings: settings, sink: sink, amplitude: amplitude, leaderBits: leader)
+            var progress = ProgressLine(enabled: !quiet)
+            var buf = [UInt8](repeating: 0, count: 65536)
+            var total = 0
+            while !stopRequested.load(ordering: .relaxed) {
+                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n < 0 {
+                    if errno == EINTR { continue }
+                    throw CLIError("\(input ?? "standard input"): read failed: \(String(cString: strerror(errno)))")
+                }
+                if n == 0 { break }
+                try tx.send(buf[0..<n])
+                total += n
+                progress.update("modem tx: \(total) bytes, \(String(format1: Double(tx.samplesWritten) / Double(rate))) s of audio")
+            }
+            try tx.finish()
+            progress.clear()
+            if tx.unencodableCount > 0, !quiet {
+                printError("modem tx: \(tx.unencodableCount) character(s) have no Baudot code and were skipped")
+            }
+            if let p = sink as? ALSAPlayback, p.xrunCount > 0, !quiet {
+                printError("modem tx: \(p.xrunCount) playback underrun(s) recovered")
+            }
+        }
+    }
+}
+
+/// An error with a ready-made one-line message.
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+extension String {
+    /// A number with one decimal.
+    init(format1 v: Double) {
+        let r = (v * 10).rounded() / 10
+        self = String(r)
+    }
 }

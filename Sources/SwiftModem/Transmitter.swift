@@ -1,0 +1,91 @@
+import ModemAudio
+import ModemCodecs
+import ModemDSP
+
+/// Turns bytes into FSK audio and writes it to an ``AudioSink`` (a file, a sound device).
+///
+/// Streams: bytes can be sent in any number of calls; memory holds one call's audio at most.
+/// The carrier starts with a mark leader and ends with a mark trailer so receivers can lock on.
+public final class Transmitter {
+    /// The line settings.
+    public let settings: ModemSettings
+    /// Where the audio goes.
+    public let sink: any AudioSink
+    /// Characters that the framing could not carry (e.g. `%` in Baudot), skipped.
+    public var unencodableCount: Int { baudot.unencodableCount }
+    /// Samples written so far.
+    public private(set) var samplesWritten = 0
+
+    private var modulator: FSKModulator
+    private let leaderBits: Double
+    private let trailerBits: Double
+    private var started = false
+    private var finished = false
+    private var uart: UARTEncoder?
+    private var baudot = BaudotEncoder()
+    private var buffer: [Float] = []
+
+    /// Creates a transmitter.
+    /// - Parameters:
+    ///   - settings: tones, baud, framing.
+    ///   - sink: the destination; its sample rate is used.
+    ///   - amplitude: peak level, 0 < a <= 1 (default 0.7, about -3 dBFS).
+    ///   - leaderBits: mark bit periods sent before the first character (>= 0; default 2, as minimodem).
+    ///   - trailerBits: mark bit periods after the last character (>= 0; default 2).
+    /// - Throws: ``ModemSettingsError`` when the settings do not fit the sink's sample rate.
+    public init(settings: ModemSettings, sink: any AudioSink, amplitude: Float = 0.7,
+                leaderBits: Double = 2, trailerBits: Double = 2) throws {
+        guard amplitude > 0, amplitude <= 1 else { throw ModemSettingsError("amplitude must be in 0 < a <= 1, got \(amplitude)") }
+        self.settings = settings
+        self.sink = sink
+        modulator = FSKModulator(configuration: try settings.configuration(sampleRate: sink.sampleRate), amplitude: amplitude)
+        self.leaderBits = max(0, leaderBits)
+        self.trailerBits = max(0, trailerBits)
+        if case .uart(let f) = settings.framing { uart = UARTEncoder(framing: f) }
+    }
+
+    /// Modulates `bytes` and writes them.
+    public func send(_ bytes: some Sequence<UInt8>) throws {
+        precondition(!finished, "send after finish")
+        buffer.removeAll(keepingCapacity: true)
+        if !started {
+            started = true
+            if leaderBits > 0 { modulator.appendTone(mark: true, bits: leaderBits, to: &buffer) }
+        }
+        switch settings.framing {
+        case .uart(let f):
+            let enc = uart!
+            for b in bytes {
+                modulator.appendWord(enc.encode(b), count: f.bitsBeforeStop, to: &buffer)
+                modulator.appendTone(mark: true, bits: f.stopBits, to: &buffer)
+                if buffer.count >= 1 << 16 { try flush() }
+            }
+        case .baudot(let stop):
+            for b in bytes {
+                for code in baudot.encode(b) {
+                    modulator.appendWord(UInt32(code) << 1, count: 6, to: &buffer)
+                    modulator.appendTone(mark: true, bits: stop, to: &buffer)
+                }
+                if buffer.count >= 1 << 16 { try flush() }
+            }
+        }
+        try flush()
+    }
+
+    /// Sends the trailer and finishes the sink (drains a device, finalises a file).
+    public func finish() throws {
+        guard !finished else { return }
+        finished = true
+        buffer.removeAll(keepingCapacity: true)
+        if started, trailerBits > 0 { modulator.appendTone(mark: true, bits: trailerBits, to: &buffer) }
+        try flush()
+        try sink.finish()
+    }
+
+    private func flush() throws {
+        guard !buffer.isEmpty else { return }
+        try buffer.withUnsafeBufferPointer { try sink.write($0) }
+        samplesWritten += buffer.count
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
