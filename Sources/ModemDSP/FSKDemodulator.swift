@@ -1,4 +1,8 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The shape of one asynchronous character on the line, as the demodulator needs it.
 public struct AsyncCharacterShape: Sendable, Hashable {
@@ -115,7 +119,7 @@ public struct FSKDemodulator: Sendable {
         self.configuration = configuration
         self.shape = shape
         corr = ToneCorrelator(sampleRate: configuration.sampleRate, markFrequency: configuration.markFrequency,
-                              spaceFrequency: configuration.spaceFrequency)
+                              spaceFrequency: configuration.spaceFrequency, samplesPerBit: configuration.samplesPerBit)
         nominalBit = configuration.samplesPerBit
         bitLength = nominalBit
         scanPosition = nominalBit
@@ -213,7 +217,7 @@ public struct FSKDemodulator: Sendable {
         case .locked(let expected, _): keep = expected
         }
         let cut = Int(keep - 3 * bitLength) - 2
-        if cut - corr.base > 16384 { corr.discard(before: cut) }
+        if cut - corr.start > 65536 { corr.discard(before: cut) }
     }
 
     /// How many idle bit periods the carrier may show before the lock is given up
@@ -242,116 +246,140 @@ public struct FSKDemodulator: Sendable {
         return nil
     }
 
-    /// Evaluates a character starting at `start` with bit period `L`.
-    private func evaluate(start: Double, bitLength L: Double) -> (quality: Float, fraction: Float, soft: [Float]) {
-        var soft = [Float](repeating: 0, count: shape.bitsBeforeStop + 1)
+    /// Timing metric of a character hypothesis: how clearly each bit window is one tone.
+    /// Largest when the windows line up with the bits.
+    private func quality(start: Double, bitLength L: Double) -> Float {
         var q: Float = 0
-        var f: Float = 0
-        // A bit far quieter than the signal (or than the silence floor) counts as no carrier.
-        let quiet = max(Self.silenceFloor, referenceLevel * 0.01) * Float(L)
+        var a = corr.prefix(at: start)
+        let len = Float(L)
         for k in 0...shape.bitsBeforeStop {
-            let a = start + Double(k) * L
-            let w = corr.window(from: a, to: a + L)
-            let v = w.soft
-            soft[k] = v
-            q += abs(w.mark - w.space) / (w.length * w.energy + 1e-30)
-            if k < shape.bitsBeforeStop, w.energy >= quiet { f += w.toneFraction }
+            let b = corr.prefix(at: start + Double(k + 1) * L)
+            let w = ToneCorrelator.window(a, b, length: len)
+            q += abs(w.mark - w.space) / (len * w.energy + 1e-30)
+            a = b
         }
-        return (q, f / Float(shape.bitsBeforeStop), soft)
+        return q
+    }
+
+    /// The bits of a character at a given timing, with its carrier figure.
+    private struct Reading {
+        var start: Double
+        var bits: UInt32 = 0
+        var startSoft: Float = 0
+        var stopSoft: Float = 0
+        var confidence: Float = 0
+        /// Mean tone fraction of the bits before the stop bit (0 where the signal is too quiet).
+        var fraction: Float = 0
+    }
+
+    private func read(start: Double, bitLength L: Double) -> Reading {
+        var r = Reading(start: start)
+        var a = corr.prefix(at: start)
+        let len = Float(L)
+        // A bit far quieter than the signal (or than the silence floor) counts as no carrier.
+        let quiet = max(Self.silenceFloor, referenceLevel * 0.01) * len
+        var conf: Float = 0
+        var f: Float = 0
+        let n = shape.bitsBeforeStop
+        for k in 0...n {
+            let b = corr.prefix(at: start + Double(k + 1) * L)
+            let w = ToneCorrelator.window(a, b, length: len)
+            a = b
+            let v = w.soft
+            conf += abs(v)
+            if k == 0 { r.startSoft = v } else if k == n { r.stopSoft = v } else if v > 0 { r.bits |= 1 << UInt32(k - 1) }
+            if k < n, w.energy >= quiet { f += w.toneFraction }
+        }
+        r.confidence = conf / Float(n + 1)
+        r.fraction = f / Float(n)
+        return r
     }
 
     /// Mean squared sample below which a window is treated as silence (about -100 dBFS).
     static let silenceFloor: Float = 1e-10
 
-    private struct Candidate {
-        var start: Double
-        var bitLength: Double
-        var quality: Float
-        var fraction: Float
-        var soft: [Float]
-    }
-
-    /// Finest timing around `center` within ±range samples, with the bit periods given.
-    private func search(center: Double, range: Double, periods: [Double]) -> Candidate {
-        var best = Candidate(start: center, bitLength: bitLength, quality: -1, fraction: 0, soft: [])
+    /// Best start within ±range of `center` on a grid of 17 points, refined by a parabola.
+    private func gridSearch(center: Double, range: Double, bitLength L: Double) -> Double {
         let steps = 8
         let h = range / Double(steps)
-        for L in periods {
-            var qs = [Float](repeating: 0, count: 2 * steps + 1)
-            var bestI = 0
-            var bestQ: Float = -1
-            var bestEval: (quality: Float, fraction: Float, soft: [Float]) = (0, 0, [])
-            for i in 0...(2 * steps) {
-                let s = center - range + Double(i) * h
-                let e = evaluate(start: s, bitLength: L)
-                qs[i] = e.quality
-                if e.quality > bestQ { bestQ = e.quality; bestI = i; bestEval = e }
-            }
-            if bestQ > best.quality {
-                var s = center - range + Double(bestI) * h
-                // Parabolic refinement of the peak.
-                if bestI > 0, bestI < 2 * steps {
-                    let a = qs[bestI - 1], b = qs[bestI], c = qs[bestI + 1]
-                    let den = a - 2 * b + c
-                    if den < 0 {
-                        let d = Double(0.5 * (a - c) / den)
-                        s += max(-0.5, min(0.5, d)) * h
-                    }
-                }
-                let e = evaluate(start: s, bitLength: L)
-                let use = e.quality >= bestEval.quality ? e : bestEval
-                let useStart = e.quality >= bestEval.quality ? s : center - range + Double(bestI) * h
-                best = Candidate(start: useStart, bitLength: L, quality: use.quality, fraction: use.fraction, soft: use.soft)
-            }
+        var qs = [Float](repeating: 0, count: 2 * steps + 1)
+        var bestI = 0
+        for i in 0...(2 * steps) {
+            qs[i] = quality(start: center - range + Double(i) * h, bitLength: L)
+            if qs[i] > qs[bestI] { bestI = i }
         }
-        return best
+        var s = center - range + Double(bestI) * h
+        if bestI > 0, bestI < 2 * steps {
+            s += Self.parabolaPeak(qs[bestI - 1], qs[bestI], qs[bestI + 1]) * h
+        }
+        return s
     }
 
-    /// First character after a start was found by scanning: wider timing and rate search.
+    /// Best start near `center` by hill climbing in steps of L/8 (at most ±maxOffset), then a parabola.
+    private func localSearch(center: Double, maxOffset: Double, bitLength L: Double) -> Double {
+        let h = L / 8
+        var c = center
+        var q0 = quality(start: c, bitLength: L)
+        var qm = quality(start: c - h, bitLength: L)
+        var qp = quality(start: c + h, bitLength: L)
+        var moves = 0
+        let maxMoves = Int(maxOffset / h)
+        while moves < maxMoves {
+            if qp > q0 && qp >= qm {
+                c += h; qm = q0; q0 = qp; qp = quality(start: c + h, bitLength: L)
+            } else if qm > q0 {
+                c -= h; qp = q0; q0 = qm; qm = quality(start: c - h, bitLength: L)
+            } else {
+                break
+            }
+            moves += 1
+        }
+        return c + Self.parabolaPeak(qm, q0, qp) * h
+    }
+
+    /// Offset (in steps, within ±0.5) of the vertex of the parabola through three equally spaced values.
+    static func parabolaPeak(_ a: Float, _ b: Float, _ c: Float) -> Double {
+        let den = a - 2 * b + c
+        guard den < 0 else { return 0 }
+        return Double(max(-0.5, min(0.5, 0.5 * (a - c) / den)))
+    }
+
+    /// First character after a start was found by scanning.
     private mutating func acquire(near position: Double) -> DemodulatedCharacter? {
-        let L = bitLength
         // The bit period is not searched here: one character says little about it, and the
         // run of characters that follows measures it (see `track`).
-        var periods = [L]
-        if case .searching = state { periods = [nominalBit] }
+        if case .searching = state { bitLength = nominalBit }
+        let L = bitLength
         // The scan stops up to ~0.4 bit before the true start.
-        let c = search(center: position + 0.25 * L, range: 0.4 * L, periods: periods)
-        guard c.fraction >= carrierThreshold else { return nil }
-        guard c.soft[0] < -0.2, c.soft[shape.bitsBeforeStop] > -0.2 else { return nil }
-        if case .searching = state {
-            bitLength = c.bitLength
-            charsSinceLock = 0
-        }
-        runStarts = [c.start]
-        return make(c)
+        let s = gridSearch(center: position + 0.25 * L, range: 0.4 * L, bitLength: L)
+        let r = read(start: s, bitLength: L)
+        guard r.fraction >= carrierThreshold, r.startSoft < -0.2, r.stopSoft > -0.2 else { return nil }
+        if case .searching = state { charsSinceLock = 0 }
+        runStarts = [s]
+        return make(r)
     }
 
     /// A character expected at `expected` while locked; nil when the line is idle there.
     private mutating func track(near expected: Double) -> DemodulatedCharacter? {
-        let range = (charsSinceLock < 4 ? 0.4 : 0.25) * bitLength
-        let c = search(center: expected, range: range, periods: [bitLength])
-        guard c.soft[0] < 0, c.fraction >= carrierThreshold * 0.7 else { return nil }
+        let range = (charsSinceLock < 4 ? 0.45 : 0.3) * bitLength
+        let s = localSearch(center: expected, maxOffset: range, bitLength: bitLength)
+        let r = read(start: s, bitLength: bitLength)
+        guard r.startSoft < 0, r.fraction >= carrierThreshold * 0.7 else { return nil }
         // Track the bit period from the starts of a run of back-to-back characters: a constant bias
         // in the start estimate cancels out, and the error shrinks as the run grows.
         if let first = runStarts.first, runStarts.count >= 2 {
             let n = Double(runStarts.count)
-            let estimate = (c.start - first) / (n * shape.length)
+            let estimate = (s - first) / (n * shape.length)
             bitLength = max(nominalBit * 0.93, min(nominalBit * 1.07, estimate))
         }
-        runStarts.append(c.start)
+        runStarts.append(s)
         if runStarts.count > 48 { runStarts.removeFirst(16) }
-        return make(c)
+        return make(r)
     }
 
-    private func make(_ c: Candidate) -> DemodulatedCharacter {
-        var bits: UInt32 = 0
-        var conf: Float = 0
-        for k in 1..<shape.bitsBeforeStop where c.soft[k] > 0 {
-            bits |= 1 << UInt32(k - 1)
-        }
-        for v in c.soft { conf += abs(v) }
-        return DemodulatedCharacter(bits: bits, stopBitOK: c.soft[shape.bitsBeforeStop] > 0,
-                                    confidence: conf / Float(c.soft.count), startSample: Int(c.start.rounded()))
+    private func make(_ r: Reading) -> DemodulatedCharacter {
+        DemodulatedCharacter(bits: r.bits, stopBitOK: r.stopSoft > 0, confidence: r.confidence,
+                             startSample: Int(r.start.rounded()))
     }
 
     private mutating func accept(_ ch: DemodulatedCharacter, into events: inout [FSKDemodulatorEvent]) {

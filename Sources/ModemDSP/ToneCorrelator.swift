@@ -1,164 +1,291 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Running quadrature correlation of a sample stream against the mark and space tones.
 ///
-/// For every input sample it stores prefix sums of `x·cos(ωn)`, `x·sin(ωn)` for both tones and of
-/// `x²`, so that the correlation over any window, at any (fractional) start and length, costs a
-/// few subtractions. The phase reference is global (ω times the absolute sample index), so the
-/// phases of successive windows can be compared, which continuous-phase detection relies on.
+/// The stream is mixed with both tones and the products are summed in groups of `decimation`
+/// samples; the running (prefix) sums of those groups are stored, so the correlation over any
+/// window, at any fractional start and length, costs a few subtractions (positions between group
+/// boundaries are interpolated linearly). A one-pole DC blocker (corner at an eighth of the lower
+/// tone) runs at the group rate and is applied to the group sums, which removes offsets and most
+/// mains hum at a fraction of the cost of filtering every sample.
 ///
-/// Memory is bounded: ``discard(before:)`` drops what the caller no longer needs.
+/// The phase reference is global (ω times the absolute sample index), so the phases of
+/// successive windows can be compared. Memory is bounded: ``discard(before:)`` drops history.
 struct ToneCorrelator {
+    /// Samples per stored group (1...8).
+    let decimation: Int
     let markOmega: Double
     let spaceOmega: Double
-    let dcAlpha: Float
 
-    /// Absolute index of the first sample whose prefix is stored (pre[0] is the sum before it).
-    private(set) var base: Int = 0
-    /// Absolute index one past the last sample processed.
-    var end: Int { base + pre.count - 1 }
+    /// Absolute index of the first group stored; `record[0]` is the prefix sum before it.
+    private(set) var baseGroup = 0
+    /// Number of valid records (prefix sums), one more than the groups stored.
+    private(set) var count = 1
+    /// Prefix sums per group boundary: lanes 0-3 mark I/Q, space I/Q; 4 Σx; 5 Σx² (DC removed).
+    private var record: [SIMD8<Float>]
 
-    private(set) var pre: [SIMD4<Float>] = [.zero]
-    private(set) var preE: [Float] = [0]
-
+    // Mixing tables: one whole period of both tones, so no phasor arithmetic per sample.
+    private let period: Int
+    private var table: [SIMD4<Float>]  // (cos m, sin m, cos s, sin s) at n mod period
+    private var tablePos = 0           // absolute sample index mod period of the next sample
+    private var group = PartialGroup()  // partial group being summed
+    /// Sum of `decimation` consecutive table entries starting at each table position (periodic plans).
+    private var groupRef: [SIMD4<Float>] = []
+    private var groupFill = 0
+    private var samplesSeen = 0
+    private var fallback: PhasorFallback?
     private var dc: Float = 0
     private var dcPrimed = false
-    private let block = 1024
-    private let rc0: [Float], rs0: [Float], rc1: [Float], rs1: [Float]
-    private var phaseM: Double = 0, phaseS: Double = 0
-    private var scratch: [Float]
+    private let dcAlpha: Float
 
-    init(sampleRate: Double, markFrequency: Double, spaceFrequency: Double) {
+    init(sampleRate: Double, markFrequency: Double, spaceFrequency: Double, samplesPerBit: Double) {
         markOmega = 2 * Double.pi * markFrequency / sampleRate
         spaceOmega = 2 * Double.pi * spaceFrequency / sampleRate
-        // DC blocker corner at an eighth of the lower tone: removes offsets and most mains hum
-        // while leaving the tones untouched.
+        decimation = max(1, min(8, Int(samplesPerBit / 10)))
+        record = [SIMD8<Float>](repeating: .zero, count: 1 << 14)
         let corner = min(markFrequency, spaceFrequency) / 8
-        dcAlpha = Float(1 - exp(-2 * Double.pi * corner / sampleRate))
-        let b = block
-        let wm = markOmega, ws = spaceOmega
-        rc0 = (0..<b).map { Float(cos(wm * Double($0))) }
-        rs0 = (0..<b).map { Float(sin(wm * Double($0))) }
-        rc1 = (0..<b).map { Float(cos(ws * Double($0))) }
-        rs1 = (0..<b).map { Float(sin(ws * Double($0))) }
-        scratch = [Float](repeating: 0, count: b)
+        dcAlpha = Float(1 - exp(-2 * Double.pi * corner * Double(decimation) / sampleRate))
+        // The tones repeat exactly after `period` samples when both frequencies are rational
+        // multiples of the sample rate with a small common period.
+        let p = ToneCorrelator.commonPeriod(sampleRate: sampleRate, markFrequency: markFrequency, spaceFrequency: spaceFrequency)
+        if let p {
+            period = p
+            let wm = markOmega, ws = spaceOmega
+            table = (0..<p).map { n in
+                let d = Double(n)
+                return SIMD4(Float(cos(wm * d)), Float(sin(wm * d)), Float(cos(ws * d)), Float(sin(ws * d)))
+            }
+            let dec = decimation
+            let tab = table
+            groupRef = (0..<p).map { t in
+                var r = SIMD4<Float>()
+                for k in 0..<dec { r += tab[(t + k) % p] }
+                return r
+            }
+        } else {
+            period = 4096
+            table = [SIMD4<Float>](repeating: .zero, count: 4096)
+            fallback = PhasorFallback(markOmega: markOmega, spaceOmega: spaceOmega)
+            fallback!.fill(&table, startingAt: 0)
+        }
     }
 
-    mutating func reset() {
-        base = 0; pre = [.zero]; preE = [0]; dc = 0; dcPrimed = false; phaseM = 0; phaseS = 0
+    /// The smallest n <= 65536 with markFrequency·n/sampleRate and spaceFrequency·n/sampleRate both whole, if any.
+    static func commonPeriod(sampleRate: Double, markFrequency: Double, spaceFrequency: Double) -> Int? {
+        func period(_ f: Double) -> Int? {
+            // Work in millihertz to accept frequencies like 45.45-baud tone plans given to 0.001 Hz.
+            let fs = (sampleRate * 1000).rounded(), ff = (f * 1000).rounded()
+            guard abs(fs - sampleRate * 1000) < 1e-6, abs(ff - f * 1000) < 1e-6, fs > 0, ff > 0 else { return nil }
+            let g = gcd(Int(fs), Int(ff))
+            return Int(fs) / g
+        }
+        guard let a = period(markFrequency), let b = period(spaceFrequency) else { return nil }
+        let l = a / gcd(a, b) * b
+        return l <= 65536 ? l : nil
     }
+
+    static func gcd(_ a: Int, _ b: Int) -> Int { b == 0 ? a : gcd(b, a % b) }
+
+    mutating func reset() {
+        baseGroup = 0; count = 1; record[0] = .zero; tablePos = 0; group = PartialGroup(); groupFill = 0; samplesSeen = 0
+        dc = 0; dcPrimed = false
+        if fallback != nil {
+            fallback = PhasorFallback(markOmega: markOmega, spaceOmega: spaceOmega)
+            fallback!.fill(&table, startingAt: 0)
+        }
+    }
+
+    /// Absolute sample index one past the last complete group.
+    var end: Int { (baseGroup + count - 1) * decimation }
+    /// Absolute sample index of the first sample still available.
+    var start: Int { baseGroup * decimation }
 
     /// Appends samples.
     mutating func append(_ samples: UnsafeBufferPointer<Float>) {
         var offset = 0
-        while offset < samples.count {
-            // Blocks are aligned to absolute multiples of `block` so the phase tables line up.
-            let inBlock = end % block
-            let n = min(block - inBlock, samples.count - offset)
-            appendBlock(samples.baseAddress! + offset, count: n, tableOffset: inBlock)
+        let total = samples.count
+        while offset < total {
+            let n = min(period - tablePos, total - offset)
+            appendSpan(samples.baseAddress! + offset, count: n)
             offset += n
+            tablePos += n
+            if tablePos == period {
+                tablePos = 0
+                if fallback != nil { fallback!.fill(&table, startingAt: samplesSeen) }
+            }
         }
     }
 
-    private mutating func appendBlock(_ x: UnsafePointer<Float>, count n: Int, tableOffset t0: Int) {
+    private mutating func ensureCapacity(extraGroups: Int) {
+        if count + extraGroups > record.count {
+            var newCount = record.count
+            while count + extraGroups > newCount { newCount *= 2 }
+            record.append(contentsOf: repeatElement(.zero, count: newCount - record.count))
+        }
+    }
+
+    private mutating func appendSpan(_ x: UnsafePointer<Float>, count n: Int) {
+        ensureCapacity(extraGroups: n / decimation + 2)
+        let d = decimation
+        var g = group
+        var fill = groupFill
+        var c = count
+        let t0 = tablePos
+        var dcv = dc
         if !dcPrimed, n > 0 {
             // Start the DC estimate at the first samples' mean so an offset does not ring.
-            var s: Float = 0
-            for i in 0..<n { s += x[i] }
-            dc = s / Float(n); dcPrimed = true
+            var m: Float = 0
+            for i in 0..<min(n, 256) { m += x[i] }
+            dcv = m / Float(min(n, 256))
+            dcPrimed = true
         }
-        let cm = Float(cos(phaseM)), sm = Float(sin(phaseM))
-        let cs = Float(cos(phaseS)), ss = Float(sin(phaseS))
-        let oldCount = pre.count
-        pre.reserveCapacity(oldCount + n)
-        preE.reserveCapacity(oldCount + n)
-        var acc = pre[oldCount - 1]
-        var accE = preE[oldCount - 1]
-        var dcv = dc
-        let a = dcAlpha
-        scratch.withUnsafeMutableBufferPointer { y in
-            for i in 0..<n {
-                let v = x[i]
-                dcv += a * (v - dcv)
-                y[i] = v - dcv
+        let fd = Float(d)
+        let beta = 1 - dcAlpha, gamma = dcAlpha / fd
+        // Removes the running DC estimate from a finished group's sums, then updates the estimate
+        // (one multiply-add on the loop-carried chain).
+        @inline(__always) func closed(_ p: SIMD4<Float>, _ sx: Float, _ sxx: Float, _ ref: SIMD4<Float>) -> SIMD8<Float> {
+            let q = p - dcv * ref
+            let e = max(0, sxx - 2 * dcv * sx + fd * dcv * dcv)
+            let r = SIMD8<Float>(q.x, q.y, q.z, q.w, sx - fd * dcv, e, 0, 0)
+            dcv = dcv * beta + gamma * sx
+            return r
+        }
+        let periodic = fallback == nil
+        table.withUnsafeBufferPointer { tab in
+            groupRef.withUnsafeBufferPointer { gref in
+                record.withUnsafeMutableBufferPointer { rec in
+                    var acc = rec[c - 1]
+                    var i = 0
+                    // Finish a partial group first.
+                    while fill != 0 && i < n {
+                        let v = x[i], t = tab[t0 + i]
+                        g.p += t * v; g.sx += v; g.sxx += v * v; g.ref += t
+                        fill += 1; i += 1
+                        if fill == d {
+                            acc += closed(g.p, g.sx, g.sxx, g.ref); rec[c] = acc; c += 1
+                            g = PartialGroup(); fill = 0
+                        }
+                    }
+                    // Whole groups: the reference sums come from a table when the tones are periodic.
+                    while i + d <= n {
+                        // Two interleaved accumulators halve the dependency chains.
+                        var pa = SIMD4<Float>(), pb = SIMD4<Float>()
+                        var sxa: Float = 0, sxb: Float = 0, sxxa: Float = 0, sxxb: Float = 0
+                        var ref = SIMD4<Float>()
+                        let base = t0 + i
+                        var k = 0
+                        while k + 1 < d {
+                            let v0 = x[i + k], v1 = x[i + k + 1]
+                            pa += tab[base + k] * v0
+                            pb += tab[base + k + 1] * v1
+                            sxa += v0; sxb += v1
+                            sxxa += v0 * v0; sxxb += v1 * v1
+                            k += 2
+                        }
+                        if k < d {
+                            let v0 = x[i + k]
+                            pa += tab[base + k] * v0; sxa += v0; sxxa += v0 * v0
+                        }
+                        let p = pa + pb, sx = sxa + sxb, sxx = sxxa + sxxb
+                        if periodic {
+                            ref = gref[base]
+                        } else {
+                            for k in 0..<d { ref += tab[base + k] }
+                        }
+                        acc += closed(p, sx, sxx, ref)
+                        rec[c] = acc
+                        c += 1
+                        i += d
+                    }
+                    while i < n {
+                        let v = x[i], t = tab[t0 + i]
+                        g.p += t * v; g.sx += v; g.sxx += v * v; g.ref += t
+                        fill += 1; i += 1
+                    }
+                }
             }
         }
         dc = dcv
-        pre.append(contentsOf: repeatElement(.zero, count: n))
-        preE.append(contentsOf: repeatElement(0, count: n))
-        scratch.withUnsafeBufferPointer { y in
-            rc0.withUnsafeBufferPointer { rc0 in
-            rs0.withUnsafeBufferPointer { rs0 in
-            rc1.withUnsafeBufferPointer { rc1 in
-            rs1.withUnsafeBufferPointer { rs1 in
-            pre.withUnsafeMutableBufferPointer { p in
-            preE.withUnsafeMutableBufferPointer { pe in
-                let po = p.baseAddress! + oldCount
-                let peo = pe.baseAddress! + oldCount
-                for i in 0..<n {
-                    let k = t0 + i
-                    let v = y[i]
-                    let c0 = cm * rc0[k] - sm * rs0[k]
-                    let s0 = sm * rc0[k] + cm * rs0[k]
-                    let c1 = cs * rc1[k] - ss * rs1[k]
-                    let s1 = ss * rc1[k] + cs * rs1[k]
-                    let prod: SIMD4<Float> = SIMD4<Float>(c0, s0, c1, s1) * v
-                    acc += prod
-                    accE += v * v
-                    po[i] = acc
-                    peo[i] = accE
-                }
-            }}}}}}
-        }
-        if t0 + n == block {
-            phaseM = (phaseM + markOmega * Double(block)).truncatingRemainder(dividingBy: 2 * Double.pi)
-            phaseS = (phaseS + spaceOmega * Double(block)).truncatingRemainder(dividingBy: 2 * Double.pi)
-        }
+        group = g
+        groupFill = fill
+        count = c
+        samplesSeen += n
     }
 
-    /// Prefix sums at a fractional absolute position (linear interpolation between samples).
+    /// The prefix record at a fractional absolute sample position (linear interpolation between groups).
     @inline(__always)
-    func prefix(at position: Double) -> (SIMD4<Float>, Float) {
-        let rel = position - Double(base)
-        let clamped = max(0, min(rel, Double(pre.count - 1)))
+    func prefix(at position: Double) -> SIMD8<Float> {
+        let g = position / Double(decimation) - Double(baseGroup)
+        let clamped = max(0, min(g, Double(count - 1)))
         let i = Int(clamped)
+        if i + 1 >= count { return record[i] }
         let f = Float(clamped - Double(i))
-        if i + 1 >= pre.count { return (pre[i], preE[i]) }
-        let a = pre[i], b = pre[i + 1]
-        return (a + (b - a) * f, preE[i] + (preE[i + 1] - preE[i]) * f)
+        let a = record[i]
+        return a + (record[i + 1] - a) * f
     }
 
-    /// Correlations over the window [start, end) in absolute samples.
+    /// Correlations over the window between two prefix records.
+    @inline(__always)
+    static func window(_ a: SIMD8<Float>, _ b: SIMD8<Float>, length: Float) -> ToneWindow {
+        let d = b - a
+        return ToneWindow(markI: d[0], markQ: d[1], spaceI: d[2], spaceQ: d[3], energy: max(0, d[5]), length: length)
+    }
+
+    /// Correlations over the window [start, stop) in absolute samples.
     @inline(__always)
     func window(from start: Double, to stop: Double) -> ToneWindow {
-        let (a, ea) = prefix(at: start)
-        let (b, eb) = prefix(at: stop)
-        let d = b - a
-        return ToneWindow(markI: d.x, markQ: d.y, spaceI: d.z, spaceQ: d.w, energy: max(0, eb - ea),
-                          length: Float(stop - start))
+        ToneCorrelator.window(prefix(at: start), prefix(at: stop), length: Float(stop - start))
     }
 
-    /// Drops everything before absolute sample `position` (keeps the prefix there as the new zero).
+    /// Drops everything before absolute sample `position` (rebasing the prefix sums there to zero).
     mutating func discard(before position: Int) {
-        let drop = position - base
-        guard drop > 0, drop < pre.count else { return }
-        let z = pre[drop], ze = preE[drop]
-        pre.removeFirst(drop)
-        preE.removeFirst(drop)
-        pre.withUnsafeMutableBufferPointer { p in
-            for i in 0..<p.count { p[i] -= z }
+        let drop = position / decimation - baseGroup
+        guard drop > 0, drop < count else { return }
+        let z = record[drop]
+        let remaining = count - drop
+        record.withUnsafeMutableBufferPointer { r in
+            for i in 0..<remaining { r[i] = r[i + drop] - z }
         }
-        preE.withUnsafeMutableBufferPointer { p in
-            for i in 0..<p.count { p[i] -= ze }
+        count = remaining
+        baseGroup += drop
+    }
+}
+
+/// Sums of a group of samples not yet complete.
+struct PartialGroup {
+    var p = SIMD4<Float>()
+    var sx: Float = 0
+    var sxx: Float = 0
+    var ref = SIMD4<Float>()
+}
+
+/// Phasor generation for tone plans with no short common period (rare: irrational-looking tones).
+struct PhasorFallback {
+    let markOmega: Double
+    let spaceOmega: Double
+    init(markOmega: Double, spaceOmega: Double) { self.markOmega = markOmega; self.spaceOmega = spaceOmega }
+
+    /// Fills `table` with the phasors of samples `start ..< start + table.count`.
+    func fill(_ table: inout [SIMD4<Float>], startingAt start: Int) {
+        let twoPi = 2 * Double.pi
+        let pm = (markOmega * Double(start)).truncatingRemainder(dividingBy: twoPi)
+        let ps = (spaceOmega * Double(start)).truncatingRemainder(dividingBy: twoPi)
+        for n in 0..<table.count {
+            let d = Double(n)
+            table[n] = SIMD4(Float(cos(pm + markOmega * d)), Float(sin(pm + markOmega * d)),
+                             Float(cos(ps + spaceOmega * d)), Float(sin(ps + spaceOmega * d)))
         }
-        base = position
     }
 }
 
 /// The correlations of one window of samples with the two tones.
 struct ToneWindow {
     var markI: Float, markQ: Float, spaceI: Float, spaceQ: Float
-    /// Sum of squared samples in the window.
+    /// Sum of squared samples (DC removed).
     var energy: Float
     /// Window length in samples.
     var length: Float

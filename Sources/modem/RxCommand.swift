@@ -33,7 +33,7 @@ struct RxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Channel of a multi-channel file to decode, counted from 0.", valueName: "N"))
     var channel: Int = 0
 
-    @Flag(name: .long, help: "No diagnostics on standard error.")
+    @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
     var quiet = false
 
     @Argument(help: ArgumentHelp("WAV (or other audio) file to decode.", valueName: "INPUT.wav"))

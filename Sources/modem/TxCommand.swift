@@ -38,7 +38,7 @@ struct TxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Mark leader before the first character, in bit periods.", valueName: "BITS"))
     var leader: Double = 2
 
-    @Flag(name: .long, help: "No progress or summary on standard error.")
+    @Flag(name: [.short, .long], help: "No progress or summary on standard error.")
     var quiet = false
 
     @Argument(help: ArgumentHelp("File to send (default: standard input).", valueName: "INPUT"))
