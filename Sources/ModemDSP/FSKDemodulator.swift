@@ -91,6 +91,10 @@ public struct FSKDemodulator: Sendable {
     private var charsSinceLock = 0
     /// Starts of the current run of back-to-back characters (absolute samples), for rate tracking.
     private var runStarts: [Double] = []
+    /// One bit per recent character, 1 where its start or stop bit was wrong (newest in bit 0).
+    private var framingHistory: UInt32 = 0
+    /// Exact (fractional) start of the character most recently made.
+    private var lastStart: Double = 0
 
     // burst statistics
     private var burst = FSKBurstStatistics(startSample: 0, endSample: 0, characters: 0, framingErrors: 0,
@@ -188,22 +192,23 @@ public struct FSKDemodulator: Sendable {
                 }
             case .locked(let expected, let missed):
                 guard expected + lookahead + bitLength / 2 < end else { break loop }
-                if let ch = track(near: expected) {
-                    accept(ch, into: &events)
+                let r = trackRead(near: expected)
+                let carrier = r.fraction >= carrierThreshold * 0.7 || carrierPresent(at: expected)
+                if !carrier {
+                    loseCarrier(at: Int(expected), into: &events)
+                    state = .searching
+                    scanPosition = expected
+                } else if r.startSoft < 0 || (r.startSoft < 0.5 && r.minDataSoft < -0.3) {
+                    // A start bit, or (in a back-to-back stream) a start bit hit by noise: data
+                    // bits that are not all mark say this is a character, not idle line.
+                    commitTrack(r)
+                    accept(make(r), into: &events)
+                    noteFraming(r)
                 } else {
-                    // Idle mark (or a gap): look for the next start bit a little further on.
+                    // Idle mark (or a gap): look for the next start bit within the next bit period.
                     let next = expected + bitLength
-                    if missed + 1 > idleLimitBits || !carrierPresent(at: expected) {
-                        loseCarrier(at: Int(expected), into: &events)
-                        state = .searching
-                        scanPosition = expected
-                    } else if let start = findStart(from: expected, limit: next) {
-                        state = .locked(expected: start, missed: missed + 1)
-                        if let ch = acquire(near: start) {
-                            accept(ch, into: &events)
-                        } else {
-                            state = .locked(expected: next, missed: missed + 1)
-                        }
+                    if let start = findStart(from: expected, limit: next), let ch = acquire(near: start) {
+                        accept(ch, into: &events)
                     } else {
                         state = .locked(expected: next, missed: missed + 1)
                     }
@@ -216,7 +221,7 @@ public struct FSKDemodulator: Sendable {
         case .searching: keep = scanPosition
         case .locked(let expected, _): keep = expected
         }
-        let cut = Int(keep - 3 * bitLength) - 2
+        let cut = Int(keep - Double(Self.resyncCharacters + 2) * shape.length * bitLength) - 2
         if cut - corr.start > 65536 { corr.discard(before: cut) }
     }
 
@@ -225,9 +230,12 @@ public struct FSKDemodulator: Sendable {
     private var idleLimitBits: Int { 1_000_000 }
 
     private func carrierPresent(at position: Double) -> Bool {
-        let w = corr.window(from: position, to: position + bitLength * 2)
-        let level = w.energy / max(1, w.length)
-        return w.toneFraction >= carrierThreshold * 0.8 && level >= max(Self.silenceFloor, referenceLevel * 0.01)
+        // Two one-bit windows: a two-bit window across a tone change would halve the figure.
+        let w1 = corr.window(from: position, to: position + bitLength)
+        let w2 = corr.window(from: position + bitLength, to: position + bitLength * 2)
+        let level = (w1.energy + w2.energy) / max(1, w1.length + w2.length)
+        let f = (w1.toneFraction + w2.toneFraction) / 2
+        return f >= carrierThreshold * 0.8 && level >= max(Self.silenceFloor, referenceLevel * 0.01)
     }
 
     /// Scans for a mark-to-space transition: returns a position shortly before a start bit.
@@ -264,9 +272,15 @@ public struct FSKDemodulator: Sendable {
     /// The bits of a character at a given timing, with its carrier figure.
     private struct Reading {
         var start: Double
+        /// Where the local timing search put the start (before smoothing).
+        var measuredStart: Double = 0
+        /// The bit period the reading used.
+        var bitLength: Double = 0
         var bits: UInt32 = 0
         var startSoft: Float = 0
         var stopSoft: Float = 0
+        /// The most space-like data bit (-1...1).
+        var minDataSoft: Float = 1
         var confidence: Float = 0
         /// Mean tone fraction of the bits before the stop bit (0 where the signal is too quiet).
         var fraction: Float = 0
@@ -287,7 +301,14 @@ public struct FSKDemodulator: Sendable {
             a = b
             let v = w.soft
             conf += abs(v)
-            if k == 0 { r.startSoft = v } else if k == n { r.stopSoft = v } else if v > 0 { r.bits |= 1 << UInt32(k - 1) }
+            if k == 0 {
+                r.startSoft = v
+            } else if k == n {
+                r.stopSoft = v
+            } else {
+                if v > 0 { r.bits |= 1 << UInt32(k - 1) }
+                r.minDataSoft = min(r.minDataSoft, v)
+            }
             if k < n, w.energy >= quiet { f += w.toneFraction }
         }
         r.confidence = conf / Float(n + 1)
@@ -359,32 +380,107 @@ public struct FSKDemodulator: Sendable {
         return make(r)
     }
 
-    /// A character expected at `expected` while locked; nil when the line is idle there.
-    private mutating func track(near expected: Double) -> DemodulatedCharacter? {
+    /// Reads the character expected at `expected` while locked, with its timing refined.
+    ///
+    /// The start is measured by a local search, then smoothed: over a run of back-to-back
+    /// characters the starts lie on a line (start = a + n·period), so the measured starts are
+    /// fitted by least squares and the character is read where the line puts it. This averages
+    /// the timing noise over many characters and follows baud-rate errors and clock drift.
+    private func trackRead(near expected: Double) -> Reading {
         let range = (charsSinceLock < 4 ? 0.45 : 0.3) * bitLength
-        let s = localSearch(center: expected, maxOffset: range, bitLength: bitLength)
-        let r = read(start: s, bitLength: bitLength)
-        guard r.startSoft < 0, r.fraction >= carrierThreshold * 0.7 else { return nil }
-        // Track the bit period from the starts of a run of back-to-back characters: a constant bias
-        // in the start estimate cancels out, and the error shrinks as the run grows.
-        if let first = runStarts.first, runStarts.count >= 2 {
-            let n = Double(runStarts.count)
-            let estimate = (s - first) / (n * shape.length)
-            bitLength = max(nominalBit * 0.93, min(nominalBit * 1.07, estimate))
+        let measured = localSearch(center: expected, maxOffset: range, bitLength: bitLength)
+        var start = measured
+        var L = bitLength
+        if runStarts.count >= 4 {
+            let fit = Self.lineFit(runStarts + [measured])
+            start = fit.intercept + fit.slope * Double(runStarts.count)
+            L = max(nominalBit * 0.93, min(nominalBit * 1.07, fit.slope / shape.length))
+            // Never stray far from the measurement (a gap or a slip the fit has not seen yet).
+            if abs(start - measured) > bitLength * 0.25 { start = measured }
         }
-        runStarts.append(s)
-        if runStarts.count > 48 { runStarts.removeFirst(16) }
-        return make(r)
+        var r = read(start: start, bitLength: L)
+        r.measuredStart = measured
+        r.bitLength = L
+        return r
     }
 
-    private func make(_ r: Reading) -> DemodulatedCharacter {
-        DemodulatedCharacter(bits: r.bits, stopBitOK: r.stopSoft > 0, confidence: r.confidence,
+    /// Accepts a tracked reading: updates the run of starts and the bit period.
+    private mutating func commitTrack(_ r: Reading) {
+        runStarts.append(r.measuredStart)
+        if runStarts.count > 40 { runStarts.removeFirst(runStarts.count - 32) }
+        if runStarts.count >= 5 {
+            bitLength = r.bitLength
+        } else if runStarts.count >= 2, let first = runStarts.first {
+            let est = (r.measuredStart - first) / (Double(runStarts.count - 1) * shape.length)
+            bitLength = max(nominalBit * 0.93, min(nominalBit * 1.07, est))
+        }
+    }
+
+    /// Least-squares line through points (index, value).
+    static func lineFit(_ ys: [Double]) -> (intercept: Double, slope: Double) {
+        let n = Double(ys.count)
+        var sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0
+        let y0 = ys[0]
+        for (i, y) in ys.enumerated() {
+            let x = Double(i), v = y - y0
+            sx += x; sy += v; sxx += x * x; sxy += x * v
+        }
+        let den = n * sxx - sx * sx
+        guard den > 0 else { return (ys[0], 0) }
+        let slope = (n * sxy - sx * sy) / den
+        return (y0 + (sy - slope * sx) / n, slope)
+    }
+
+    /// Characters looked back over when re-synchronising the framing.
+    static let resyncCharacters = 12
+
+    /// Tracks framing health; after repeated start/stop violations, re-aligns the framing.
+    private mutating func noteFraming(_ r: Reading) {
+        let bad = r.startSoft >= 0 || r.stopSoft <= 0
+        framingHistory = (framingHistory << 1) | (bad ? 1 : 0)
+        guard (framingHistory & 0xFF).nonzeroBitCount >= 3, runStarts.count >= 2 else { return }
+        framingHistory = 0
+        resynchronise(lastStart: r.start, bitLength: r.bitLength)
+    }
+
+    /// Picks the character alignment that best explains the last few characters' start and stop
+    /// bits, and continues from there.
+    private mutating func resynchronise(lastStart p: Double, bitLength L: Double) {
+        let C = shape.length * L
+        let M = Self.resyncCharacters
+        let origin = p + C - Double(M) * C
+        guard origin - L > Double(corr.start) else { return }
+        let candidates = Int((shape.length * 2).rounded(.up))
+        var best = 0
+        var bestScore = -Float.infinity
+        for j in 0..<candidates {
+            let phi = origin + Double(j) * L / 2
+            var score: Float = 0
+            for m in 0..<M {
+                let s = phi + Double(m) * C
+                let st = corr.window(from: s, to: s + L).soft
+                let sp = corr.window(from: s + Double(shape.bitsBeforeStop) * L, to: s + Double(shape.bitsBeforeStop + 1) * L).soft
+                let prev = corr.window(from: s - L, to: s).soft
+                score += sp - st + 0.5 * prev
+            }
+            if score > bestScore { bestScore = score; best = j }
+        }
+        guard best != 0 else { return }
+        var next = origin + Double(best) * L / 2
+        while next < p + C * 0.5 { next += C }
+        runStarts = []
+        state = .locked(expected: next, missed: 0)
+    }
+
+    private mutating func make(_ r: Reading) -> DemodulatedCharacter {
+        lastStart = r.start
+        return DemodulatedCharacter(bits: r.bits, stopBitOK: r.stopSoft > 0, confidence: r.confidence,
                              startSample: Int(r.start.rounded()))
     }
 
     private mutating func accept(_ ch: DemodulatedCharacter, into events: inout [FSKDemodulatorEvent]) {
         events.append(.character(ch))
-        let start = Double(ch.startSample)
+        let start = lastStart
         let stop = start + bitLength * shape.length
         state = .locked(expected: stop, missed: 0)
         charsSinceLock += 1

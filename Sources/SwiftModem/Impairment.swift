@@ -1,0 +1,58 @@
+import ModemAudio
+import ModemDSP
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Passes an audio file through a ``ChannelSimulator`` into another file, streaming.
+public enum FileImpairment {
+    /// Mean power of a file's samples (first channel), for setting a noise level from an SNR.
+    /// Only samples above -60 dBFS are counted, so leading and trailing silence do not lower it.
+    public static func signalPower(path: String, channel: Int = 0) throws -> (power: Double, sampleRate: Int) {
+        let r = try AudioFileReader(path: path, channel: channel)
+        var buf = [Float](repeating: 0, count: 65536)
+        var sum = 0.0, n = 0
+        while true {
+            let k = try buf.withUnsafeMutableBufferPointer { try r.read(into: $0) }
+            if k == 0 { break }
+            // Count in blocks of 1024 samples so silent stretches can be skipped.
+            var i = 0
+            while i < k {
+                let e = min(k, i + 1024)
+                var s = 0.0
+                for j in i..<e { s += Double(buf[j]) * Double(buf[j]) }
+                if s / Double(e - i) > 1e-6 { sum += s; n += e - i }
+                i = e
+            }
+        }
+        return (n > 0 ? sum / Double(n) : 0, r.sampleRate)
+    }
+
+    /// Copies `input` to `output` through the simulator.
+    /// - Parameters:
+    ///   - snrDB: if given, white noise is set so that the full-band SNR (signal power over noise power
+    ///     in 0...fs/2, after the gain) is this many dB; it overrides `impairments.noiseRMS`.
+    /// - Returns: the noise RMS used.
+    @discardableResult
+    public static func run(input: String, output: String, impairments: ChannelImpairments, snrDB: Double?,
+                           channel: Int = 0, format: AudioSampleFormat = .pcm16) throws -> Double {
+        var imp = impairments
+        if let snrDB {
+            let (p, _) = try signalPower(path: input, channel: channel)
+            let g = pow(10, imp.gainDB / 10)
+            imp.noiseRMS = (p * g / pow(10, snrDB / 10)).squareRoot()
+        }
+        let r = try AudioFileReader(path: input, channel: channel)
+        let w = try AudioFileWriter(path: output, sampleRate: r.sampleRate, format: format)
+        var sim = ChannelSimulator(impairments: imp, sampleRate: Double(r.sampleRate))
+        var buf = [Float](repeating: 0, count: 65536)
+        while true {
+            let k = try buf.withUnsafeMutableBufferPointer { try r.read(into: $0) }
+            if k == 0 { break }
+            let out = sim.process(Array(buf[0..<k]))
+            try out.withUnsafeBufferPointer { try w.write($0) }
+        }
+        try w.finish()
+        return imp.noiseRMS
+    }
+}
