@@ -47,40 +47,64 @@ public final class AudioFileReader: AudioSource {
     public let formatDescription: String
 
     private var handle: OpaquePointer?
+    private var descriptor: Int32 = -1
     private var interleaved: [Float] = []
 
     /// Opens `path` for reading.
     /// - Parameters:
-    ///   - path: the file to read.
+    ///   - path: the file to read (a regular file, or a pipe such as `/dev/stdin`).
     ///   - channel: which channel to read, counted from 0; must exist in the file.
-    /// - Throws: ``AudioError`` naming the file when it is missing, not audio, or lacks the channel.
+    /// - Throws: ``AudioError`` naming the file: ``AudioError/Kind/cannotOpen`` (with `errno`) when it
+    ///   is missing, unreadable or a directory; ``AudioError/Kind/unsupportedFormat`` when it is empty
+    ///   or not audio libsndfile can decode; ``AudioError/Kind/noSuchChannel`` when it lacks `channel`.
     public init(path: String, channel: Int = 0) throws {
         self.path = path
-        var info = SF_INFO()
+        guard !path.isEmpty, !path.utf8.contains(0) else {
+            throw AudioError(.cannotOpen, subject: path.isEmpty ? "(empty path)" : path, message: "not a valid file path")
+        }
+        // Open the file ourselves, so errno says why it failed (missing, permission, ...).
+        // libsndfile reads from this descriptor; we close it. (A FIFO waits here for its writer,
+        // as with any reader of a pipe.)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        if fd < 0 {
+            let e = errno
+            throw AudioError(.cannotOpen, subject: path, message: "cannot open: \(String(cString: strerror(e)))", code: e)
+        }
         var st = stat()
-        if stat(path, &st) != 0 {
-            throw AudioError(.cannotOpen, subject: path, message: "cannot open: \(String(cString: strerror(errno)))", code: errno)
+        if fstat(fd, &st) != 0 {
+            let e = errno
+            close(fd)
+            throw AudioError(.cannotOpen, subject: path, message: "cannot examine: \(String(cString: strerror(e)))", code: e)
         }
-        if (st.st_mode & S_IFMT) == S_IFDIR {
-            throw AudioError(.cannotOpen, subject: path, message: "is a directory, not an audio file")
+        let type = st.st_mode & S_IFMT
+        if type == S_IFDIR {
+            close(fd)
+            throw AudioError(.cannotOpen, subject: path, message: "is a directory, not an audio file", code: EISDIR)
         }
-        if st.st_size == 0 {
+        if type == S_IFREG && st.st_size == 0 {
+            close(fd)
             throw AudioError(.unsupportedFormat, subject: path, message: "the file is empty")
         }
-        guard let h = sf_open(path, Int32(SFM_READ), &info) else {
+        var info = SF_INFO()
+        guard let h = sf_open_fd(fd, Int32(SFM_READ), &info, Int32(SF_FALSE)) else {
+            let code = sf_error(nil)
             let msg = String(cString: sf_strerror(nil))
-            throw AudioError(.unsupportedFormat, subject: path, message: "not a readable audio file: \(msg)", code: sf_error(nil))
+            close(fd)
+            throw AudioError(.unsupportedFormat, subject: path, message: "not a readable audio file: \(msg)", code: code)
         }
         guard info.samplerate > 0, info.channels > 0 else {
             sf_close(h)
+            close(fd)
             throw AudioError(.unsupportedFormat, subject: path, message: "the header gives no sample rate or channels")
         }
         guard channel >= 0, channel < Int(info.channels) else {
             sf_close(h)
+            close(fd)
             throw AudioError(.noSuchChannel, subject: path,
                              message: "channel \(channel) requested but the file has \(info.channels) channel(s) (counted from 0)")
         }
         self.handle = h
+        self.descriptor = fd
         self.sampleRate = Int(info.samplerate)
         self.channelCount = Int(info.channels)
         self.channel = channel
@@ -92,6 +116,7 @@ public final class AudioFileReader: AudioSource {
 
     deinit {
         if let handle { sf_close(handle) }
+        if descriptor >= 0 { close(descriptor) }
     }
 
     /// Reads up to `buffer.count` samples of the chosen channel.
@@ -103,7 +128,8 @@ public final class AudioFileReader: AudioSource {
             if n < 0 { throw AudioError(.readFailed, subject: path, message: "read failed") }
             return Int(n)
         }
-        let frames = min(buffer.count, 16384)
+        // Bound the interleaved block (at most 64 Ki samples) whatever the channel count.
+        let frames = min(buffer.count, max(1, 65536 / channelCount))
         if interleaved.count < frames * channelCount {
             interleaved = [Float](repeating: 0, count: frames * channelCount)
         }
@@ -159,6 +185,9 @@ public final class AudioFileWriter: AudioSink {
     ///   - format: the sample encoding; 16-bit PCM by default.
     /// - Throws: ``AudioError`` naming the file when it cannot be created.
     public init(path: String, sampleRate: Int, format: AudioSampleFormat = .pcm16) throws {
+        guard !path.isEmpty, !path.utf8.contains(0) else {
+            throw AudioError(.cannotOpen, subject: path.isEmpty ? "(empty path)" : path, message: "not a valid file path")
+        }
         guard (1000...384_000).contains(sampleRate) else {
             throw AudioError(.invalidParameter, subject: path, message: "sample rate \(sampleRate) Hz is outside 1000...384000")
         }
