@@ -52,23 +52,30 @@ public final class Transmitter {
             started = true
             if leaderBits > 0 { modulator.appendTone(mark: true, bits: leaderBits, to: &buffer) }
         }
+        // Characters are rendered in batches: one modulator call per batch is much faster than
+        // one per character, and a batch bounds the audio held in memory.
+        var words: [UInt32] = []
+        words.reserveCapacity(1024)
+        let shape = settings.framing.shape
+        func render() throws {
+            modulator.appendCharacters(words, bitsBeforeStop: shape.bitsBeforeStop, stopBits: shape.stopBits, to: &buffer)
+            words.removeAll(keepingCapacity: true)
+            try flush()
+        }
         switch settings.framing {
-        case .uart(let f):
+        case .uart:
             let enc = uart!
             for b in bytes {
-                modulator.appendWord(enc.encode(b), count: f.bitsBeforeStop, to: &buffer)
-                modulator.appendTone(mark: true, bits: f.stopBits, to: &buffer)
-                if buffer.count >= 1 << 16 { try flush() }
+                words.append(enc.encode(b))
+                if words.count == 1024 { try render() }
             }
-        case .baudot(let stop):
+        case .baudot:
             for b in bytes {
-                for code in baudot.encode(b) {
-                    modulator.appendWord(UInt32(code) << 1, count: 6, to: &buffer)
-                    modulator.appendTone(mark: true, bits: stop, to: &buffer)
-                }
-                if buffer.count >= 1 << 16 { try flush() }
+                for code in baudot.encode(b) { words.append(UInt32(code) << 1) }
+                if words.count >= 1024 { try render() }
             }
         }
+        try render()
         try flush()
     }
 

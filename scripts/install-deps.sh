@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages SwiftModem builds, tests and benchmarks with. Idempotent: installs
+# only what is missing, and runs `apt-get update` only when something must be installed.
+set -euo pipefail
+packages=(
+  pkg-config libasound2-dev libfftw3-dev libsndfile1-dev   # build: alsa-lib, FFTW, libsndfile
+  minimodem direwolf multimon-ng sox bc                    # peers and tools for tests and benchmarks
+  pulseaudio libasound2-plugins alsa-utils                 # the sound-card loopback for ALSA tests
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""; [[ $(id -u) != 0 ]] && SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+command -v swift >/dev/null || { echo "install-deps: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }
