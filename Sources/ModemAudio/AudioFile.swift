@@ -45,6 +45,8 @@ public final class AudioFileReader: AudioSource {
     public let declaredFrameCount: Int64
     /// A short description of the container and encoding, e.g. "WAV, 16-bit PCM".
     public let formatDescription: String
+    /// Whether ``seek(toFrame:)`` works: a regular file in a seekable format (a pipe is not).
+    public let isSeekable: Bool
 
     private var handle: OpaquePointer?
     private var descriptor: Int32 = -1
@@ -105,6 +107,7 @@ public final class AudioFileReader: AudioSource {
         }
         self.handle = h
         self.descriptor = fd
+        self.isSeekable = type == S_IFREG && info.seekable != 0
         self.sampleRate = Int(info.samplerate)
         self.channelCount = Int(info.channels)
         self.channel = channel
@@ -117,6 +120,15 @@ public final class AudioFileReader: AudioSource {
     deinit {
         if let handle { sf_close(handle) }
         if descriptor >= 0 { close(descriptor) }
+    }
+
+    /// Moves the read position to frame `frame` (0 is the first), so the next read starts there.
+    /// - Throws: ``AudioError`` (``AudioError/Kind/readFailed``) when the file cannot seek there.
+    public func seek(toFrame frame: Int64) throws {
+        guard let h = handle, isSeekable, frame >= 0,
+              sf_seek(h, sf_count_t(frame), SEEK_SET) == sf_count_t(frame) else {
+            throw AudioError(.readFailed, subject: path, message: "cannot seek to frame \(frame)")
+        }
     }
 
     /// Reads up to `buffer.count` samples of the chosen channel.

@@ -36,6 +36,14 @@ public struct DemodulatedCharacter: Sendable, Hashable {
     public var confidence: Float
     /// Absolute sample index at which the start bit began.
     public var startSample: Int
+
+    /// Creates a character record.
+    public init(bits: UInt32, stopBitOK: Bool, confidence: Float, startSample: Int) {
+        self.bits = bits
+        self.stopBitOK = stopBitOK
+        self.confidence = confidence
+        self.startSample = startSample
+    }
 }
 
 /// What the demodulator reports besides characters.

@@ -1,6 +1,8 @@
+import Dispatch
 import ModemAudio
 import ModemCodecs
 import ModemDSP
+import Synchronization
 
 /// Something the receiver noticed besides data, for diagnostics.
 public enum ReceiverEvent: Sendable {
@@ -12,8 +14,8 @@ public enum ReceiverEvent: Sendable {
 
 /// Statistics of one carrier burst.
 public struct ReceiverBurst: Sendable {
-    /// Bytes delivered.
-    public var bytes: Int
+    /// Characters received (for Baudot, shift codes included).
+    public var characters: Int
     /// Characters whose stop bit was wrong.
     public var framingErrors: Int
     /// Characters whose parity bit was wrong (they are still delivered).
@@ -38,6 +40,8 @@ public struct ReceiverSummary: Sendable {
     public var parityErrors = 0
     /// Samples read from the source.
     public var samples = 0
+    /// Threads the decoding used.
+    public var threads = 1
 }
 
 /// Reads audio from an ``AudioSource``, demodulates it and delivers bytes as they are decoded.
@@ -53,9 +57,6 @@ public final class Receiver {
     public let blockSize: Int
 
     private var demodulator: FSKDemodulator
-    private let uart: UARTDecoder?
-    private var baudot = BaudotDecoder()
-    private var burst = ReceiverBurst(bytes: 0, framingErrors: 0, parityErrors: 0, confidence: 0, measuredBaudRate: 0, levelDBFS: 0)
 
     /// Creates a receiver.
     /// - Parameters:
@@ -69,7 +70,6 @@ public final class Receiver {
         self.blockSize = max(256, min(1 << 20, blockSize))
         let config = try settings.configuration(sampleRate: source.sampleRate)
         demodulator = FSKDemodulator(configuration: config, shape: settings.framing.shape)
-        if case .uart(let f) = settings.framing { uart = UARTDecoder(framing: f) } else { uart = nil }
     }
 
     /// Runs until the source ends or `shouldStop` returns true (checked between blocks).
@@ -79,58 +79,297 @@ public final class Receiver {
     ///   - onEvent: receives carrier diagnostics.
     ///   - onProgress: receives the number of samples read so far after each block.
     /// - Returns: totals of the reception.
-    /// - Throws: ``AudioError`` when reading the source fails.
+    /// - Throws: ``AudioError`` when reading the source fails, or what `onBytes` throws.
     public func run(shouldStop: () -> Bool = { false },
                     onBytes: ([UInt8]) throws -> Void,
                     onEvent: (ReceiverEvent) -> Void = { _ in },
                     onProgress: (Int) -> Void = { _ in }) throws -> ReceiverSummary {
-        var summary = ReceiverSummary()
+        var delivery = EventDelivery(settings: settings, sampleRate: Double(source.sampleRate))
         var block = [Float](repeating: 0, count: blockSize)
         var events: [FSKDemodulatorEvent] = []
-        var bytes: [UInt8] = []
-        let rate = Double(source.sampleRate)
-        func deliver() throws {
-            for e in events {
-                switch e {
-                case .character(let c):
-                    if let b = decode(c) { bytes.append(b) }
-                case .carrierDetected(let s):
-                    baudot.reset()
-                    burst = ReceiverBurst(bytes: 0, framingErrors: 0, parityErrors: 0, confidence: 0, measuredBaudRate: 0, levelDBFS: 0)
-                    summary.bursts += 1
-                    onEvent(.carrier(seconds: Double(s) / rate))
-                case .carrierLost(let st):
-                    burst.confidence = st.meanConfidence
-                    burst.measuredBaudRate = st.measuredBaudRate
-                    burst.levelDBFS = st.levelDBFS
-                    summary.framingErrors += burst.framingErrors
-                    summary.parityErrors += burst.parityErrors
-                    if !bytes.isEmpty { try onBytes(bytes); summary.bytes += bytes.count; bytes.removeAll(keepingCapacity: true) }
-                    onEvent(.noCarrier(seconds: Double(st.endSample) / rate, burst))
-                }
-            }
-            events.removeAll(keepingCapacity: true)
-            if !bytes.isEmpty { try onBytes(bytes); summary.bytes += bytes.count; bytes.removeAll(keepingCapacity: true) }
-        }
         while !shouldStop() {
             let n = try block.withUnsafeMutableBufferPointer { try source.read(into: $0) }
             if n == 0 { break }
-            summary.samples += n
+            delivery.summary.samples += n
             block.withUnsafeBufferPointer { demodulator.process(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &events) }
-            try deliver()
-            onProgress(summary.samples)
+            try delivery.deliver(events, onBytes: onBytes, onEvent: onEvent)
+            events.removeAll(keepingCapacity: true)
+            onProgress(delivery.summary.samples)
         }
         demodulator.finish(into: &events)
-        try deliver()
-        return summary
+        try delivery.deliver(events, onBytes: onBytes, onEvent: onEvent)
+        return delivery.summary
     }
 
-    private func decode(_ c: DemodulatedCharacter) -> UInt8? {
-        if !c.stopBitOK { burst.framingErrors += 1 }
-        burst.bytes += 1
+    /// Decodes an audio file. A long, seekable file is split in two halves decoded on two threads
+    /// and joined where both halves agree on several characters in a row (position and value);
+    /// where they do not agree, the first half's decoder simply carries on to the end, so the
+    /// output is always what one sequential pass would give for a continuous stream.
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - channel: the channel to decode, counted from 0.
+    ///   - settings: tones, baud, framing.
+    ///   - threads: 1 for a sequential pass, 2 (the default) to allow the split.
+    ///   - shouldStop: polled between blocks.
+    ///   - onBytes: receives decoded bytes in order.
+    ///   - onEvent: receives carrier diagnostics (in the split case, the second half's after the join).
+    ///   - onProgress: samples read so far (both halves).
+    /// - Throws: ``AudioError`` for an unreadable file, ``ModemSettingsError`` for settings that do
+    ///   not fit its sample rate.
+    public static func decodeFile(path: String, channel: Int = 0, settings: ModemSettings, threads: Int = 2,
+                                  shouldStop: () -> Bool = { false },
+                                  onBytes: ([UInt8]) throws -> Void,
+                                  onEvent: (ReceiverEvent) -> Void = { _ in },
+                                  onProgress: (Int) -> Void = { _ in }) throws -> ReceiverSummary {
+        let reader = try AudioFileReader(path: path, channel: channel)
+        let config = try settings.configuration(sampleRate: reader.sampleRate)
+        let shape = settings.framing.shape
+        let rate = Double(reader.sampleRate)
+        let total = Int(reader.declaredFrameCount)
+        let charSamples = config.samplesPerBit * shape.length
+        let overlap = Int(max(2 * rate, 64 * charSamples))
+        // Worth it only for long files; the second half's characters are held until the join.
+        let split = threads >= 2 && reader.isSeekable && total >= Int(20 * rate) && total > 4 * overlap
+            && Double(total) / charSamples < 20_000_000
+        guard split else {
+            return try Receiver(settings: settings, source: reader).run(
+                shouldStop: shouldStop, onBytes: onBytes, onEvent: onEvent, onProgress: onProgress)
+        }
+        let mid = total / 2
+        let second = SecondHalf()
+        let group = DispatchGroup()
+        DispatchQueue.global().async(group: group) {
+            second.decode(path: path, channel: channel, from: mid, configuration: config, shape: shape)
+        }
+
+        var delivery = EventDelivery(settings: settings, sampleRate: rate)
+        delivery.summary.threads = 2
+        var demod = FSKDemodulator(configuration: config, shape: shape)
+        var events: [FSKDemodulatorEvent] = []
+        var pending: [FSKDemodulatorEvent] = []   // first-half events at or after `mid`
+        var block = [Float](repeating: 0, count: 32768)
+        var readA = 0
+        let limit = mid + overlap
+        var stopped = false
+        while readA < limit {
+            if shouldStop() { stopped = true; break }
+            let want = min(block.count, limit - readA)
+            let n = try block.withUnsafeMutableBufferPointer { try reader.read(into: UnsafeMutableBufferPointer(rebasing: $0[0..<want])) }
+            if n == 0 { break }
+            readA += n
+            block.withUnsafeBufferPointer { demod.process(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &events) }
+            // Deliver what lies before the middle at once; hold the rest for the join.
+            var now: [FSKDemodulatorEvent] = []
+            for e in events {
+                if pending.isEmpty && e.position < mid { now.append(e) } else { pending.append(e) }
+            }
+            events.removeAll(keepingCapacity: true)
+            delivery.summary.samples = readA
+            try delivery.deliver(now, onBytes: onBytes, onEvent: onEvent)
+            onProgress(readA + second.samplesRead.load(ordering: .relaxed))
+        }
+        if stopped { second.stop.store(true, ordering: .relaxed) }
+        group.wait()
+        if let error = second.error { throw error }
+
+        if !stopped, readA == limit, let join = Self.joinPoint(first: pending, second: second.characters,
+                                                                after: mid + Int(8 * charSamples),
+                                                                tolerance: config.samplesPerBit / 2) {
+            let head = pending.filter {
+                if case .character = $0 { return $0.position < join.position }
+                return $0.position <= join.position
+            }
+            try delivery.deliver(head, onBytes: onBytes, onEvent: onEvent)
+            try delivery.deliver(second.events(from: join.index), onBytes: onBytes, onEvent: onEvent)
+            delivery.summary.samples = total
+            onProgress(total)
+            return delivery.summary
+        }
+        // No agreement (or a stop): the first half's decoder carries on alone.
+        try delivery.deliver(pending, onBytes: onBytes, onEvent: onEvent)
+        while !stopped {
+            if shouldStop() { break }
+            let n = try block.withUnsafeMutableBufferPointer { try reader.read(into: $0) }
+            if n == 0 { break }
+            readA += n
+            block.withUnsafeBufferPointer { demod.process(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &events) }
+            delivery.summary.samples = readA
+            try delivery.deliver(events, onBytes: onBytes, onEvent: onEvent)
+            events.removeAll(keepingCapacity: true)
+            onProgress(readA)
+        }
+        demod.finish(into: &events)
+        try delivery.deliver(events, onBytes: onBytes, onEvent: onEvent)
+        return delivery.summary
+    }
+
+    /// The first character of the second half, at or after `after`, from which four characters in a
+    /// row match the first half's in start (within `tolerance` samples) and bits.
+    static func joinPoint(first: [FSKDemodulatorEvent], second: [CompactCharacter], after: Int,
+                          tolerance: Double) -> (index: Int, position: Int)? {
+        let a: [DemodulatedCharacter] = first.compactMap { if case .character(let c) = $0 { return c } else { return nil } }
+        guard !a.isEmpty else { return nil }
+        let run = 4
+        var j = 0
+        var i = 0
+        while i + run <= second.count {
+            let b = second[i]
+            if b.start < after { i += 1; continue }
+            if b.start > a[a.count - 1].startSample { return nil }
+            while j < a.count && Double(a[j].startSample) < Double(b.start) - tolerance { j += 1 }
+            var ok = j + run <= a.count
+            var k = 0
+            while ok && k < run {
+                let x = a[j + k], y = second[i + k]
+                ok = abs(Double(x.startSample - y.start)) <= tolerance && x.bits == y.bits
+                k += 1
+            }
+            if ok { return (i, b.start) }
+            i += 1
+        }
+        return nil
+    }
+}
+
+/// A character as the second-half decoder keeps it (compact: a long file has many).
+struct CompactCharacter {
+    var start: Int
+    var bits: UInt32
+    var confidence: Float
+    var stopBitOK: Bool
+}
+
+/// The decoder of a file's second half, run on another thread.
+final class SecondHalf: @unchecked Sendable {
+    // Written only by the decoding thread before the group is left; read after `wait()`.
+    var characters: [CompactCharacter] = []
+    /// Carrier events with the index of the character they precede.
+    var carrierEvents: [(before: Int, event: FSKDemodulatorEvent)] = []
+    var error: (any Error)?
+    let samplesRead = Atomic<Int>(0)
+    let stop = Atomic<Bool>(false)
+
+    func decode(path: String, channel: Int, from start: Int, configuration: FSKConfiguration, shape: AsyncCharacterShape) {
+        do {
+            let reader = try AudioFileReader(path: path, channel: channel)
+            try reader.seek(toFrame: Int64(start))
+            var demod = FSKDemodulator(configuration: configuration, shape: shape)
+            var events: [FSKDemodulatorEvent] = []
+            var block = [Float](repeating: 0, count: 32768)
+            var read = 0
+            while !stop.load(ordering: .relaxed) {
+                let n = try block.withUnsafeMutableBufferPointer { try reader.read(into: $0) }
+                if n == 0 { break }
+                read += n
+                samplesRead.store(read, ordering: .relaxed)
+                block.withUnsafeBufferPointer { demod.process(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &events) }
+                keep(events, offset: start)
+                events.removeAll(keepingCapacity: true)
+            }
+            demod.finish(into: &events)
+            keep(events, offset: start)
+        } catch {
+            self.error = error
+        }
+    }
+
+    private func keep(_ events: [FSKDemodulatorEvent], offset: Int) {
+        for e in events {
+            switch e {
+            case .character(let c):
+                characters.append(CompactCharacter(start: c.startSample + offset, bits: c.bits, confidence: c.confidence,
+                                                   stopBitOK: c.stopBitOK))
+            case .carrierDetected(let s):
+                carrierEvents.append((characters.count, .carrierDetected(sample: s + offset)))
+            case .carrierLost(var st):
+                st.startSample += offset
+                st.endSample += offset
+                carrierEvents.append((characters.count, .carrierLost(st)))
+            }
+        }
+    }
+
+    /// Events from character `index` on, in order, with carrier events before that index dropped.
+    func events(from index: Int) -> [FSKDemodulatorEvent] {
+        var out: [FSKDemodulatorEvent] = []
+        var k = carrierEvents.firstIndex { $0.before > index } ?? carrierEvents.count
+        for i in index..<characters.count {
+            while k < carrierEvents.count && carrierEvents[k].before <= i {
+                if carrierEvents[k].before > index { out.append(carrierEvents[k].event) }
+                k += 1
+            }
+            let c = characters[i]
+            out.append(.character(DemodulatedCharacter(bits: c.bits, stopBitOK: c.stopBitOK, confidence: c.confidence,
+                                                       startSample: c.start)))
+        }
+        while k < carrierEvents.count { out.append(carrierEvents[k].event); k += 1 }
+        return out
+    }
+}
+
+extension FSKDemodulatorEvent {
+    /// The sample position the event refers to.
+    var position: Int {
+        switch self {
+        case .character(let c): return c.startSample
+        case .carrierDetected(let s): return s
+        case .carrierLost(let st): return st.endSample
+        }
+    }
+}
+
+/// Turns demodulator events into bytes (UART or Baudot) and diagnostics, in order.
+struct EventDelivery {
+    let settings: ModemSettings
+    let sampleRate: Double
+    private let uart: UARTDecoder?
+    private var baudot = BaudotDecoder()
+    private var burst = ReceiverBurst(characters: 0, framingErrors: 0, parityErrors: 0, confidence: 0, measuredBaudRate: 0, levelDBFS: 0)
+    var summary = ReceiverSummary()
+    private var bytes: [UInt8] = []
+
+    init(settings: ModemSettings, sampleRate: Double) {
+        self.settings = settings
+        self.sampleRate = sampleRate
+        if case .uart(let f) = settings.framing { uart = UARTDecoder(framing: f) } else { uart = nil }
+    }
+
+    mutating func deliver(_ events: [FSKDemodulatorEvent], onBytes: ([UInt8]) throws -> Void,
+                          onEvent: (ReceiverEvent) -> Void) throws {
+        for e in events {
+            switch e {
+            case .character(let c):
+                if let b = decode(c) { bytes.append(b) }
+            case .carrierDetected(let s):
+                try flush(onBytes)
+                baudot.reset()
+                burst = ReceiverBurst(characters: 0, framingErrors: 0, parityErrors: 0, confidence: 0, measuredBaudRate: 0, levelDBFS: 0)
+                summary.bursts += 1
+                onEvent(.carrier(seconds: Double(s) / sampleRate))
+            case .carrierLost(let st):
+                try flush(onBytes)
+                burst.confidence = st.meanConfidence
+                burst.measuredBaudRate = st.measuredBaudRate
+                burst.levelDBFS = st.levelDBFS
+                onEvent(.noCarrier(seconds: Double(st.endSample) / sampleRate, burst))
+            }
+        }
+        try flush(onBytes)
+    }
+
+    private mutating func flush(_ onBytes: ([UInt8]) throws -> Void) throws {
+        guard !bytes.isEmpty else { return }
+        try onBytes(bytes)
+        summary.bytes += bytes.count
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func decode(_ c: DemodulatedCharacter) -> UInt8? {
+        burst.characters += 1
+        if !c.stopBitOK { burst.framingErrors += 1; summary.framingErrors += 1 }
         if let uart {
             let ch = uart.decode(dataAndParity: c.bits, stopBit: c.stopBitOK)
-            if !ch.parityOK { burst.parityErrors += 1 }
+            if !ch.parityOK { burst.parityErrors += 1; summary.parityErrors += 1 }
             return ch.byte
         }
         return baudot.decode(UInt8(c.bits & 0x1F))

@@ -33,6 +33,9 @@ struct RxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Channel of a multi-channel file to decode, counted from 0.", valueName: "N"))
     var channel: Int = 0
 
+    @Option(name: .long, help: ArgumentHelp("Threads for decoding a long file (1 or 2).", valueName: "N"))
+    var threads: Int = 2
+
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
     var quiet = false
 
@@ -43,6 +46,7 @@ struct RxCommand: AsyncParsableCommand {
         if (input == nil) == (device == nil) { throw ValidationError("give exactly one of an INPUT file or --device NAME") }
         if let s = seconds { guard s > 0, s.isFinite else { throw ValidationError("--seconds must be a positive number") } }
         if seconds != nil, device == nil { throw ValidationError("--seconds goes with --device") }
+        guard (1...2).contains(threads) else { throw ValidationError("--threads must be 1 or 2") }
         guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
         guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
     }
@@ -51,56 +55,62 @@ struct RxCommand: AsyncParsableCommand {
         let settings = try line.settings()
         try await reportingErrors {
             installStopHandlers()
-            let source: any AudioSource
             var totalSamples: Int64 = 0
-            var name = ""
+            var capture: ALSACapture?
+            let name = input ?? device!
+            let sampleRate: Int
             if let input {
-                let reader = try AudioFileReader(path: input, channel: channel)
-                totalSamples = reader.declaredFrameCount
-                source = reader
-                name = input
+                // The header, for the sample rate, the progress display and early errors.
+                let header = try AudioFileReader(path: input, channel: channel)
+                totalSamples = header.declaredFrameCount
+                sampleRate = header.sampleRate
             } else {
-                source = try ALSACapture(device: device!, sampleRate: rate)
-                name = device!
+                capture = try ALSACapture(device: device!, sampleRate: rate)
+                sampleRate = capture!.sampleRate
             }
-            let receiver: Receiver
             do {
-                receiver = try Receiver(settings: settings, source: source)
+                _ = try settings.configuration(sampleRate: sampleRate)
             } catch let e as ModemSettingsError {
                 throw CLIError("\(name): \(e.description)")
             }
-            let rate = Double(source.sampleRate)
+            let rate = Double(sampleRate)
             let limit = seconds.map { Int($0 * rate) }
             var progress = ProgressLine(enabled: !quiet && input != nil)
             var out = StdoutWriter()
-            let summary = try receiver.run(
-                shouldStop: {
-                    stopRequested.load(ordering: .relaxed)
-                },
-                onBytes: { bytes in
-                    try out.write(bytes)
-                    if device != nil { try out.flush() }
-                },
-                onEvent: { event in
-                    guard !quiet else { return }
-                    progress.clear()
-                    switch event {
-                    case .carrier(let t):
-                        printError("### CARRIER \(settings.summary) at \(String(format1: t)) s ###")
-                    case .noCarrier(let t, let b):
-                        printError("### NOCARRIER at \(String(format1: t)) s: \(b.bytes) chars, \(b.framingErrors) framing errors, \(b.parityErrors) parity errors, confidence \(String(format2: Double(b.confidence))), \(String(format1: b.measuredBaudRate)) baud measured, level \(String(format1: Double(b.levelDBFS))) dBFS ###")
-                    }
-                },
-                onProgress: { n in
-                    if let limit, n >= limit { stopRequested.store(true, ordering: .relaxed) }
-                    if totalSamples > 0 {
-                        let pct = min(100, Int(Double(n) * 100 / Double(totalSamples)))
-                        progress.update("modem rx: \(pct)% (\(String(format1: Double(n) / rate)) of \(String(format1: Double(totalSamples) / rate)) s)")
-                    }
-                })
+            let live = device != nil
+            let onBytes: ([UInt8]) throws -> Void = { bytes in
+                try out.write(bytes)
+                if live { try out.flush() }
+            }
+            let onEvent: (ReceiverEvent) -> Void = { event in
+                guard !quiet else { return }
+                progress.clear()
+                switch event {
+                case .carrier(let t):
+                    printError("### CARRIER \(settings.summary) at \(String(format1: t)) s ###")
+                case .noCarrier(let t, let b):
+                    printError("### NOCARRIER at \(String(format1: t)) s: \(b.characters) chars, \(b.framingErrors) framing errors, \(b.parityErrors) parity errors, confidence \(String(format2: Double(b.confidence))), \(String(format1: b.measuredBaudRate)) baud measured, level \(String(format1: Double(b.levelDBFS))) dBFS ###")
+                }
+            }
+            let onProgress: (Int) -> Void = { n in
+                if let limit, n >= limit { stopRequested.store(true, ordering: .relaxed) }
+                if totalSamples > 0 {
+                    let pct = min(100, Int(Double(n) * 100 / Double(totalSamples)))
+                    progress.update("modem rx: \(pct)% (\(String(format1: Double(n) / rate)) of \(String(format1: Double(totalSamples) / rate)) s)")
+                }
+            }
+            let shouldStop = { stopRequested.load(ordering: .relaxed) }
+            let summary: ReceiverSummary
+            if let input {
+                summary = try Receiver.decodeFile(path: input, channel: channel, settings: settings, threads: threads,
+                                                  shouldStop: shouldStop, onBytes: onBytes, onEvent: onEvent, onProgress: onProgress)
+            } else {
+                summary = try Receiver(settings: settings, source: capture!, blockSize: 2400).run(
+                    shouldStop: shouldStop, onBytes: onBytes, onEvent: onEvent, onProgress: onProgress)
+            }
             try out.flush()
             progress.clear()
-            if let capture = source as? ALSACapture {
+            if let capture {
                 if capture.xrunCount > 0, !quiet { printError("modem rx: \(capture.xrunCount) capture overrun(s) recovered") }
             } else if summary.samples == 0 {
                 throw CLIError("\(name): contains no audio samples (empty data, or a header that claims data the file does not hold)")
