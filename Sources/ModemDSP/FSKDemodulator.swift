@@ -101,6 +101,12 @@ public struct FSKDemodulator: Sendable {
     private var runStarts: [Double] = []
     /// One bit per recent character, 1 where its start or stop bit was wrong (newest in bit 0).
     private var framingHistory: UInt32 = 0
+    /// Consecutive characters whose start measured off the timing line the same way (+ late, - early).
+    private var deviationStreak = 0
+    /// Mark energy over space energy of the received signal (1 for equal tone levels), tracked
+    /// while locked from the bits' decided tones.
+    private var balance: Float = 1
+    private var markLevel: Float = 0, spaceLevel: Float = 0
     /// Exact (fractional) start of the character most recently made.
     private var lastStart: Double = 0
 
@@ -170,7 +176,7 @@ public struct FSKDemodulator: Sendable {
         guard !finished else { return }
         finished = true
         // Pad with silence so the last character's windows exist.
-        let pad = [Float](repeating: 0, count: Int(nominalBit * (shape.length + 2)) + 8)
+        let pad = [Float](repeating: 0, count: Int(lookahead + 2 * bitLength) + 8)
         pad.withUnsafeBufferPointer { corr.append($0) }
         run(into: &events, final: true)
         if case .locked = state { loseCarrier(at: corr.end, into: &events) }
@@ -179,7 +185,9 @@ public struct FSKDemodulator: Sendable {
     // MARK: - Internals
 
     /// Samples needed beyond a character start to evaluate it with timing search.
-    private var lookahead: Double { bitLength * (shape.length + 1.5) + 4 }
+    /// Characters after a candidate start that acquisition checks before locking.
+    static let verifyCharacters = 2
+    private var lookahead: Double { bitLength * (Double(Self.verifyCharacters + 1) * shape.length + 1.5) + 4 }
 
     private mutating func run(into events: inout [FSKDemodulatorEvent], final: Bool) {
         let end = Double(corr.end)
@@ -206,14 +214,17 @@ public struct FSKDemodulator: Sendable {
                     loseCarrier(at: Int(expected), into: &events)
                     state = .searching
                     scanPosition = expected
-                } else if r.startSoft < 0 || (r.startSoft < 0.5 && r.minDataSoft < -0.3) {
-                    // A start bit, or (in a back-to-back stream) a start bit hit by noise: data
-                    // bits that are not all mark say this is a character, not idle line.
+                } else if r.startSoft < 0 ? r.quietBits <= 1 : (!r.looksIdle && r.quietBits == 0) {
+                    // A start bit, or (in a back-to-back stream) a start bit hit by noise. Idle
+                    // line is taken only when the start bit and the two bits after it are all
+                    // clearly mark: a lone mark-looking start bit is far more often noise than a gap.
                     commitTrack(r)
                     accept(make(r), into: &events)
                     noteFraming(r)
                 } else {
                     // Idle mark (or a gap): look for the next start bit within the next bit period.
+                    // A gap ends the run of back-to-back characters the timing line is fitted to.
+                    runStarts.removeAll(keepingCapacity: true)
                     let next = expected + bitLength
                     if let start = findStart(from: expected, limit: next), let ch = acquire(near: start) {
                         accept(ch, into: &events)
@@ -268,10 +279,12 @@ public struct FSKDemodulator: Sendable {
         var q: Float = 0
         var a = corr.prefix(at: start)
         let len = Float(L)
+        // Windows with (next to) no signal say nothing about timing.
+        let quiet = max(Self.silenceFloor, referenceLevel * 0.01) * len
         for k in 0...shape.bitsBeforeStop {
             let b = corr.prefix(at: start + Double(k + 1) * L)
             let w = ToneCorrelator.window(a, b, length: len)
-            q += abs(w.mark - w.space) / (len * w.energy + 1e-30)
+            if w.energy >= quiet { q += abs(w.mark - balance * w.space) / (len * w.energy + 1e-30) }
             a = b
         }
         return q
@@ -282,11 +295,26 @@ public struct FSKDemodulator: Sendable {
         var start: Double
         /// Where the local timing search put the start (before smoothing).
         var measuredStart: Double = 0
+        /// How far the measured start lies from the timing line's prediction, in samples.
+        var deviation: Double = 0
+        /// Bits (start to stop) with next to no signal.
+        var quietBits = 0
+        /// The soft values of the first two data bits.
+        var firstDataSoft: Float = 0
+        var secondDataSoft: Float = 1
+        /// Whether the start bit and the two bits after it are all clearly mark (idle line).
+        var looksIdle: Bool {
+            startSoft > 0.3 && firstDataSoft > 0.3 && secondDataSoft > 0.3
+                && startSoft + firstDataSoft + secondDataSoft > 1.8
+        }
         /// The bit period the reading used.
         var bitLength: Double = 0
         var bits: UInt32 = 0
         var startSoft: Float = 0
         var stopSoft: Float = 0
+        /// Sums of the mark energy of bits read as mark, and of the space energy of bits read as space.
+        var markEnergy: Float = 0, spaceEnergy: Float = 0
+        var markCount = 0, spaceCount = 0
         /// The most space-like data bit (-1...1).
         var minDataSoft: Float = 1
         var confidence: Float = 0
@@ -307,14 +335,21 @@ public struct FSKDemodulator: Sendable {
             let b = corr.prefix(at: start + Double(k + 1) * L)
             let w = ToneCorrelator.window(a, b, length: len)
             a = b
-            let v = w.soft
+            // A window with no signal reads as mark: a line at rest is mark.
+            let v = w.energy >= quiet ? w.soft(balance: balance) : 1
+            if w.energy < quiet { r.quietBits += 1 }
             conf += abs(v)
+            if k > 0 && k < n {
+                if v > 0 { r.markEnergy += w.mark; r.markCount += 1 } else { r.spaceEnergy += w.space; r.spaceCount += 1 }
+            }
             if k == 0 {
                 r.startSoft = v
             } else if k == n {
                 r.stopSoft = v
             } else {
                 if v > 0 { r.bits |= 1 << UInt32(k - 1) }
+                if k == 1 { r.firstDataSoft = v }
+                if k == 2 { r.secondDataSoft = v }
                 r.minDataSoft = min(r.minDataSoft, v)
             }
             if k < n, w.energy >= quiet { f += w.toneFraction }
@@ -383,6 +418,15 @@ public struct FSKDemodulator: Sendable {
         let s = gridSearch(center: position + 0.25 * L, range: 0.4 * L, bitLength: L)
         let r = read(start: s, bitLength: L)
         guard r.fraction >= carrierThreshold, r.startSoft < -0.2, r.stopSoft > -0.2 else { return nil }
+        // A transition inside a character can look like a start bit. The characters that would
+        // follow must look like characters (start space, stop mark), idle line, or no carrier.
+        let C = shape.length * L
+        for m in 1...Self.verifyCharacters {
+            let f = read(start: s + Double(m) * C, bitLength: L)
+            let framed = f.startSoft < 0 && f.stopSoft > 0
+            let idle = f.looksIdle
+            if !(framed || idle || f.fraction < carrierThreshold * 0.7) { return nil }
+        }
         if case .searching = state { charsSinceLock = 0 }
         runStarts = [s]
         return make(r)
@@ -398,34 +442,76 @@ public struct FSKDemodulator: Sendable {
         let range = (charsSinceLock < 4 ? 0.45 : 0.3) * bitLength
         let measured = localSearch(center: expected, maxOffset: range, bitLength: bitLength)
         var start = measured
-        var L = bitLength
+        var deviation = 0.0
         if runStarts.count >= 4 {
-            let fit = Self.lineFit(runStarts + [measured])
-            start = fit.intercept + fit.slope * Double(runStarts.count)
-            L = max(nominalBit * 0.93, min(nominalBit * 1.07, fit.slope / shape.length))
-            // Never stray far from the measurement (a gap or a slip the fit has not seen yet).
-            if abs(start - measured) > bitLength * 0.25 { start = measured }
+            let predicted = Self.value(of: timingLine(runStarts), at: Double(runStarts.count))
+            deviation = measured - predicted
+            if abs(deviation) <= bitLength * 0.25 {
+                start = Self.value(of: timingLine(runStarts + [measured]), at: Double(runStarts.count))
+            } else {
+                // An outlier (noise) or the first sign of a real jump: trust the line for now;
+                // `commitTrack` restarts the line if the jump persists.
+                start = predicted
+            }
         }
-        var r = read(start: start, bitLength: L)
+        var r = read(start: start, bitLength: bitLength)
         r.measuredStart = measured
-        r.bitLength = L
+        r.deviation = deviation
+        r.bitLength = bitLength
         return r
+    }
+
+    /// The line through a run of character starts. With few points the slope is the tracked
+    /// character period (only the phase is fitted); with many, both are fitted.
+    private func timingLine(_ ys: [Double]) -> (intercept: Double, slope: Double) {
+        if ys.count >= 16 { return Self.lineFit(ys) }
+        let slope = bitLength * shape.length
+        var sum = 0.0
+        for (i, y) in ys.enumerated() { sum += y - slope * Double(i) }
+        return (sum / Double(ys.count), slope)
     }
 
     /// Accepts a tracked reading: updates the run of starts and the bit period.
     private mutating func commitTrack(_ r: Reading) {
-        runStarts.append(r.measuredStart)
-        if runStarts.count > 40 { runStarts.removeFirst(runStarts.count - 32) }
-        if runStarts.count >= 5 {
-            bitLength = r.bitLength
-        } else if runStarts.count >= 2, let first = runStarts.first {
-            let est = (r.measuredStart - first) / (Double(runStarts.count - 1) * shape.length)
-            bitLength = max(nominalBit * 0.93, min(nominalBit * 1.07, est))
+        let limit = r.bitLength * 0.25
+        if abs(r.deviation) > limit {
+            let sign = r.deviation > 0 ? 1 : -1
+            deviationStreak = deviationStreak * sign > 0 ? deviationStreak + sign : sign
+            if abs(deviationStreak) >= 3 {
+                // The timing really moved: start a new line from the latest measurement
+                // (keeping the bit period, which a jump does not change).
+                runStarts = [r.measuredStart]
+                deviationStreak = 0
+                return
+            }
+            // Keep the line robust: an outlier enters it clamped.
+            runStarts.append(r.start + (r.deviation > 0 ? limit : -limit))
+        } else {
+            deviationStreak = 0
+            runStarts.append(r.measuredStart)
         }
+        if runStarts.count > 48 { runStarts.removeFirst(runStarts.count - 40) }
+        if runStarts.count >= 16 {
+            // Follow the fitted period slowly: it averages out timing noise and tracks drift.
+            let fitted = Self.lineFit(runStarts).slope / shape.length
+            let target = max(nominalBit * 0.95, min(nominalBit * 1.05, fitted))
+            bitLength += 0.25 * (target - bitLength)
+        } else if charsSinceLock < 16, runStarts.count >= 3, let first = runStarts.first {
+            // Just after acquisition the period may be off by a few percent (baud-rate error):
+            // take it from the starts seen so far.
+            let est = (runStarts[runStarts.count - 1] - first) / (Double(runStarts.count - 1) * shape.length)
+            bitLength = max(nominalBit * 0.95, min(nominalBit * 1.05, est))
+        }
+    }
+
+    /// A line's value at `x`.
+    static func value(of line: (intercept: Double, slope: Double), at x: Double) -> Double {
+        line.intercept + line.slope * x
     }
 
     /// Least-squares line through points (index, value).
     static func lineFit(_ ys: [Double]) -> (intercept: Double, slope: Double) {
+        guard ys.count >= 2 else { return (ys.first ?? 0, 0) }
         let n = Double(ys.count)
         var sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0
         let y0 = ys[0]
@@ -482,6 +568,16 @@ public struct FSKDemodulator: Sendable {
 
     private mutating func make(_ r: Reading) -> DemodulatedCharacter {
         lastStart = r.start
+        // Track the two tones' levels (slowly) to keep decisions balanced.
+        if r.markCount > 0 {
+            let m = r.markEnergy / Float(r.markCount)
+            markLevel = markLevel == 0 ? m : markLevel + 0.05 * (m - markLevel)
+        }
+        if r.spaceCount > 0 {
+            let sp = r.spaceEnergy / Float(r.spaceCount)
+            spaceLevel = spaceLevel == 0 ? sp : spaceLevel + 0.05 * (sp - spaceLevel)
+        }
+        if markLevel > 0, spaceLevel > 0 { balance = max(0.125, min(8, markLevel / spaceLevel)) }
         return DemodulatedCharacter(bits: r.bits, stopBitOK: r.stopSoft > 0, confidence: r.confidence,
                              startSample: Int(r.start.rounded()))
     }
@@ -519,6 +615,7 @@ public struct FSKDemodulator: Sendable {
         }
         events.append(.carrierLost(burst))
         bitLength = nominalBit
+        balance = 1; markLevel = 0; spaceLevel = 0
         referenceLevel = 0
     }
 }

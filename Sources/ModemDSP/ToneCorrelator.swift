@@ -299,6 +299,12 @@ struct ToneWindow {
         let m = mark, s = space
         return (m - s) / (m + s + 1e-30)
     }
+    /// Soft bit with the space energy scaled by `balance` (mark energy / space energy of the
+    /// signal), so unequal tone levels (de-emphasis, a tilted line) do not bias decisions.
+    @inline(__always) func soft(balance: Float) -> Float {
+        let m = mark, s = space * balance
+        return (m - s) / (m + s + 1e-30)
+    }
     /// Fraction of the window's energy that is in the two tones (about 1 for a clean tone).
     @inline(__always) var toneFraction: Float {
         (mark + space) * 2 / (length * energy + 1e-30)

@@ -175,8 +175,10 @@ public final class Receiver {
         if !stopped, readA == limit, let join = Self.joinPoint(first: pending, second: second.characters,
                                                                 after: mid + Int(8 * charSamples),
                                                                 tolerance: config.samplesPerBit / 2) {
+            // The first half's copy of the joining character may start a sample or so earlier.
+            let cut = join.position - Int(config.samplesPerBit / 2)
             let head = pending.filter {
-                if case .character = $0 { return $0.position < join.position }
+                if case .character = $0 { return $0.position < cut }
                 return $0.position <= join.position
             }
             try delivery.deliver(head, onBytes: onBytes, onEvent: onEvent)

@@ -1,0 +1,119 @@
+/// The human-readable side of ``FSKAnalysis``: report lines and the `modem rx` command line.
+extension FSKAnalysis {
+    /// The `modem rx` command that would decode the input, or nil when there is nothing to decode.
+    ///
+    /// A matched profile gives `modem rx --profile P FILE` (with `--baud` when the measured rate is
+    /// more than 3% off the profile's); otherwise `modem rx --baud N FILE` when the tones are
+    /// minimodem's defaults for that rate, else `modem rx --baud N --mark M --space S FILE`.
+    /// - Parameter path: the file name to put on the command line (shell-quoted when needed).
+    public func rxCommand(path: String) -> String? {
+        guard finding == .fsk, let mark = markFrequency, let space = spaceFrequency else { return nil }
+        var words = ["modem", "rx"]
+        if let p = profile {
+            words += ["--profile", p.name]
+            if let b = measuredBaudRate, abs(b / p.baudRate - 1) > 0.03 { words += ["--baud", FSKAnalysis.rate(b)] }
+        } else {
+            guard let b = baudRate else { return nil }
+            let shown = FSKAnalysis.rate(b)
+            words += ["--baud", shown]
+            let d = FSKProfile.defaultTones(forBaudRate: Double(shown) ?? b)
+            let matches = abs(mark / d.mark - 1) <= 0.03 && abs(space / d.space - 1) <= 0.03
+            if !matches {
+                words += ["--mark", String(Int(mark.rounded())), "--space", String(Int(space.rounded()))]
+            }
+            if keying?.halfBitIntervals == true && b < 100 { words += ["--framing", "baudot"] }
+        }
+        words.append(FSKAnalysis.shellQuoted(path))
+        return words.joined(separator: " ")
+    }
+
+    /// The report, one finding per line, without the file name or the command line.
+    public var summaryLines: [String] {
+        var lines: [String] = []
+        switch finding {
+        case .empty:
+            return ["no tones found: the input has no samples"]
+        case .silent:
+            return ["no tones found: the input is silent"]
+        case .noTones:
+            return ["no tones found: nothing stands 8 dB above the noise floor (level \(FSKAnalysis.dB(level)) dBFS)"]
+        case .steadyTone(let f):
+            return ["no keying found: one steady tone at \(FSKAnalysis.hz(f))"]
+        case .unkeyed(let f):
+            return ["no tones found: energy around \(FSKAnalysis.hz(f)) but no two-tone keying"]
+        case .fsk:
+            break
+        }
+        if let m = markFrequency, let s = spaceFrequency {
+            let source: String
+            switch markSource {
+            case .profile: source = "mark/space as in \(profile?.name ?? "the profile")"
+            case .idleTone: source = "mark is the idle tone"
+            case .convention: source = "mark guessed by minimodem's convention for the rate"
+            }
+            lines.append("tones     \(FSKAnalysis.hz(m)) mark, \(FSKAnalysis.hz(s)) space (shift \(FSKAnalysis.hz(abs(s - m))); \(source))")
+        }
+        if let b = measuredBaudRate {
+            var text = "baud      \(FSKAnalysis.fixed(b, b < 100 ? 2 : 1)) measured"
+            if let std = standardBaudRate { text += ", \(FSKAnalysis.rate(std)) standard" }
+            text += " (regularity \(FSKAnalysis.fixed(regularity, 2)))"
+            if keying?.halfBitIntervals == true { text += "; runs of n+1/2 bits: 1.5 stop bits" }
+            lines.append(text)
+        } else {
+            lines.append("baud      unknown (no regular rhythm)")
+        }
+        if let snr {
+            var text = "SNR       \(FSKAnalysis.dB(snr)) dB in 0-\(sampleRate / 2) Hz"
+            if let e = ebN0 { text += ", Eb/N0 \(FSKAnalysis.dB(e)) dB" }
+            lines.append(text)
+        }
+        if let p = profile {
+            lines.append("profile   \(p.name) (\(FSKAnalysis.rate(p.baudRate)) baud, mark \(FSKAnalysis.rate(p.markFrequency)) Hz, space \(FSKAnalysis.rate(p.spaceFrequency)) Hz)")
+        } else {
+            lines.append("profile   none matches")
+        }
+        for n in notes { lines.append("note      \(n)") }
+        return lines
+    }
+
+    // MARK: Formatting (no Foundation in this layer)
+
+    /// `v` with `decimals` digits after the point.
+    static func fixed(_ v: Double, _ decimals: Int) -> String {
+        guard v.isFinite else { return v.isNaN ? "nan" : (v > 0 ? "inf" : "-inf") }
+        var scale = 1.0
+        for _ in 0..<decimals { scale *= 10 }
+        let r = (abs(v) * scale).rounded()
+        let whole = Int(r / scale)
+        var text = (v < 0 && r > 0 ? "-" : "") + String(whole)
+        if decimals > 0 {
+            var frac = String(Int(r - Double(whole) * scale))
+            while frac.count < decimals { frac = "0" + frac }
+            text += "." + frac
+        }
+        return text
+    }
+
+    /// A frequency, e.g. "1200.3 Hz".
+    static func hz(_ v: Double) -> String { fixed(v, 1) + " Hz" }
+
+    /// A level in dB with one decimal, capped at ±99.
+    static func dB(_ v: Double) -> String {
+        if v > 99 { return "> 99" }
+        if v < -99 { return "< -99" }
+        return fixed(v, 1)
+    }
+
+    /// A rate or frequency as given on a command line: integers plain, others to 2 decimals ("45.45").
+    static func rate(_ v: Double) -> String {
+        if v >= 100 || abs(v - v.rounded()) < 0.005 { return String(Int(v.rounded())) }
+        return fixed(v, 2)
+    }
+
+    /// `path` quoted for a POSIX shell when it holds anything but safe characters.
+    static func shellQuoted(_ path: String) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-:=@%,")
+        if !path.isEmpty && path.allSatisfy({ safe.contains($0) }) { return path }
+        return "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"
+    }
+}
