@@ -140,7 +140,7 @@ public struct FSKDemodulator: Sendable {
                               spaceFrequency: configuration.spaceFrequency, samplesPerBit: configuration.samplesPerBit)
         nominalBit = configuration.samplesPerBit
         bitLength = nominalBit
-        scanPosition = nominalBit
+        scanPosition = 0
         // White noise alone gives a tone fraction of about 4/N for an N-sample window.
         let floor = Float(4 / nominalBit)
         carrierThreshold = min(0.6, max(0.05, 2.2 * floor))
@@ -151,7 +151,7 @@ public struct FSKDemodulator: Sendable {
         corr.reset()
         bitLength = nominalBit
         state = .searching
-        scanPosition = nominalBit
+        scanPosition = 0
         charsSinceLock = 0
         finished = false
     }
@@ -214,10 +214,34 @@ public struct FSKDemodulator: Sendable {
                     loseCarrier(at: Int(expected), into: &events)
                     state = .searching
                     scanPosition = expected
-                } else if r.startSoft < 0 ? r.quietBits <= 1 : (!r.looksIdle && r.quietBits == 0) {
-                    // A start bit, or (in a back-to-back stream) a start bit hit by noise. Idle
-                    // line is taken only when the start bit and the two bits after it are all
-                    // clearly mark: a lone mark-looking start bit is far more often noise than a gap.
+                } else if r.startSoft < 0 && r.quietDataBits == 0 {
+                    commitTrack(r)
+                    accept(make(r), into: &events)
+                    noteFraming(r)
+                } else if !r.looksIdle && r.quietBits == 0 {
+                    // The start bit looks like mark but the line is not idle. Either a start bit
+                    // hit by noise in a back-to-back stream, or a short gap (under three bits)
+                    // before a character that starts later: the framing of the next characters
+                    // under each hypothesis decides.
+                    let L = bitLength
+                    if let later = findStart(from: expected + L / 4, limit: expected + 3 * L) {
+                        let s2 = gridSearch(center: later + 0.25 * L, range: 0.4 * L, bitLength: L)
+                        // A gap: the expected start bit is clearly mark, a clear start bit follows,
+                        // and the line between them is mark. Otherwise the framing of the next
+                        // characters under each hypothesis decides.
+                        let gap = corr.window(from: r.start, to: s2).soft(balance: balance)
+                        let start2 = corr.window(from: s2, to: s2 + L).soft(balance: balance)
+                        let clearGap = r.startSoft > 0.5 && start2 < -0.5 && gap > 0.3
+                        if clearGap || frameScore(from: s2, bitLength: L) > frameScore(from: r.start, bitLength: L) + 1 {
+                            runStarts.removeAll(keepingCapacity: true)
+                            var r2 = read(start: s2, bitLength: L)
+                            r2.measuredStart = s2
+                            r2.bitLength = L
+                            commitTrack(r2)
+                            accept(make(r2), into: &events)
+                            continue loop
+                        }
+                    }
                     commitTrack(r)
                     accept(make(r), into: &events)
                     noteFraming(r)
@@ -265,8 +289,10 @@ public struct FSKDemodulator: Sendable {
         while p <= limit {
             let cur = corr.window(from: p, to: p + L)
             if cur.soft < -0.5, cur.toneFraction >= carrierThreshold, cur.energy / cur.length >= Self.silenceFloor {
+                // Before a start bit the line is mark, or silent when a transmission starts with
+                // no leader.
                 let prev = corr.window(from: p - L, to: p)
-                if prev.soft > 0.2 { return p }
+                if prev.soft > 0.2 || prev.energy < cur.energy * 0.01 { return p }
             }
             p += step
         }
@@ -299,6 +325,8 @@ public struct FSKDemodulator: Sendable {
         var deviation: Double = 0
         /// Bits (start to stop) with next to no signal.
         var quietBits = 0
+        /// Data and parity bits with next to no signal (the character was cut short).
+        var quietDataBits = 0
         /// The soft values of the first two data bits.
         var firstDataSoft: Float = 0
         var secondDataSoft: Float = 1
@@ -337,7 +365,10 @@ public struct FSKDemodulator: Sendable {
             a = b
             // A window with no signal reads as mark: a line at rest is mark.
             let v = w.energy >= quiet ? w.soft(balance: balance) : 1
-            if w.energy < quiet { r.quietBits += 1 }
+            if w.energy < quiet {
+                r.quietBits += 1
+                if k > 0 && k < n { r.quietDataBits += 1 }
+            }
             conf += abs(v)
             if k > 0 && k < n {
                 if v > 0 { r.markEnergy += w.mark; r.markCount += 1 } else { r.spaceEnergy += w.space; r.spaceCount += 1 }
@@ -417,15 +448,32 @@ public struct FSKDemodulator: Sendable {
         // The scan stops up to ~0.4 bit before the true start.
         let s = gridSearch(center: position + 0.25 * L, range: 0.4 * L, bitLength: L)
         let r = read(start: s, bitLength: L)
-        guard r.fraction >= carrierThreshold, r.startSoft < -0.2, r.stopSoft > -0.2 else { return nil }
+        guard r.fraction >= carrierThreshold, r.startSoft < -0.2, r.stopSoft > -0.2, r.quietDataBits == 0 else { return nil }
         // A transition inside a character can look like a start bit. The characters that would
         // follow must look like characters (start space, stop mark), idle line, or no carrier.
         let C = shape.length * L
-        for m in 1...Self.verifyCharacters {
-            let f = read(start: s + Double(m) * C, bitLength: L)
-            let framed = f.startSoft < 0 && f.stopSoft > 0
-            let idle = f.looksIdle
-            if !(framed || idle || f.fraction < carrierThreshold * 0.7) { return nil }
+        // Judge quietness against this character's level while checking what follows it.
+        let savedLevel = referenceLevel
+        if referenceLevel == 0 {
+            let w = corr.window(from: s, to: s + Double(shape.bitsBeforeStop) * L)
+            referenceLevel = w.energy / max(1, w.length)
+        }
+        defer { referenceLevel = savedLevel }
+        var next = s
+        for _ in 1...Self.verifyCharacters {
+            next = localSearch(center: next + C, maxOffset: 0.4 * L, bitLength: L)
+            let f = read(start: next, bitLength: L)
+            // End of carrier (mostly silence ahead), or idle line.
+            if f.fraction < carrierThreshold * 0.7 || f.quietBits * 2 >= shape.bitsBeforeStop || f.looksIdle { break }
+            if f.startSoft < 0 {
+                if f.stopSoft <= 0 { return nil }   // a start bit whose character is not framed
+                continue
+            }
+            // Mark where a start bit should be: a short gap, if a framed character follows soon.
+            guard let later = findStart(from: next + L / 4, limit: next + 3 * L) else { return nil }
+            let g = read(start: gridSearch(center: later + 0.25 * L, range: 0.4 * L, bitLength: L), bitLength: L)
+            if !(g.startSoft < 0 && g.stopSoft > 0) { return nil }
+            break
         }
         if case .searching = state { charsSinceLock = 0 }
         runStarts = [s]
@@ -523,6 +571,23 @@ public struct FSKDemodulator: Sendable {
         guard den > 0 else { return (ys[0], 0) }
         let slope = (n * sxy - sx * sy) / den
         return (y0 + (sy - slope * sx) / n, slope)
+    }
+
+    /// How well characters starting at `start` and following back to back are framed: the sum over
+    /// three characters of (stop bit mark-ness − start bit mark-ness), each character's timing
+    /// refined locally so a few percent of rate error does not matter.
+    private func frameScore(from start: Double, bitLength L: Double) -> Float {
+        let C = shape.length * L
+        var score: Float = 0
+        var s = start
+        for m in 0..<3 {
+            if m > 0 { s = localSearch(center: s + C, maxOffset: 0.3 * L, bitLength: L) }
+            let st = corr.window(from: s, to: s + L)
+            let stop = s + Double(shape.bitsBeforeStop) * L
+            let sp = corr.window(from: stop, to: stop + L)
+            score += sp.soft(balance: balance) - st.soft(balance: balance)
+        }
+        return score
     }
 
     /// Characters looked back over when re-synchronising the framing.

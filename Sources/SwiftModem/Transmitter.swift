@@ -13,6 +13,8 @@ public final class Transmitter {
     public let sink: any AudioSink
     /// Characters that the framing could not carry (e.g. `%` in Baudot), skipped.
     public var unencodableCount: Int { baudot.unencodableCount }
+    /// Bytes with bits set above the framing's data bits (e.g. 0x80 in 7E1); sent with those bits dropped.
+    public private(set) var truncatedCount = 0
     /// Samples written so far.
     public private(set) var samplesWritten = 0
 
@@ -63,9 +65,11 @@ public final class Transmitter {
             try flush()
         }
         switch settings.framing {
-        case .uart:
+        case .uart(let f):
             let enc = uart!
+            let limit = f.dataBits >= 8 ? 256 : 1 << f.dataBits
             for b in bytes {
+                if Int(b) >= limit { truncatedCount += 1 }
                 words.append(enc.encode(b))
                 if words.count == 1024 { try render() }
             }

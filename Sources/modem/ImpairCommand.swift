@@ -14,26 +14,27 @@ struct ImpairCommand: AsyncParsableCommand {
         For testing and benchmarking receivers. The same --seed gives the same noise.
         Examples:
           modem impair clean.wav noisy.wav --snr -3
-          modem impair clean.wav phone.wav --band 300-3400 --drift 1000 --hum 50:-30 --gain -40
+          modem impair clean.wav phone.wav --band 300-3400 --drift -1000 --hum 50:-30 --gain -40
+        Negative values may follow the option directly (--snr -3) or with = (--snr=-3).
         """
     )
 
     @Argument(help: "Input audio file.") var input: String
     @Argument(help: "Output WAV file.") var output: String
 
-    @Option(help: ArgumentHelp("Full-band signal-to-noise ratio with white Gaussian noise, in dB.", valueName: "DB"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Full-band signal-to-noise ratio with white Gaussian noise, in dB.", valueName: "DB"))
     var snr: Double?
-    @Option(help: ArgumentHelp("Receiver clock error in ppm (positive: receiver clock fast).", valueName: "PPM"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Receiver clock error in ppm (positive: receiver clock fast).", valueName: "PPM"))
     var drift: Double = 0
     @Option(help: ArgumentHelp("Band-pass edges in Hz, e.g. 300-3400.", valueName: "LO-HI"))
     var band: String?
     @Option(help: ArgumentHelp("De-emphasis: first-order low-pass corner in Hz.", valueName: "HZ"))
     var deemphasis: Double?
-    @Option(help: ArgumentHelp("Gain in dB, applied before noise.", valueName: "DB"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Gain in dB, applied before noise.", valueName: "DB"))
     var gain: Double = 0
-    @Option(help: ArgumentHelp("Mains hum as frequency:level, level in dBFS, e.g. 50:-20.", valueName: "HZ:DBFS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Mains hum as frequency:level, level in dBFS, e.g. 50:-20.", valueName: "HZ:DBFS"))
     var hum: String?
-    @Option(help: ArgumentHelp("DC offset added, as a fraction of full scale (-1...1).", valueName: "X"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("DC offset added, as a fraction of full scale (-1...1).", valueName: "X"))
     var dc: Double = 0
     @Option(help: ArgumentHelp("Noise seed.", valueName: "S"))
     var seed: UInt64 = 1

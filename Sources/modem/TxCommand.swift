@@ -32,7 +32,7 @@ struct TxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Sample format of the WAV file: u8, s16, s24, s32, f32.", valueName: "FMT"))
     var format: String = "s16"
 
-    @Option(name: .long, help: ArgumentHelp("Peak level in dBFS (-60...0).", valueName: "DB"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Peak level in dBFS (-60...0), e.g. --level -6.", valueName: "DB"))
     var level: Double = -3
 
     @Option(name: .long, help: ArgumentHelp("Mark leader before the first character, in bit periods.", valueName: "BITS"))
@@ -52,6 +52,12 @@ struct TxCommand: AsyncParsableCommand {
         }
         guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
         guard leader >= 0, leader <= 10000 else { throw ValidationError("--leader must be 0...10000 bit periods") }
+        // Check tones and baud against the sample rate before any output file is touched.
+        do {
+            _ = try line.settings().configuration(sampleRate: rate)
+        } catch let e as ModemSettingsError {
+            throw ValidationError(e.description)
+        }
     }
 
     func run() async throws {
@@ -92,6 +98,9 @@ struct TxCommand: AsyncParsableCommand {
             progress.clear()
             if tx.unencodableCount > 0, !quiet {
                 printError("modem tx: \(tx.unencodableCount) character(s) have no Baudot code and were skipped")
+            }
+            if tx.truncatedCount > 0, !quiet {
+                printError("modem tx: \(tx.truncatedCount) byte(s) did not fit in \(settings.framing)'s data bits; their high bits were dropped")
             }
             if let p = sink as? ALSAPlayback, p.xrunCount > 0, !quiet {
                 printError("modem tx: \(p.xrunCount) playback underrun(s) recovered")

@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+/// Standard output is the data channel: decoded bytes and nothing else, diagnostics or not.
+@Suite("Standard output carries only data")
+struct StdoutTests {
+    @Test("modem rx with diagnostics: stdout == the bytes, diagnostics on stderr")
+    func diagnosticsStayOnStderr() async throws {
+        let dir = try Scratch()
+        // Two bursts with a silent gap, so there are two carrier/no-carrier pairs of diagnostics.
+        let first = Array("first burst\n".utf8), second = Array((0...255).map { UInt8($0) })
+        let a = dir.file("a.wav"), b = dir.file("b.wav")
+        try await modemTx(["--baud", "1200"], input: try dir.write("a.bin", first), out: a)
+        try await modemTx(["--baud", "1200"], input: try dir.write("b.bin", second), out: b)
+        let joined = try joinWAVs(a, b, gapSamples: 24000, in: dir)
+        let r = try await modem(["rx", "--baud", "1200", joined])
+        expectSuccess(r)
+        #expect(r.stdout == first + second, "\(describeDifference(expected: first + second, got: r.stdout))")
+        #expect(r.stderrLines.count >= 2, "expected carrier diagnostics on stderr: \(r)")
+        #expect(!r.stdoutText.contains("CARRIER") && !r.stdoutText.contains("###"))
+    }
+
+    @Test("modem rx on a noisy file: diagnostics never leak into stdout")
+    func noisyFile() async throws {
+        let dir = try Scratch()
+        let text = Array(Texts.words(300).utf8)
+        let clean = dir.file("clean.wav"), noisy = dir.file("noisy.wav")
+        try await modemTx(["--baud", "1200"], input: try dir.write("in.txt", text), out: clean)
+        expectSuccess(try await modem(["impair", clean, noisy, "--snr=-6", "--seed", "5"]))
+        let loud = try await modem(["rx", "--baud", "1200", noisy])
+        let quiet = try await modem(["rx", "-q", "--baud", "1200", noisy])
+        expectSuccess(loud)
+        expectSuccess(quiet)
+        // Whatever was decoded, it is the same with and without diagnostics.
+        #expect(loud.stdout == quiet.stdout, "stdout differs with diagnostics on (\(loud.stdout.count) vs \(quiet.stdout.count) bytes)")
+        #expect(quiet.stderr.isEmpty, "\(quiet)")
+        #expect(!loud.stderr.isEmpty)
+    }
+
+    @Test("modem tx --out writes nothing to stdout, with or without -q")
+    func txIsSilentOnStdout() async throws {
+        let dir = try Scratch()
+        let input = try dir.write("in.txt", Texts.pangrams)
+        for quiet in [true, false] {
+            let r = try await modem(["tx"] + (quiet ? ["-q"] : []) + ["--baud", "1200", "--out", dir.file("x.wav"), input])
+            expectSuccess(r)
+            #expect(r.stdout.isEmpty, "stdout: \(r.stdoutText)")
+            if quiet { #expect(r.stderr.isEmpty, "\(r)") }
+        }
+    }
+
+    @Test("--help and --version go to stdout and exit 0")
+    func helpAndVersion() async throws {
+        for args in [["--help"], ["--version"], ["tx", "--help"], ["rx", "--help"], ["impair", "--help"]] {
+            let r = try await modem(args)
+            expectSuccess(r)
+            #expect(!r.stdout.isEmpty, "\(args): \(r)")
+        }
+    }
+}
+
+/// Concatenates two mono 16-bit WAV files written by `modem tx` (canonical 44-byte headers, same
+/// rate) with `gapSamples` of silence between them.
+func joinWAVs(_ a: String, _ b: String, gapSamples: Int, in dir: Scratch) throws -> String {
+    let x = try readBytes(a), y = try readBytes(b)
+    guard x.count > 44, y.count > 44, Array(x[36..<40]) == Array("data".utf8), Array(y[36..<40]) == Array("data".utf8) else {
+        throw HarnessError("joinWAVs expects canonical 44-byte WAV headers")
+    }
+    let data = Array(x[44...]) + [UInt8](repeating: 0, count: 2 * gapSamples) + Array(y[44...])
+    var header = Array(x[0..<44])
+    header.replaceSubrange(4..<8, with: le32(UInt32(36 + data.count)))
+    header.replaceSubrange(40..<44, with: le32(UInt32(data.count)))
+    return try dir.write("joined.wav", header + data)
+}

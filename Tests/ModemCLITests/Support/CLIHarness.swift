@@ -1,0 +1,277 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where things are: the package, its fixtures, the `modem` binary and the peer tools.
+enum Paths {
+    /// The package root, from this file's path (`<root>/Tests/ModemCLITests/Support/CLIHarness.swift`).
+    static let packageRoot: String = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// `Fixtures/fsk` of this checkout.
+    static let fixtures = packageRoot + "/Fixtures/fsk"
+
+    /// Folders where the `modem` binary may be, best first: `$MODEM_BINARY`'s (if set) is handled by
+    /// ``modem()``; then the folder of the running test executable (SwiftPM puts the test runner
+    /// and the product executables of one configuration side by side, e.g. `.build/debug`), the
+    /// folder of `argv[0]`, a few parents of both (for bundle layouts like
+    /// `X.xctest/Contents/MacOS/X`), then `<package>/.build/debug` and `.build/release`.
+    static var modemCandidates: [String] {
+        var folders: [URL] = []
+        if let exe = Bundle.main.executableURL?.resolvingSymlinksInPath() { folders.append(exe.deletingLastPathComponent()) }
+        if let arg0 = CommandLine.arguments.first, !arg0.isEmpty {
+            let url = URL(fileURLWithPath: arg0, relativeTo: URL(fileURLWithPath: FileManager.default.currentDirectoryPath))
+            folders.append(url.resolvingSymlinksInPath().deletingLastPathComponent())
+        }
+        var withParents: [URL] = []
+        for folder in folders {
+            var f = folder
+            for _ in 0..<4 {
+                withParents.append(f)
+                f = f.deletingLastPathComponent()
+            }
+        }
+        var paths = withParents.map { $0.appendingPathComponent("modem").path }
+        paths += [packageRoot + "/.build/debug/modem", packageRoot + "/.build/release/modem"]
+        var seen = Set<String>()
+        return paths.filter { seen.insert($0).inserted }
+    }
+
+    /// The `modem` binary to test: `$MODEM_BINARY`, else the first of ``modemCandidates`` that is an
+    /// executable file (not a folder). Throws, with the places looked at, when there is none.
+    static func modem() throws -> String {
+        if let env = ProcessInfo.processInfo.environment["MODEM_BINARY"], !env.isEmpty {
+            guard isExecutableFile(env) else { throw HarnessError("MODEM_BINARY=\(env) is not an executable file") }
+            return env
+        }
+        let candidates = modemCandidates
+        if let found = candidates.first(where: isExecutableFile) { return found }
+        throw HarnessError("""
+            the `modem` executable was not found; looked at:
+              \(candidates.joined(separator: "\n  "))
+            Build it first (`swift build --product modem`), or set MODEM_BINARY=/path/to/modem.
+            """)
+    }
+
+    /// A tool on `$PATH` (e.g. "minimodem", "sox"), or nil.
+    static func tool(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
+        for dir in path.split(separator: ":") where !dir.isEmpty {
+            let candidate = "\(dir)/\(name)"
+            if isExecutableFile(candidate) { return candidate }
+        }
+        return nil
+    }
+
+    static func isExecutableFile(_ path: String) -> Bool {
+        var isDir: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDir) && !isDir.boolValue
+            && FileManager.default.isExecutableFile(atPath: path)
+    }
+}
+
+/// Peer tools, looked up once.
+enum Peers {
+    static let minimodem = Paths.tool("minimodem")
+    static let sox = Paths.tool("sox")
+}
+
+struct HarnessError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// What a finished child process did.
+struct ProcessResult: Sendable, CustomStringConvertible {
+    var command: String
+    /// Exit status when it exited; the signal number when ``signaled``.
+    var status: Int32
+    var signaled: Bool
+    /// Killed by us after the time limit.
+    var timedOut: Bool
+    var stdout: [UInt8]
+    var stderr: [UInt8]
+    var seconds: Double
+
+    var stderrText: String { String(decoding: stderr, as: UTF8.self) }
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+    /// Non-empty lines of standard error.
+    var stderrLines: [Substring] { stderrText.split(separator: "\n", omittingEmptySubsequences: true) }
+    /// Exited by itself with status 0.
+    var succeeded: Bool { !signaled && !timedOut && status == 0 }
+
+    var description: String {
+        let how = timedOut ? "timed out (killed)" : signaled ? "killed by signal \(status)" : "exit \(status)"
+        var s = "`\(command)`: \(how) after \(String(format: "%.2f", seconds)) s, stdout \(stdout.count) bytes"
+        let err = stderrText.trimmingCharacters(in: .whitespacesAndNewlines)
+        if !err.isEmpty { s += ", stderr:\n" + String(err.prefix(1500)) }
+        return s
+    }
+}
+
+/// A private temporary folder, removed when dropped.
+final class Scratch: Sendable {
+    let path: String
+
+    init(_ label: String = "ModemCLITests") throws {
+        let url = FileManager.default.temporaryDirectory
+            .appendingPathComponent("\(label)-\(UUID().uuidString.prefix(12))", isDirectory: true)
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        path = url.path
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    /// A path inside the folder.
+    func file(_ name: String) -> String { path + "/" + name }
+
+    /// Writes bytes to `name`; returns the path.
+    @discardableResult
+    func write(_ name: String, _ bytes: [UInt8]) throws -> String {
+        let p = file(name)
+        try Data(bytes).write(to: URL(fileURLWithPath: p))
+        return p
+    }
+
+    @discardableResult
+    func write(_ name: String, _ text: String) throws -> String { try write(name, Array(text.utf8)) }
+}
+
+/// Reads a whole file.
+func readBytes(_ path: String) throws -> [UInt8] {
+    [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+}
+
+/// Runs `executable` with `arguments` as a separate process: standard input from `stdinFile`
+/// (else /dev/null), standard output and error captured in files (no pipe can fill up), killed
+/// after `timeout` seconds.
+func runProcess(_ executable: String, _ arguments: [String], stdinFile: String? = nil,
+                timeout: Double = 30) async throws -> ProcessResult {
+    let scratch = try Scratch("ModemCLITests-proc")
+    let outPath = scratch.file("stdout"), errPath = scratch.file("stderr")
+    FileManager.default.createFile(atPath: outPath, contents: nil)
+    FileManager.default.createFile(atPath: errPath, contents: nil)
+    let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+    let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    let inHandle: FileHandle
+    if let stdinFile {
+        inHandle = try FileHandle(forReadingFrom: URL(fileURLWithPath: stdinFile))
+    } else {
+        inHandle = FileHandle.nullDevice
+    }
+    defer {
+        try? outHandle.close()
+        try? errHandle.close()
+        if stdinFile != nil { try? inHandle.close() }
+    }
+
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    process.standardInput = inHandle
+    process.standardOutput = outHandle
+    process.standardError = errHandle
+    let command = ([URL(fileURLWithPath: executable).lastPathComponent] + arguments)
+        .map { $0.contains(" ") || $0.isEmpty ? "'\($0)'" : $0 }.joined(separator: " ")
+    let start = Date()
+    try process.run()
+    var timedOut = false
+    while process.isRunning {
+        if Date().timeIntervalSince(start) > timeout {
+            timedOut = true
+            kill(process.processIdentifier, SIGKILL)
+            break
+        }
+        try? await Task.sleep(for: .milliseconds(4))
+    }
+    process.waitUntilExit()
+    let seconds = Date().timeIntervalSince(start)
+    return ProcessResult(
+        command: command,
+        status: process.terminationStatus,
+        signaled: process.terminationReason == .uncaughtSignal,
+        timedOut: timedOut,
+        stdout: try readBytes(outPath),
+        stderr: try readBytes(errPath),
+        seconds: seconds)
+}
+
+/// Runs the `modem` binary.
+func modem(_ arguments: [String], stdinFile: String? = nil, timeout: Double = 30) async throws -> ProcessResult {
+    try await runProcess(try Paths.modem(), arguments, stdinFile: stdinFile, timeout: timeout)
+}
+
+/// Runs minimodem (callers are gated on ``Peers/minimodem``).
+func minimodem(_ arguments: [String], stdinFile: String? = nil, timeout: Double = 30) async throws -> ProcessResult {
+    guard let path = Peers.minimodem else { throw HarnessError("minimodem is not installed") }
+    return try await runProcess(path, arguments, stdinFile: stdinFile, timeout: timeout)
+}
+
+/// Runs sox (callers are gated on ``Peers/sox``).
+func sox(_ arguments: [String]) async throws -> ProcessResult {
+    guard let path = Peers.sox else { throw HarnessError("sox is not installed") }
+    return try await runProcess(path, arguments)
+}
+
+/// Records an issue (with the whole result) unless the process exited 0 by itself.
+@discardableResult
+func expectSuccess(_ r: ProcessResult, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+    let ok = r.succeeded
+    #expect(ok, "\(r)", sourceLocation: sourceLocation)
+    return ok
+}
+
+/// `modem tx <arguments> --out <path> <input>`, checked to succeed.
+func modemTx(_ arguments: [String], input: String, out: String,
+             sourceLocation: SourceLocation = #_sourceLocation) async throws {
+    let r = try await modem(["tx", "-q"] + arguments + ["--out", out, input])
+    guard r.succeeded else {
+        Issue.record("modem tx failed: \(r)", sourceLocation: sourceLocation)
+        throw HarnessError("modem tx failed")
+    }
+    #expect(r.stdout.isEmpty, "modem tx wrote to stdout: \(r)", sourceLocation: sourceLocation)
+}
+
+/// A readable rendering of bytes for failure messages: the first difference and around it.
+func describeDifference(expected: [UInt8], got: [UInt8]) -> String {
+    let common = zip(expected, got).prefix { $0 == $1 }.count
+    func show(_ b: ArraySlice<UInt8>) -> String {
+        b.map { (0x20..<0x7f).contains($0) ? String(UnicodeScalar($0)) : String(format: "\\x%02x", $0) }.joined()
+    }
+    let lo = max(0, common - 12)
+    return "expected \(expected.count) bytes, got \(got.count); first difference at byte \(common): "
+        + "expected \"\(show(expected[lo..<min(expected.count, common + 12)]))\", "
+        + "got \"\(show(got[min(lo, got.count)..<min(got.count, common + 12)]))\""
+}
+
+/// Deterministic texts for the tests.
+enum Texts {
+    /// About 120 bytes of mixed ASCII.
+    static let pangrams = """
+        The quick brown fox jumps over the lazy dog. PACK MY BOX WITH FIVE DOZEN LIQUOR JUGS!
+        0123456789 <>[]{}()~^`@#$%&*_+=-|\\/?!\t.
+
+        """
+    /// A few dozen bytes, for slow baud rates.
+    static let short = "Slow and steady: 50 baud, 8 kHz.\n"
+    /// Upper-case text that ITA2 Baudot can carry.
+    static let baudot = "CQ CQ DE SWIFTMODEM K\nRYRYRY 0123456789 -?:$!&#()./;,'\"\nTHE QUICK BROWN FOX 73\n"
+
+    /// `count` bytes of pseudo-random words (a fixed sequence), ending with a newline.
+    static func words(_ count: Int, seed: UInt64 = 42) -> String {
+        let words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india",
+                     "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo",
+                     "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu",
+                     "0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "Hello,", "World!"]
+        var state = seed
+        var s = ""
+        while s.utf8.count < count - 1 {
+            state = state &* 6364136223846793005 &+ 1442695040888963407
+            s += words[Int((state >> 33) % UInt64(words.count))] + " "
+        }
+        return String(s.utf8.prefix(count - 1))! + "\n"
+    }
+}
