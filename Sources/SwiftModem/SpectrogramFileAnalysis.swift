@@ -15,7 +15,7 @@ public struct FileAnalysisReport: Sendable {
     public let pngPath: String?
 
     /// The `modem rx` command that would decode the file, or nil.
-    public var rxCommand: String? { analysis.rxCommand(path: path) }
+    public var rxCommand: String? { analysis.rxCommand(path: path, channel: channel) }
 
     /// The report: a header line, the findings, the spectrogram's path, and the command line last.
     public var lines: [String] {

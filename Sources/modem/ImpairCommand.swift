@@ -72,7 +72,7 @@ struct ImpairCommand: AsyncParsableCommand {
             }
             imp.hum = (parts[0], pow(10, parts[1] / 20))
         }
-        try await reportingErrors {
+        _ = try await reportingErrors {
             try FileImpairment.run(input: input, output: output, impairments: imp, snrDB: snr, channel: channel,
                                      format: AudioSampleFormat(rawValue: format)!)
         }

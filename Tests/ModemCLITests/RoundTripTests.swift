@@ -112,8 +112,6 @@ struct RoundTripTests {
                 }
             }
         }
-        withKnownIssue("modem rx decodes some short clean transmissions wrong: a phantom byte after the last stop bit, or (1-2 byte messages) a misframed first byte") {
-            #expect(failures.isEmpty, "\(failures.count) of 60 clean transmissions decoded wrong:\n\(failures.joined(separator: "\n"))")
-        }
+        #expect(failures.isEmpty, "\(failures.count) of 60 clean transmissions decoded wrong:\n\(failures.joined(separator: "\n"))")
     }
 }

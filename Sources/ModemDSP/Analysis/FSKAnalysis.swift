@@ -86,9 +86,9 @@ public struct FSKAnalysis: Sendable {
     /// The baud rate to use: the standard one when the measurement is within 3% of it, else the measurement.
     public var baudRate: Double? { standardBaudRate ?? measuredBaudRate }
 
-    /// Whether the result is trustworthy: two tones, a regular rhythm (regularity >= 0.5).
+    /// Whether the result is trustworthy: two tones and a regular rhythm (regularity >= 0.5).
     public var isConfident: Bool {
-        finding == .fsk && markFrequency != nil && measuredBaudRate != nil && regularity >= 0.5
+        finding == .fsk && regularity >= 0.5
     }
 
     /// The tone pair as (lower, upper), when found.
@@ -101,8 +101,8 @@ public struct FSKAnalysis: Sendable {
     /// - Parameters:
     ///   - survey: the first pass.
     ///   - band: the band found in it (nil: none).
-    ///   - clusters: the second pass (nil when it did not run or found no two clusters).
-    ///   - keying: the third pass (nil when it did not run).
+    ///   - clusters: the cluster pass (nil when it did not run or found no two clusters).
+    ///   - keying: the keying pass (nil when it did not run).
     public init(survey: SpectrumSurveyResult, band: OccupiedBand?, clusters: ToneClusters?, keying: KeyingMeasurement?) {
         sampleRate = survey.spectrum.sampleRate
         sampleCount = survey.sampleCount
@@ -126,7 +126,7 @@ public struct FSKAnalysis: Sendable {
         }
         guard let k = keying, let lower = k.lowerTone, let upper = k.upperTone,
               upper - lower >= max(10, 2 * band.binWidth), k.transitionCount >= 4,
-              k.baudRate == nil || k.regularity >= FSKAnalysis.minimumRegularity else {
+              k.baudRate != nil, k.regularity >= FSKAnalysis.minimumRegularity else {
             finding = .unkeyed(peakFrequency: band.peakFrequency)
             return
         }
@@ -172,9 +172,7 @@ public struct FSKAnalysis: Sendable {
             if let b = baudRate { ebN0 = 10 * log10(s / (n0 * b)) }
         }
 
-        if k.baudRate == nil {
-            notes.append("the keying has no regular rhythm: the baud rate is unknown")
-        } else if regularity < 0.5 {
+        if regularity < 0.5 {
             notes.append("low confidence: the transitions are irregular (regularity \(FSKAnalysis.fixed(regularity, 2)))")
         }
         if let b = measuredBaudRate, let p = profile, abs(b / p.baudRate - 1) > 0.03 {

@@ -5,8 +5,10 @@ extension FSKAnalysis {
     /// A matched profile gives `modem rx --profile P FILE` (with `--baud` when the measured rate is
     /// more than 3% off the profile's); otherwise `modem rx --baud N FILE` when the tones are
     /// minimodem's defaults for that rate, else `modem rx --baud N --mark M --space S FILE`.
-    /// - Parameter path: the file name to put on the command line (shell-quoted when needed).
-    public func rxCommand(path: String) -> String? {
+    /// - Parameters:
+    ///   - path: the file name to put on the command line (shell-quoted when needed).
+    ///   - channel: the channel analysed, counted from 0 (`--channel` is added when not 0).
+    public func rxCommand(path: String, channel: Int = 0) -> String? {
         guard finding == .fsk, let mark = markFrequency, let space = spaceFrequency else { return nil }
         var words = ["modem", "rx"]
         if let p = profile {
@@ -19,10 +21,11 @@ extension FSKAnalysis {
             let d = FSKProfile.defaultTones(forBaudRate: Double(shown) ?? b)
             let matches = abs(mark / d.mark - 1) <= 0.03 && abs(space / d.space - 1) <= 0.03
             if !matches {
-                words += ["--mark", String(Int(mark.rounded())), "--space", String(Int(space.rounded()))]
+                words += ["--mark", FSKAnalysis.commandFrequency(mark), "--space", FSKAnalysis.commandFrequency(space)]
             }
             if keying?.halfBitIntervals == true && b < 100 { words += ["--framing", "baudot"] }
         }
+        if channel != 0 { words += ["--channel", String(channel)] }
         words.append(FSKAnalysis.shellQuoted(path))
         return words.joined(separator: " ")
     }
@@ -36,11 +39,14 @@ extension FSKAnalysis {
         case .silent:
             return ["no tones found: the input is silent"]
         case .noTones:
-            return ["no tones found: nothing stands 8 dB above the noise floor (level \(FSKAnalysis.dB(level)) dBFS)"]
+            return ["no tones found: nothing stands out of the noise (level \(FSKAnalysis.dB(level)) dBFS)"]
         case .steadyTone(let f):
             return ["no keying found: one steady tone at \(FSKAnalysis.hz(f))"]
         case .unkeyed(let f):
-            return ["no tones found: energy around \(FSKAnalysis.hz(f)) but no two-tone keying"]
+            if let b = band, !b.isSingleLine {
+                return ["no tones found: energy in \(Int(b.lowFrequency.rounded()))-\(Int(b.highFrequency.rounded())) Hz but no regular two-tone keying"]
+            }
+            return ["no tones found: energy around \(FSKAnalysis.hz(f)) but no regular two-tone keying"]
         case .fsk:
             break
         }
@@ -108,6 +114,13 @@ extension FSKAnalysis {
     static func rate(_ v: Double) -> String {
         if v >= 100 || abs(v - v.rounded()) < 0.005 { return String(Int(v.rounded())) }
         return fixed(v, 2)
+    }
+
+    /// A tone for the command line: whole hertz, or the nearest multiple of 5 Hz when that is
+    /// within 0.25% (senders are set to round numbers; the measurement is good to about that).
+    static func commandFrequency(_ f: Double) -> String {
+        let five = (f / 5).rounded() * 5
+        return String(Int(abs(five - f) <= 0.0025 * f ? five : f.rounded()))
     }
 
     /// `path` quoted for a POSIX shell when it holds anything but safe characters.

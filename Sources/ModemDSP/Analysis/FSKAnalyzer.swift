@@ -46,9 +46,12 @@ public struct FSKAnalyzer {
     private var keying: KeyingSurvey?
     private var keyingResult: KeyingMeasurement?
 
+    /// The sample rates the analysis accepts, in Hz.
+    public static let sampleRates = 100...1_000_000
+
     /// Creates an analyzer.
     /// - Parameters:
-    ///   - sampleRate: samples per second, in Hz (100...1_000_000).
+    ///   - sampleRate: samples per second, in Hz (``sampleRates``).
     ///   - expectedSampleCount: the input's length if known (sizes the spectrogram's columns).
     ///   - maxColumns: the most spectrogram columns kept (even, >= 2).
     public init(sampleRate: Int, expectedSampleCount: Int? = nil, maxColumns: Int = 1024) {
@@ -78,13 +81,11 @@ public struct FSKAnalyzer {
         case .spectrum:
             let r = survey.result()
             surveyResult = r
-            guard r.sampleCount > 0, r.peakAmplitude >= 1e-6, let b = OccupiedBand.find(in: r.spectrogram),
-                  !b.isSingleLine else {
-                band = r.sampleCount > 0 && r.peakAmplitude >= 1e-6 ? OccupiedBand.find(in: r.spectrogram) : nil
+            band = r.sampleCount > 0 && r.peakAmplitude >= 1e-6 ? OccupiedBand.find(in: r.spectrogram) : nil
+            guard let b = band, !b.isSingleLine else {
                 pass = .finished
                 return false
             }
-            band = b
             bandPower = b.activePower(from: b.lowFrequency, to: b.highFrequency)
             let center = min(max(b.centerFrequency, 1), Double(sampleRate) / 2 - 1)
             if b.isBesideLine {

@@ -4,15 +4,21 @@ import Glibc
 import Darwin
 #endif
 
-/// The second pass of the analysis: a crude FSK demodulator over a band found by the first pass,
+/// The last pass of the analysis: a crude FSK demodulator over the band found by the first pass,
 /// measuring the two tones and the rhythm of the keying.
 ///
-/// The band is mixed down to 0 Hz around its centre, low-pass filtered (4th-order Butterworth at
-/// its half-width) and passed through a frequency discriminator. The instantaneous frequency,
-/// sliced at the centre with a little hysteresis, gives the transitions; from the samples far
-/// enough from any transition ("settled"), the weighted median above and below the centre gives
-/// the two tones; the intervals between transitions give the baud rate, as the frequency at which
-/// they are most nearly whole multiples of one bit. Memory is fixed: a few histograms.
+/// The band goes through an ``AnalysisDiscriminator`` (mixed down around the slicing frequency,
+/// low-pass filtered, instantaneous frequency). Sliced at the centre with a little hysteresis, it
+/// gives the transitions and the runs between them:
+/// - the baud rate is the rate at which the intervals between transitions are most nearly whole
+///   multiples of one bit (`IntervalHistogram`);
+/// - each tone is the slope of a least-squares line of the runs' phase advance against their
+///   length (`RunPhaseRegression`), which the filter's transients at the runs' ends do not bias;
+///   when the runs are all alike, the phase advance over a short lag of the samples furthest from
+///   any transition (`SettledBuffer`) is used instead;
+/// - long runs on each tone tell which one is held when idle.
+///
+/// Memory is fixed: a few histograms and a buffer of three guard lengths.
 public struct KeyingSurvey: Sendable {
     /// Samples per second, in Hz.
     public let sampleRate: Int

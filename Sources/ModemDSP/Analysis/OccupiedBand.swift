@@ -11,9 +11,8 @@ import Darwin
 /// does not hide the wider spectrum of the keyed part. The band is the region of that average
 /// within 20 dB of its peak (and 6 dB above its floor), joined with the other such regions within
 /// 5 kHz whose own peak is within 10 dB of the main one (the two separate lines of a wide-shift
-/// signal such as RTTY). When that is a single
-/// narrow line, an idle tone much stronger than the keyed part, the regions within 35 dB of the
-/// peak whose own peak is within 30 dB are joined instead.
+/// signal such as RTTY), and with regions within 35 dB of the peak that hold at least a tenth of
+/// the band's power (a keyed part beside a much stronger idle tone).
 public struct OccupiedBand: Sendable, Equatable {
     /// Lower edge, in Hz.
     public var lowFrequency: Double
@@ -24,12 +23,12 @@ public struct OccupiedBand: Sendable, Equatable {
     /// Half the width of the region around the peak within 20 dB of it, in Hz (a steady tone's is
     /// 3 to 5 bins).
     public var coreHalfWidth: Double
-    /// Whether the band was found 35 dB down beside a much stronger single line (an idle tone):
-    /// its centre is then no guide to the slicing frequency.
+    /// Whether the band was widened by a region peaking more than 20 dB down (a weak keyed part
+    /// beside a much stronger idle tone): its centre is then no guide to the slicing frequency.
     public var isBesideLine: Bool
     /// Peak of the active columns over the noise floor, in dB.
     public var prominence: Double
-    /// Columns with a signal, and columns in all.
+    /// Columns with a signal (all of them when only the average showed one).
     public var activeColumns: Int
     /// Columns in the spectrogram.
     public var columnCount: Int
@@ -115,6 +114,9 @@ public struct OccupiedBand: Sendable, Equatable {
         var shape = [Double](repeating: 0, count: rows)
         var activeDensity = [Double](repeating: 0, count: rows)
         var active = 0
+        // Regions must stand this far over the floor: 6 dB, or half the weak threshold when only
+        // the (smooth) average showed a signal.
+        var floorFactor = 4.0
         var bestPeak = 0.0
         for c in 0..<cols {
             smooth(column: c)
@@ -138,6 +140,7 @@ public struct OccupiedBand: Sendable, Equatable {
             guard independentFrames >= 16, meanPeak > 0,
                   meanPeak >= floor * pow(10, weakSignalThreshold / 10) else { return nil }
             active = cols
+            floorFactor = pow(10, weakSignalThreshold / 20)
             bestPeak = meanPeak
             for r in 0..<rows { shape[r] = mean[r] / meanPeak }
             activeDensity = rawMean
@@ -181,21 +184,38 @@ public struct OccupiedBand: Sendable, Equatable {
             return (lo, hi)
         }
         // The core: the contiguous region around the peak within 20 dB of it.
-        let coreThreshold = max(shape[pk] / 100, shapeFloor * 4)
+        let coreThreshold = max(shape[pk] / 100, shapeFloor * floorFactor)
         var coreLo = pk, coreHi = pk
         while coreLo > rMin && shape[coreLo - 1] > coreThreshold { coreLo -= 1 }
         while coreHi < rMax && shape[coreHi + 1] > coreThreshold { coreHi += 1 }
         // The band: the region within 20 dB of the peak, joined with others within 5 kHz whose own
-        // peak is within 10 dB; when that is one narrow line (an idle tone much stronger than the
-        // keyed part), look 35 dB down for the rest.
+        // peak is within 10 dB.
         var (lo, hi) = span(threshold: coreThreshold, joinLevel: shape[pk] / 10)
         let binWidth = Double(spectrogram.sampleRate) / Double(spectrogram.fftSize)
+        // A keyed part much weaker than an idle line (or than the other tone) may peak more than
+        // 20 dB down yet hold a good share of the power: join regions within 35 dB of the peak
+        // and 5 kHz of the band that hold at least a tenth of the band's (smoothed, normalised) power.
         var besideLine = false
-        if Double(hi - lo) * bw / 2 <= lineHalfWidth(binWidth: binWidth, rowBandwidth: bw) {
-            let deep = span(threshold: max(shape[pk] * pow(10, -3.5), shapeFloor * 4), joinLevel: shape[pk] / 1000)
-            if deep.1 - deep.0 > hi - lo {
-                (lo, hi) = deep
-                besideLine = true
+        let deepThreshold = max(shape[pk] * pow(10, -3.5), shapeFloor * floorFactor)
+        var grew = true
+        while grew {
+            grew = false
+            let bandPower = shape[lo...hi].reduce(0, +)
+            var r = rMin
+            while r <= rMax {
+                guard shape[r] > deepThreshold else { r += 1; continue }
+                var e = r
+                while e + 1 <= rMax && shape[e + 1] > deepThreshold { e += 1 }
+                let outside = e < lo || r > hi
+                let near = (e < lo && lo - e <= reach) || (r > hi && r - hi <= reach)
+                if outside && near && shape[r...e].reduce(0, +) >= 0.1 * bandPower {
+                    lo = min(lo, r)
+                    hi = max(hi, e)
+                    besideLine = true
+                    grew = true
+                    break
+                }
+                r = e + 1
             }
         }
         let freqs = (0..<rows).map { spectrogram.frequency(ofRow: $0) }
