@@ -98,7 +98,7 @@ public struct FSKDemodulator: Sendable {
     private var scanPosition: Double
     private var charsSinceLock = 0
     /// Starts of the current run of back-to-back characters (absolute samples), for rate tracking.
-    private var runStarts: [Double] = []
+    private var runStarts = TimingLine()
     /// One bit per recent character, 1 where its start or stop bit was wrong (newest in bit 0).
     private var framingHistory: UInt32 = 0
     /// Consecutive characters whose start measured off the timing line the same way (+ late, - early).
@@ -233,7 +233,7 @@ public struct FSKDemodulator: Sendable {
                         let start2 = corr.window(from: s2, to: s2 + L).soft(balance: balance)
                         let clearGap = r.startSoft > 0.5 && start2 < -0.5 && gap > 0.3
                         if clearGap || frameScore(from: s2, bitLength: L) > frameScore(from: r.start, bitLength: L) + 1 {
-                            runStarts.removeAll(keepingCapacity: true)
+                            runStarts.reset()
                             var r2 = read(start: s2, bitLength: L)
                             r2.measuredStart = s2
                             r2.bitLength = L
@@ -248,7 +248,7 @@ public struct FSKDemodulator: Sendable {
                 } else {
                     // Idle mark (or a gap): look for the next start bit within the next bit period.
                     // A gap ends the run of back-to-back characters the timing line is fitted to.
-                    runStarts.removeAll(keepingCapacity: true)
+                    runStarts.reset()
                     let next = expected + bitLength
                     if let start = findStart(from: expected, limit: next), let ch = acquire(near: start) {
                         accept(ch, into: &events)
@@ -476,7 +476,8 @@ public struct FSKDemodulator: Sendable {
             break
         }
         if case .searching = state { charsSinceLock = 0 }
-        runStarts = [s]
+        runStarts.reset()
+        runStarts.append(s)
         return make(r)
     }
 
@@ -492,10 +493,13 @@ public struct FSKDemodulator: Sendable {
         var start = measured
         var deviation = 0.0
         if runStarts.count >= 4 {
-            let predicted = Self.value(of: timingLine(runStarts), at: Double(runStarts.count))
+            // With few points only the phase is fitted (the slope is the tracked period).
+            let fixed: Double? = runStarts.count >= 16 ? nil : bitLength * shape.length
+            let x = Double(runStarts.nextIndex)
+            let predicted = runStarts.value(at: x, slope: fixed)
             deviation = measured - predicted
             if abs(deviation) <= bitLength * 0.25 {
-                start = Self.value(of: timingLine(runStarts + [measured]), at: Double(runStarts.count))
+                start = runStarts.value(at: x, including: measured, slope: fixed)
             } else {
                 // An outlier (noise) or the first sign of a real jump: trust the line for now;
                 // `commitTrack` restarts the line if the jump persists.
@@ -509,16 +513,6 @@ public struct FSKDemodulator: Sendable {
         return r
     }
 
-    /// The line through a run of character starts. With few points the slope is the tracked
-    /// character period (only the phase is fitted); with many, both are fitted.
-    private func timingLine(_ ys: [Double]) -> (intercept: Double, slope: Double) {
-        if ys.count >= 16 { return Self.lineFit(ys) }
-        let slope = bitLength * shape.length
-        var sum = 0.0
-        for (i, y) in ys.enumerated() { sum += y - slope * Double(i) }
-        return (sum / Double(ys.count), slope)
-    }
-
     /// Accepts a tracked reading: updates the run of starts and the bit period.
     private mutating func commitTrack(_ r: Reading) {
         let limit = r.bitLength * 0.25
@@ -528,7 +522,8 @@ public struct FSKDemodulator: Sendable {
             if abs(deviationStreak) >= 3 {
                 // The timing really moved: start a new line from the latest measurement
                 // (keeping the bit period, which a jump does not change).
-                runStarts = [r.measuredStart]
+                runStarts.reset()
+                runStarts.append(r.measuredStart)
                 deviationStreak = 0
                 return
             }
@@ -538,39 +533,17 @@ public struct FSKDemodulator: Sendable {
             deviationStreak = 0
             runStarts.append(r.measuredStart)
         }
-        if runStarts.count > 48 { runStarts.removeFirst(runStarts.count - 40) }
-        if runStarts.count >= 16 {
+        if runStarts.count >= 16, let slope = runStarts.slope {
             // Follow the fitted period slowly: it averages out timing noise and tracks drift.
-            let fitted = Self.lineFit(runStarts).slope / shape.length
+            let fitted = slope / shape.length
             let target = max(nominalBit * 0.95, min(nominalBit * 1.05, fitted))
             bitLength += 0.25 * (target - bitLength)
-        } else if charsSinceLock < 16, runStarts.count >= 3, let first = runStarts.first {
+        } else if charsSinceLock < 16, runStarts.count >= 3, let first = runStarts.oldest, let last = runStarts.newest {
             // Just after acquisition the period may be off by a few percent (baud-rate error):
             // take it from the starts seen so far.
-            let est = (runStarts[runStarts.count - 1] - first) / (Double(runStarts.count - 1) * shape.length)
+            let est = (last - first) / (Double(runStarts.count - 1) * shape.length)
             bitLength = max(nominalBit * 0.95, min(nominalBit * 1.05, est))
         }
-    }
-
-    /// A line's value at `x`.
-    static func value(of line: (intercept: Double, slope: Double), at x: Double) -> Double {
-        line.intercept + line.slope * x
-    }
-
-    /// Least-squares line through points (index, value).
-    static func lineFit(_ ys: [Double]) -> (intercept: Double, slope: Double) {
-        guard ys.count >= 2 else { return (ys.first ?? 0, 0) }
-        let n = Double(ys.count)
-        var sx = 0.0, sy = 0.0, sxx = 0.0, sxy = 0.0
-        let y0 = ys[0]
-        for (i, y) in ys.enumerated() {
-            let x = Double(i), v = y - y0
-            sx += x; sy += v; sxx += x * x; sxy += x * v
-        }
-        let den = n * sxx - sx * sx
-        guard den > 0 else { return (ys[0], 0) }
-        let slope = (n * sxy - sx * sy) / den
-        return (y0 + (sy - slope * sx) / n, slope)
     }
 
     /// How well characters starting at `start` and following back to back are framed: the sum over
@@ -627,7 +600,7 @@ public struct FSKDemodulator: Sendable {
         guard best != 0 else { return }
         var next = origin + Double(best) * L / 2
         while next < p + C * 0.5 { next += C }
-        runStarts = []
+        runStarts.reset()
         state = .locked(expected: next, missed: 0)
     }
 
