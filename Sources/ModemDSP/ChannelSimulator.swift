@@ -81,7 +81,7 @@ public struct ChannelSimulator: Sendable {
     }
 
     /// Gaussian noise samples with unit variance, for callers that add noise themselves.
-    public mutating func gaussian() -> Float { rng.gaussian() }
+    public mutating func gaussian() -> Float { Float(rng.gaussian()) }
 
     /// Passes `input` through the channel and returns the output (its length differs from the
     /// input's by the clock drift).
@@ -100,7 +100,7 @@ public struct ChannelSimulator: Sendable {
         let humA = impairments.hum?.amplitude ?? 0
         for i in x.indices {
             var v = x[i] * g + dc
-            if n > 0 { v += n * rng.gaussian() }
+            if n > 0 { v += n * Float(rng.gaussian()) }
             if humA > 0 {
                 v += Float(humA * sin(humPhase))
                 humPhase += humW
@@ -164,31 +164,5 @@ struct Biquad: Sendable {
             x2 = x1; x1 = v; y2 = y1; y1 = y
             x[i] = y
         }
-    }
-}
-
-/// A small, fast, seedable generator (SplitMix64) with Gaussian samples by Box-Muller.
-struct SplitMix64: Sendable {
-    var state: UInt64
-    var spare: Float?
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func uniform() -> Double { Double(next() >> 11) * 0x1.0p-53 }
-
-    mutating func gaussian() -> Float {
-        if let s = spare { spare = nil; return s }
-        let u1 = max(uniform(), 1e-300), u2 = uniform()
-        let r = (-2 * log(u1)).squareRoot()
-        spare = Float(r * sin(2 * Double.pi * u2))
-        return Float(r * cos(2 * Double.pi * u2))
     }
 }

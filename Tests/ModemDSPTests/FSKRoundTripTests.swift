@@ -2,23 +2,8 @@ import Testing
 import Foundation
 @testable import ModemDSP
 
-/// A tiny deterministic generator so test signals are reproducible.
-struct TestRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-    mutating func gaussian() -> Float {
-        let u1 = Double.random(in: Double.ulpOfOne..<1, using: &self)
-        let u2 = Double.random(in: 0..<1, using: &self)
-        return Float((-2 * log(u1)).squareRoot() * cos(2 * .pi * u2))
-    }
-}
+/// The tests' seeded generator.
+typealias TestRandom = SplitMix64
 
 /// Modulates 8N1 characters (start, 8 data, stop) with a mark leader and trailer.
 func modulate8N1(_ bytes: [UInt8], config: FSKConfiguration, leaderBits: Double = 2, amplitude: Float = 0.7) -> [Float] {
