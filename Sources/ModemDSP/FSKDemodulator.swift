@@ -124,6 +124,17 @@ public struct FSKDemodulator: Sendable {
         case locked(expected: Double, missed: Int)
     }
 
+    /// The soft value a clean bit reaches: below 1 when the tones are not orthogonal over a bit
+    /// (Bell 103: about 0.71, Bell 202: about 0.93), so thresholds are applied to soft values
+    /// divided by it.
+    private let softScale: Float
+
+    /// A window's soft bit, balanced for unequal tone levels and scaled so a clean bit is ±1.
+    @inline(__always)
+    private func soft(_ w: ToneWindow) -> Float {
+        max(-1, min(1, w.soft(balance: balance) / softScale))
+    }
+
     /// Minimum tone fraction (see ``ToneWindow/toneFraction``) for a character to count as carrier.
     private let carrierThreshold: Float
     /// Mean squared sample of the characters of the current burst (0 when searching).
@@ -144,6 +155,11 @@ public struct FSKDemodulator: Sendable {
         // White noise alone gives a tone fraction of about 4/N for an N-sample window.
         let floor = Float(4 / nominalBit)
         carrierThreshold = min(0.6, max(0.05, 2.2 * floor))
+        // Correlation of the two tones over one bit: |sin(NΔω/2) / (N sin(Δω/2))|.
+        let dw = 2 * Double.pi * abs(configuration.markFrequency - configuration.spaceFrequency) / configuration.sampleRate
+        let n = configuration.samplesPerBit
+        let rho = abs(sin(n * dw / 2) / (n * sin(dw / 2)))
+        softScale = Float(max(0.3, (1 - rho * rho) / (1 + rho * rho)))
     }
 
     /// Forgets everything, as if newly created.
@@ -229,8 +245,8 @@ public struct FSKDemodulator: Sendable {
                         // A gap: the expected start bit is clearly mark, a clear start bit follows,
                         // and the line between them is mark. Otherwise the framing of the next
                         // characters under each hypothesis decides.
-                        let gap = corr.window(from: r.start, to: s2).soft(balance: balance)
-                        let start2 = corr.window(from: s2, to: s2 + L).soft(balance: balance)
+                        let gap = soft(corr.window(from: r.start, to: s2))
+                        let start2 = soft(corr.window(from: s2, to: s2 + L))
                         let clearGap = r.startSoft > 0.5 && start2 < -0.5 && gap > 0.3
                         if clearGap || frameScore(from: s2, bitLength: L) > frameScore(from: r.start, bitLength: L) + 1 {
                             runStarts.reset()
@@ -288,11 +304,11 @@ public struct FSKDemodulator: Sendable {
         let L = bitLength
         while p <= limit {
             let cur = corr.window(from: p, to: p + L)
-            if cur.soft < -0.5, cur.toneFraction >= carrierThreshold, cur.energy / cur.length >= Self.silenceFloor {
+            if soft(cur) < -0.5, cur.toneFraction >= carrierThreshold, cur.energy / cur.length >= Self.silenceFloor {
                 // Before a start bit the line is mark, or silent when a transmission starts with
                 // no leader.
                 let prev = corr.window(from: p - L, to: p)
-                if prev.soft > 0.2 || prev.energy < cur.energy * 0.01 { return p }
+                if soft(prev) > 0.2 || prev.energy < cur.energy * 0.01 { return p }
             }
             p += step
         }
@@ -364,7 +380,7 @@ public struct FSKDemodulator: Sendable {
             let w = ToneCorrelator.window(a, b, length: len)
             a = b
             // A window with no signal reads as mark: a line at rest is mark.
-            let v = w.energy >= quiet ? w.soft(balance: balance) : 1
+            let v = w.energy >= quiet ? soft(w) : 1
             if w.energy < quiet {
                 r.quietBits += 1
                 if k > 0 && k < n { r.quietDataBits += 1 }
@@ -558,7 +574,7 @@ public struct FSKDemodulator: Sendable {
             let st = corr.window(from: s, to: s + L)
             let stop = s + Double(shape.bitsBeforeStop) * L
             let sp = corr.window(from: stop, to: stop + L)
-            score += sp.soft(balance: balance) - st.soft(balance: balance)
+            score += soft(sp) - soft(st)
         }
         return score
     }
@@ -590,9 +606,9 @@ public struct FSKDemodulator: Sendable {
             var score: Float = 0
             for m in 0..<M {
                 let s = phi + Double(m) * C
-                let st = corr.window(from: s, to: s + L).soft
-                let sp = corr.window(from: s + Double(shape.bitsBeforeStop) * L, to: s + Double(shape.bitsBeforeStop + 1) * L).soft
-                let prev = corr.window(from: s - L, to: s).soft
+                let st = soft(corr.window(from: s, to: s + L))
+                let sp = soft(corr.window(from: s + Double(shape.bitsBeforeStop) * L, to: s + Double(shape.bitsBeforeStop + 1) * L))
+                let prev = soft(corr.window(from: s - L, to: s))
                 score += sp - st + 0.5 * prev
             }
             if score > bestScore { bestScore = score; best = j }

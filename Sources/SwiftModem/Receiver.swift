@@ -182,7 +182,7 @@ public final class Receiver {
                 return $0.position <= join.position
             }
             try delivery.deliver(head, onBytes: onBytes, onEvent: onEvent)
-            try delivery.deliver(second.events(from: join.index), onBytes: onBytes, onEvent: onEvent)
+            try second.forEachBatch(from: join.index) { try delivery.deliver($0, onBytes: onBytes, onEvent: onEvent) }
             delivery.summary.samples = total
             onProgress(total)
             return delivery.summary
@@ -233,11 +233,10 @@ public final class Receiver {
     }
 }
 
-/// A character as the second-half decoder keeps it (compact: a long file has many).
+/// A character as the second-half decoder keeps it (16 bytes: a long file has many).
 struct CompactCharacter {
     var start: Int
     var bits: UInt32
-    var confidence: Float
     var stopBitOK: Bool
 }
 
@@ -279,8 +278,7 @@ final class SecondHalf: @unchecked Sendable {
         for e in events {
             switch e {
             case .character(let c):
-                characters.append(CompactCharacter(start: c.startSample + offset, bits: c.bits, confidence: c.confidence,
-                                                   stopBitOK: c.stopBitOK))
+                characters.append(CompactCharacter(start: c.startSample + offset, bits: c.bits, stopBitOK: c.stopBitOK))
             case .carrierDetected(let s):
                 carrierEvents.append((characters.count, .carrierDetected(sample: s + offset)))
             case .carrierLost(var st):
@@ -291,21 +289,27 @@ final class SecondHalf: @unchecked Sendable {
         }
     }
 
-    /// Events from character `index` on, in order, with carrier events before that index dropped.
-    func events(from index: Int) -> [FSKDemodulatorEvent] {
+    /// Events from character `index` on, in order and in batches (so they are never all expanded at
+    /// once), with carrier events before that index dropped.
+    func forEachBatch(from index: Int, _ body: ([FSKDemodulatorEvent]) throws -> Void) throws {
         var out: [FSKDemodulatorEvent] = []
+        out.reserveCapacity(4096)
         var k = carrierEvents.firstIndex { $0.before > index } ?? carrierEvents.count
         for i in index..<characters.count {
             while k < carrierEvents.count && carrierEvents[k].before <= i {
-                if carrierEvents[k].before > index { out.append(carrierEvents[k].event) }
+                out.append(carrierEvents[k].event)
                 k += 1
             }
             let c = characters[i]
-            out.append(.character(DemodulatedCharacter(bits: c.bits, stopBitOK: c.stopBitOK, confidence: c.confidence,
-                                                       startSample: c.start)))
+            // Per-character confidence is not kept for the second half (the burst statistics have it).
+            out.append(.character(DemodulatedCharacter(bits: c.bits, stopBitOK: c.stopBitOK, confidence: 0, startSample: c.start)))
+            if out.count >= 4096 {
+                try body(out)
+                out.removeAll(keepingCapacity: true)
+            }
         }
         while k < carrierEvents.count { out.append(carrierEvents[k].event); k += 1 }
-        return out
+        try body(out)
     }
 }
 
