@@ -9,8 +9,8 @@ import Darwin
 /// The stream is mixed with both tones and the products are summed in groups of `decimation`
 /// samples; the running (prefix) sums of those groups are stored, so the correlation over any
 /// window, at any fractional start and length, costs a few subtractions (positions between group
-/// boundaries are interpolated linearly). A one-pole DC blocker (corner at an eighth of the lower
-/// tone) runs at the group rate and is applied to the group sums, which removes offsets and most
+/// boundaries are interpolated linearly). A second-order high-pass (two one-pole stages, corner at
+/// a fifth of the lower tone) runs at the group rate and is applied to the group sums, which removes offsets and most
 /// mains hum at a fraction of the cost of filtering every sample.
 ///
 /// The phase reference is global (ω times the absolute sample index), so the phases of
@@ -38,7 +38,8 @@ struct ToneCorrelator {
     private var groupFill = 0
     private var samplesSeen = 0
     private var fallback: PhasorFallback?
-    private var dc: Float = 0
+    private var dc: Float = 0          // first stage's low-pass (the DC estimate)
+    private var dc2: Float = 0         // second stage's low-pass, of what the first stage leaves
     private var dcPrimed = false
     private let dcAlpha: Float
 
@@ -47,7 +48,7 @@ struct ToneCorrelator {
         spaceOmega = 2 * Double.pi * spaceFrequency / sampleRate
         decimation = max(1, min(8, Int(samplesPerBit / 10)))
         record = [SIMD8<Float>](repeating: .zero, count: 1 << 14)
-        let corner = min(markFrequency, spaceFrequency) / 8
+        let corner = min(markFrequency, spaceFrequency) / 5
         dcAlpha = Float(1 - exp(-2 * Double.pi * corner * Double(decimation) / sampleRate))
         // The tones repeat exactly after `period` samples when both frequencies are rational
         // multiples of the sample rate with a small common period.
@@ -92,7 +93,7 @@ struct ToneCorrelator {
 
     mutating func reset() {
         baseGroup = 0; count = 1; record[0] = .zero; tablePos = 0; group = PartialGroup(); groupFill = 0; samplesSeen = 0
-        dc = 0; dcPrimed = false
+        dc = 0; dc2 = 0; dcPrimed = false
         if fallback != nil {
             fallback = PhasorFallback(markOmega: markOmega, spaceOmega: spaceOmega)
             fallback!.fill(&table, startingAt: 0)
@@ -144,14 +145,18 @@ struct ToneCorrelator {
             dcPrimed = true
         }
         let fd = Float(d)
-        let beta = 1 - dcAlpha, gamma = dcAlpha / fd
-        // Removes the running DC estimate from a finished group's sums, then updates the estimate
-        // (one multiply-add on the loop-carried chain).
+        let alpha = dcAlpha
+        var dcw = dc2
+        // Removes the running low-frequency estimate (two cascaded one-pole stages: a second-order
+        // high-pass at the group rate) from a finished group's sums, then updates the estimate.
         @inline(__always) func closed(_ p: SIMD4<Float>, _ sx: Float, _ sxx: Float, _ ref: SIMD4<Float>) -> SIMD8<Float> {
-            let q = p - dcv * ref
-            let e = max(0, sxx - 2 * dcv * sx + fd * dcv * dcv)
-            let r = SIMD8<Float>(q.x, q.y, q.z, q.w, sx - fd * dcv, e, 0, 0)
-            dcv = dcv * beta + gamma * sx
+            let low = dcv + dcw
+            let q = p - low * ref
+            let e = max(0, sxx - 2 * low * sx + fd * low * low)
+            let r = SIMD8<Float>(q.x, q.y, q.z, q.w, sx - fd * low, e, 0, 0)
+            let mean = sx / fd
+            dcv += alpha * (mean - dcv)
+            dcw += alpha * (mean - dcv - dcw)
             return r
         }
         let periodic = fallback == nil
@@ -210,6 +215,7 @@ struct ToneCorrelator {
             }
         }
         dc = dcv
+        dc2 = dcw
         group = g
         groupFill = fill
         count = c
