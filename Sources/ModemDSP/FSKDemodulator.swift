@@ -107,6 +107,13 @@ public struct FSKDemodulator: Sendable {
     /// while locked from the bits' decided tones.
     private var balance: Float = 1
     private var markLevel: Float = 0, spaceLevel: Float = 0
+    /// One bit per recent character, 1 where its start or stop bit was wrong; not reset by resync.
+    private var noiseHistory: UInt32 = 0
+    /// Whether the character most recently made had a bad start or stop bit.
+    private var lastReadingBad = false
+    /// Whether the current burst has shown it is a signal; until then its characters are held.
+    private var confirmed = false
+    private var pending: [DemodulatedCharacter] = []
     /// Exact (fractional) start of the character most recently made.
     private var lastStart: Double = 0
 
@@ -154,7 +161,7 @@ public struct FSKDemodulator: Sendable {
         scanPosition = 0
         // White noise alone gives a tone fraction of about 4/N for an N-sample window.
         let floor = Float(4 / nominalBit)
-        carrierThreshold = min(0.6, max(0.05, 2.2 * floor))
+        carrierThreshold = min(0.6, max(0.005, 2.2 * floor))
         // Correlation of the two tones over one bit: |sin(NΔω/2) / (N sin(Δω/2))|.
         let dw = 2 * Double.pi * abs(configuration.markFrequency - configuration.spaceFrequency) / configuration.sampleRate
         let n = configuration.samplesPerBit
@@ -584,6 +591,7 @@ public struct FSKDemodulator: Sendable {
 
     /// Tracks framing health; after repeated start/stop violations, re-aligns the framing.
     private mutating func noteFraming(_ r: Reading) {
+        guard case .locked = state else { return }   // the burst was just dropped as noise
         let bad = r.startSoft >= 0 || r.stopSoft <= 0
         framingHistory = (framingHistory << 1) | (bad ? 1 : 0)
         guard (framingHistory & 0xFF).nonzeroBitCount >= 3, runStarts.count >= 2 else { return }
@@ -622,6 +630,7 @@ public struct FSKDemodulator: Sendable {
 
     private mutating func make(_ r: Reading) -> DemodulatedCharacter {
         lastStart = r.start
+        lastReadingBad = r.startSoft >= 0 || r.stopSoft <= 0
         // Track the two tones' levels (slowly) to keep decisions balanced.
         if r.markCount > 0 {
             let m = r.markEnergy / Float(r.markCount)
@@ -637,7 +646,6 @@ public struct FSKDemodulator: Sendable {
     }
 
     private mutating func accept(_ ch: DemodulatedCharacter, into events: inout [FSKDemodulatorEvent]) {
-        events.append(.character(ch))
         let start = lastStart
         let stop = start + bitLength * shape.length
         state = .locked(expected: stop, missed: 0)
@@ -650,16 +658,85 @@ public struct FSKDemodulator: Sendable {
         burstSamples += Double(w.length)
         let level = w.energy / max(1, w.length)
         referenceLevel = referenceLevel == 0 ? level : referenceLevel + 0.1 * (level - referenceLevel)
+        noiseHistory = (noiseHistory << 1) | (lastReadingBad ? 1 : 0)
+        if confirmed {
+            events.append(.character(ch))
+            // Noise that slipped past acquisition frames badly over and over: about half the
+            // characters, where a weak real signal stays near a tenth.
+            if (noiseHistory & 0xFFFF).nonzeroBitCount >= 8 {
+                loseCarrier(at: Int(stop), into: &events)
+                state = .searching
+                scanPosition = stop
+            }
+        } else {
+            pending.append(ch)
+            let bad = (noiseHistory & ((1 << UInt32(pending.count)) - 1)).nonzeroBitCount
+            if bad >= 2 {
+                // Not a signal after all: drop what was held and search again just past the start.
+                cancelBurst()
+                state = .searching
+                scanPosition = Double(pending.first?.startSample ?? Int(start)) + bitLength / 4
+                pending.removeAll(keepingCapacity: true)
+            } else if pending.count >= Self.confirmCharacters {
+                // Noise locked onto tends to read with little contrast between the tones.
+                let meanConfidence = pending.reduce(Float(0)) { $0 + $1.confidence } / Float(pending.count)
+                if meanConfidence >= Self.minimumBurstConfidence {
+                    confirm(into: &events)
+                } else {
+                    cancelBurst()
+                    state = .searching
+                    scanPosition = Double(pending.first?.startSample ?? Int(start)) + bitLength / 4
+                    pending.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+    }
+
+    /// Mean character confidence a new burst must reach to be reported (band-limited noise that
+    /// the tracker locks onto reads at 0.55-0.61 at 1200 baud; a signal at Eb/N0 5 dB at 0.65).
+    static let minimumBurstConfidence: Float = 0.63
+
+    /// Characters held at the start of a burst until the framing shows it is a signal, not noise.
+    static let confirmCharacters = 6
+
+    /// Releases the characters held while the burst was being confirmed.
+    private mutating func confirm(into events: inout [FSKDemodulatorEvent]) {
+        confirmed = true
+        events.append(.carrierDetected(sample: burst.startSample))
+        for c in pending { events.append(.character(c)) }
+        pending.removeAll(keepingCapacity: true)
+    }
+
+    /// Forgets a burst that turned out to be noise (nothing of it was reported).
+    private mutating func cancelBurst() {
+        bitLength = nominalBit
+        balance = 1; markLevel = 0; spaceLevel = 0
+        referenceLevel = 0
+        confirmed = false
     }
 
     private mutating func emitCarrier(at sample: Int, into events: inout [FSKDemodulatorEvent]) {
         burst = FSKBurstStatistics(startSample: sample, endSample: sample, characters: 0, framingErrors: 0,
                                    meanConfidence: 0, measuredBaudRate: 0, levelDBFS: -200)
         burstConfidenceSum = 0; burstEnergy = 0; burstSamples = 0
-        events.append(.carrierDetected(sample: sample))
+        confirmed = false
+        noiseHistory = 0
+        pending.removeAll(keepingCapacity: true)
     }
 
     private mutating func loseCarrier(at sample: Int, into events: inout [FSKDemodulatorEvent]) {
+        if !confirmed {
+            // A burst too short to confirm (a message of a few characters) counts if its
+            // characters were framed; otherwise it was noise.
+            let bad = (noiseHistory & ((1 << UInt32(min(pending.count, 31))) - 1)).nonzeroBitCount
+            if pending.isEmpty || bad > 0 {
+                pending.removeAll(keepingCapacity: true)
+                cancelBurst()
+                return
+            }
+            confirm(into: &events)
+        }
+        confirmed = false
         burst.endSample = sample
         burst.meanConfidence = burst.characters > 0 ? burstConfidenceSum / Float(burst.characters) : 0
         burst.measuredBaudRate = configuration.sampleRate / bitLength

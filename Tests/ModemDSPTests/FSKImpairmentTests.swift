@@ -97,6 +97,16 @@ func noiseRMS(ebN0 dB: Double, amplitude: Double, config: FSKConfiguration) -> D
         #expect(demodulate8N1(sim.process(silence), config: bell202).isEmpty)
     }
 
+    @Test func whiteNoiseAloneDecodesAlmostNothing() {
+        // Ten seconds of full-band white noise and no signal: a few stray characters at most
+        // (measured: 0-2), not a stream of garbage.
+        var imp = ChannelImpairments()
+        imp.noiseRMS = 0.3
+        var sim = ChannelSimulator(impairments: imp, sampleRate: 48000)
+        let noise = sim.process([Float](repeating: 0, count: 480_000))
+        #expect(demodulate8N1(noise, config: bell202).count <= 5)
+    }
+
     @Test func leadingSilenceAndLateStart() {
         // A transmission that starts after a second of silence and ends before another.
         let text = printableText(100, seed: 15)
