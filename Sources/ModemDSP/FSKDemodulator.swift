@@ -128,7 +128,7 @@ public struct FSKDemodulator: Sendable {
     private enum State: Sendable {
         case searching
         /// Locked: the next character is expected to start at `expected` (absolute samples).
-        case locked(expected: Double, missed: Int)
+        case locked(expected: Double)
     }
 
     /// The soft value a clean bit reaches: below 1 when the tones are not orthogonal over a bit
@@ -229,7 +229,7 @@ public struct FSKDemodulator: Sendable {
                     scanPosition = max(scanPosition, end - lookahead)
                     break loop
                 }
-            case .locked(let expected, let missed):
+            case .locked(let expected):
                 guard expected + lookahead + bitLength / 2 < end else { break loop }
                 let r = trackRead(near: expected)
                 let carrier = r.fraction >= carrierThreshold * 0.7 || carrierPresent(at: expected)
@@ -276,7 +276,7 @@ public struct FSKDemodulator: Sendable {
                     if let start = findStart(from: expected, limit: next), let ch = acquire(near: start) {
                         accept(ch, into: &events)
                     } else {
-                        state = .locked(expected: next, missed: missed + 1)
+                        state = .locked(expected: next)
                     }
                 }
             }
@@ -285,15 +285,11 @@ public struct FSKDemodulator: Sendable {
         let keep: Double
         switch state {
         case .searching: keep = scanPosition
-        case .locked(let expected, _): keep = expected
+        case .locked(let expected): keep = expected
         }
         let cut = Int(keep - Double(Self.resyncCharacters + 2) * shape.length * bitLength) - 2
         if cut - corr.start > 65536 { corr.discard(before: cut) }
     }
-
-    /// How many idle bit periods the carrier may show before the lock is given up
-    /// (it is also given up as soon as the tones fade).
-    private var idleLimitBits: Int { 1_000_000 }
 
     private func carrierPresent(at position: Double) -> Bool {
         // Two one-bit windows: a two-bit window across a tone change would halve the figure.
@@ -625,7 +621,7 @@ public struct FSKDemodulator: Sendable {
         var next = origin + Double(best) * L / 2
         while next < p + C * 0.5 { next += C }
         runStarts.reset()
-        state = .locked(expected: next, missed: 0)
+        state = .locked(expected: next)
     }
 
     private mutating func make(_ r: Reading) -> DemodulatedCharacter {
@@ -648,7 +644,7 @@ public struct FSKDemodulator: Sendable {
     private mutating func accept(_ ch: DemodulatedCharacter, into events: inout [FSKDemodulatorEvent]) {
         let start = lastStart
         let stop = start + bitLength * shape.length
-        state = .locked(expected: stop, missed: 0)
+        state = .locked(expected: stop)
         charsSinceLock += 1
         burst.characters += 1
         if !ch.stopBitOK { burst.framingErrors += 1 }

@@ -300,12 +300,7 @@ struct ToneWindow {
     @inline(__always) var mark: Float { markI * markI + markQ * markQ }
     /// Squared magnitude of the space correlation.
     @inline(__always) var space: Float { spaceI * spaceI + spaceQ * spaceQ }
-    /// Soft bit in -1...1: +1 pure mark, -1 pure space.
-    @inline(__always) var soft: Float {
-        let m = mark, s = space
-        return (m - s) / (m + s + 1e-30)
-    }
-    /// Soft bit with the space energy scaled by `balance` (mark energy / space energy of the
+    /// Soft bit in -1...1 (+1 pure mark, -1 pure space) with the space energy scaled by `balance` (mark energy / space energy of the
     /// signal), so unequal tone levels (de-emphasis, a tilted line) do not bias decisions.
     @inline(__always) func soft(balance: Float) -> Float {
         let m = mark, s = space * balance
