@@ -128,9 +128,10 @@ public final class Receiver {
         let total = Int(reader.declaredFrameCount)
         let charSamples = config.samplesPerBit * shape.length
         let overlap = Int(max(2 * rate, 64 * charSamples))
-        // Worth it only for long files; the second half's characters are held until the join.
+        // Worth it only for long files; the second half's characters (16 bytes each) are held until
+        // the join, so a file whose second half holds over a million characters stays on one thread.
         let split = threads >= 2 && reader.isSeekable && total >= Int(20 * rate) && total > 4 * overlap
-            && Double(total) / charSamples < 20_000_000
+            && Double(total) / charSamples < 2_000_000
         guard split else {
             return try Receiver(settings: settings, source: reader).run(
                 shouldStop: shouldStop, onBytes: onBytes, onEvent: onEvent, onProgress: onProgress)
