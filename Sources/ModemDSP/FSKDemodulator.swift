@@ -378,12 +378,17 @@ public struct FSKDemodulator: Sendable {
         var conf: Float = 0
         var f: Float = 0
         let n = shape.bitsBeforeStop
+        // Decisions use windows a little longer than a bit, centred on it: on a continuous-phase
+        // signal in white noise they beat the one-bit matched filter (see docs/demodulator.md).
+        let extra = (Self.decisionWindowBits - 1) * L / 2
         for k in 0...n {
             let b = corr.prefix(at: start + Double(k + 1) * L)
             let w = ToneCorrelator.window(a, b, length: len)
             a = b
+            let lo = start + Double(k) * L - extra, hi = start + Double(k + 1) * L + extra
+            let d = extra > 0 ? corr.window(from: lo, to: hi) : w
             // A window with no signal reads as mark: a line at rest is mark.
-            let v = w.energy >= quiet ? soft(w) : 1
+            let v = w.energy >= quiet ? soft(d) : 1
             if w.energy < quiet {
                 r.quietBits += 1
                 if k > 0 && k < n { r.quietDataBits += 1 }
@@ -408,6 +413,9 @@ public struct FSKDemodulator: Sendable {
         r.fraction = f / Float(n)
         return r
     }
+
+    /// Length of the windows bits are decided on, in bit periods.
+    static let decisionWindowBits = 1.3
 
     /// Mean squared sample below which a window is treated as silence (about -100 dBFS).
     static let silenceFloor: Float = 1e-10
