@@ -1,0 +1,113 @@
+/// A frame received between two flags that failed: its FCS did not match, or its length after
+/// de-stuffing was not a whole number of bytes. It keeps the received bits so that a caller can try
+/// CRC-guided repair.
+///
+/// ## Repair
+///
+/// ``repair(maxBitFlips:adjacentPairsOnly:isAcceptable:)`` inverts one or two of the *received* bits,
+/// the still bit-stuffed ones between the flags, de-stuffs again and keeps the result if its FCS matches,
+/// as Dire Wolf's "fix bits" does. Flipping before de-stuffing models what the channel really did: an
+/// error that makes or breaks a run of five 1s also adds or removes a stuffing bit, which shifts
+/// everything after it (that is how a frame becomes misaligned), and flipping bits of the de-stuffed
+/// bytes could never undo that.
+///
+/// A 16-bit FCS cannot tell a true repair from a lucky one. Its generator has the factor x + 1, so it
+/// catches every odd number of wrong bits, and a damaged frame of n received bits can be "repaired" by
+/// some single flip with a probability of about n / 32768 (when its syndrome has odd weight, half the
+/// time), and by some pair of flips about half the time once n is a few hundred. So pass `isAcceptable` a plausibility test (for AX.25, that the bytes decode as an
+/// ``AX25Frame``, whose decoding checks the address characters), count repaired frames apart, and prefer
+/// single-bit repair. An NRZI line where one level was misjudged shows two *adjacent* wrong bits, which
+/// `adjacentPairsOnly` covers at a much lower risk than all pairs.
+public struct HDLCFrameCandidate: Sendable, Hashable {
+    /// The received bits between the flags, still bit-stuffed, in line order (`true` = 1).
+    public var rawBits: [Bool]
+
+    /// Bit index (as counted by ``HDLCDecoder/bitIndex``) of the first of ``rawBits``.
+    public var startBitIndex: Int
+
+    /// Bit index just past the closing flag.
+    public var endBitIndex: Int
+
+    /// The smallest length in bytes (FCS included) a repaired frame may have.
+    public var minimumLength: Int
+
+    /// The largest length in bytes (FCS included) a repaired frame may have.
+    public var maximumLength: Int
+
+    /// Creates a candidate from received bits.
+    ///
+    /// - Parameters:
+    ///   - rawBits: The bits between the flags, still stuffed.
+    ///   - startBitIndex: Index of the first of them in the received stream.
+    ///   - endBitIndex: Index just past the closing flag.
+    ///   - minimumLength: Smallest acceptable repaired frame in bytes, FCS included.
+    ///   - maximumLength: Largest acceptable repaired frame in bytes, FCS included.
+    public init(
+        rawBits: [Bool], startBitIndex: Int = 0, endBitIndex: Int? = nil,
+        minimumLength: Int = HDLCDecoder.ax25MinimumLength, maximumLength: Int = HDLCDecoder.ax25MaximumLength
+    ) {
+        self.rawBits = rawBits
+        self.startBitIndex = startBitIndex
+        self.endBitIndex = endBitIndex ?? startBitIndex + rawBits.count + 8
+        self.minimumLength = minimumLength
+        self.maximumLength = maximumLength
+    }
+
+    /// The whole bytes that de-stuffing ``rawBits`` gives (the FCS bytes included; an incomplete last
+    /// byte left out). Empty if the bits hold six 1s in a row, which no frame between flags can.
+    public var destuffedBytes: [UInt8] {
+        HDLCRepairSearch.destuff(rawBits, mapping: false)?.bytes ?? []
+    }
+
+    /// Whether de-stuffing ``rawBits`` gives a bit count that is not a multiple of 8.
+    public var isMisaligned: Bool {
+        (HDLCRepairSearch.destuff(rawBits, mapping: false)?.bitCount ?? 0) % 8 != 0
+    }
+
+    /// Tries to make the frame pass its FCS by inverting one or two received bits.
+    ///
+    /// Tries, in this order, and returns the first result that passes the FCS, has an acceptable length
+    /// and satisfies `isAcceptable`: every single bit (in line order); then, if `maxBitFlips` is 2, every
+    /// pair of adjacent bits; then, unless `adjacentPairsOnly`, pairs of separated bits. Separated pairs
+    /// are found through the CRC's syndrome rather than by trying all of them; pairs where both flips
+    /// change the bit stuffing (bits in or next to runs of 1s) are tried exhaustively only while that
+    /// stays cheap (frames up to about 100 bytes).
+    ///
+    /// The cost is about one de-stuffing pass per received bit near a run of 1s for single flips, and per
+    /// received bit for pairs.
+    ///
+    /// - Parameters:
+    ///   - maxBitFlips: 1 or 2.
+    ///   - adjacentPairsOnly: With `maxBitFlips` 2, try only pairs of neighbouring bits.
+    ///   - isAcceptable: A plausibility test of the repaired frame's bytes (FCS removed).
+    /// - Returns: The repaired frame, with ``HDLCFrame/flippedBitIndices`` saying which received bits were
+    ///   inverted, or `nil`.
+    public func repair(
+        maxBitFlips: Int = 1, adjacentPairsOnly: Bool = false,
+        isAcceptable: (_ bytes: [UInt8]) -> Bool = { _ in true }
+    ) -> HDLCFrame? {
+        precondition((1...2).contains(maxBitFlips), "HDLCFrameCandidate.repair maxBitFlips must be 1 or 2, got \(maxBitFlips)")
+        guard let search = HDLCRepairSearch(rawBits: rawBits, lengths: minimumLength...max(minimumLength, maximumLength)) else {
+            return nil
+        }
+        func accepted(_ flips: [Int]) -> HDLCFrame? {
+            guard let frame = search.verify(flips), isAcceptable(frame.bytes) else { return nil }
+            return HDLCFrame(
+                bytes: frame.bytes, fcs: frame.fcs, startBitIndex: startBitIndex, endBitIndex: endBitIndex,
+                flippedBitIndices: flips.map { startBitIndex + $0 }
+            )
+        }
+        for flip in search.singleFlipCandidates() {
+            if let frame = accepted([flip]) { return frame }
+        }
+        guard maxBitFlips == 2 else { return nil }
+        for pair in search.adjacentPairCandidates() {
+            if let frame = accepted(pair) { return frame }
+        }
+        guard !adjacentPairsOnly else { return nil }
+        for pair in search.separatedPairCandidates() {
+            if let frame = accepted(pair) { return frame }
+        }
+        return nil
+    }
+}
