@@ -59,8 +59,12 @@ public struct FSKProfile: Sendable, Hashable, CustomStringConvertible {
     public static let rtty = FSKProfile(name: "rtty", baudRate: 45.45, markFrequency: 1585, spaceFrequency: 1415,
                                         defaultFraming: "baudot", summary: "RTTY, 45.45 baud Baudot, 170 Hz shift, 1.5 stop bits")
 
+    /// HF packet radio: 300 baud AFSK, mark 1600 Hz, space 1800 Hz, AX.25 (as Dire Wolf's `-B 300`).
+    public static let hf300 = FSKProfile(name: "hf300", baudRate: 300, markFrequency: 1600, spaceFrequency: 1800,
+                                         defaultFraming: "ax25", summary: "HF packet, 300 baud AX.25, 1600/1800 Hz")
+
     /// Every named profile.
-    public static let all: [FSKProfile] = [.bell103, .bell103Answer, .bell202, .v21, .v21Answer, .v23, .v23Back, .rtty]
+    public static let all: [FSKProfile] = [.bell103, .bell103Answer, .bell202, .v21, .v21Answer, .v23, .v23Back, .rtty, .hf300]
 
     /// The profile with this name (case-insensitive), or nil.
     public static func named(_ name: String) -> FSKProfile? {

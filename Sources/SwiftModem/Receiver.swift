@@ -68,6 +68,9 @@ public final class Receiver {
         self.settings = settings
         self.source = source
         self.blockSize = max(256, min(1 << 20, blockSize))
+        guard settings.framing.isAsynchronous else {
+            throw ModemSettingsError("framing \(settings.framing) is synchronous: use PacketReceiver")
+        }
         let config = try settings.configuration(sampleRate: source.sampleRate)
         demodulator = FSKDemodulator(configuration: config, shape: settings.framing.shape)
     }
@@ -121,6 +124,9 @@ public final class Receiver {
                                   onBytes: ([UInt8]) throws -> Void,
                                   onEvent: (ReceiverEvent) -> Void = { _ in },
                                   onProgress: (Int) -> Void = { _ in }) throws -> ReceiverSummary {
+        guard settings.framing.isAsynchronous else {
+            throw ModemSettingsError("framing \(settings.framing) is synchronous: use PacketReceiver")
+        }
         let reader = try AudioFileReader(path: path, channel: channel)
         let config = try settings.configuration(sampleRate: reader.sampleRate)
         let shape = settings.framing.shape

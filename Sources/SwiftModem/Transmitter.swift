@@ -38,6 +38,9 @@ public final class Transmitter {
     public init(settings: ModemSettings, sink: any AudioSink, amplitude: Float = 0.7,
                 leaderBits: Double = 2, trailerBits: Double = 2) throws {
         guard amplitude > 0, amplitude <= 1 else { throw ModemSettingsError("amplitude must be in 0 < a <= 1, got \(amplitude)") }
+        guard settings.framing.isAsynchronous else {
+            throw ModemSettingsError("framing \(settings.framing) is synchronous: use PacketTransmitter")
+        }
         self.settings = settings
         self.sink = sink
         modulator = FSKModulator(configuration: try settings.configuration(sampleRate: sink.sampleRate), amplitude: amplitude)
@@ -78,6 +81,8 @@ public final class Transmitter {
                 for code in baudot.encode(b) { words.append(UInt32(code) << 1) }
                 if words.count >= 1024 { try render() }
             }
+        case .ax25:
+            preconditionFailure("checked at init")
         }
         try render()
         try flush()

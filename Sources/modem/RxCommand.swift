@@ -16,6 +16,7 @@ struct RxCommand: AsyncParsableCommand {
           modem rx --baud 1200 hello.wav
           modem rx --profile rtty --channel 1 stereo.wav
           modem rx --baud 300 --device default --seconds 10
+          modem rx --profile bell202 --framing ax25 --stats packets.wav
         """
     )
 
@@ -35,6 +36,9 @@ struct RxCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Threads for decoding a long file (1 or 2).", valueName: "N"))
     var threads: Int = 2
+
+    @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures) on standard error.")
+    var stats_ = false
 
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
     var quiet = false
@@ -100,6 +104,24 @@ struct RxCommand: AsyncParsableCommand {
                 }
             }
             let shouldStop = { stopRequested.load(ordering: .relaxed) }
+            if case .ax25 = settings.framing {
+                // Packet radio: one monitor-format line per frame.
+                let source: any AudioSource = try capture ?? AudioFileReader(path: input!, channel: channel)
+                let receiver = try PacketReceiver(settings: settings, source: source)
+                let stats = try receiver.run(shouldStop: shouldStop, onPacket: { packet in
+                    try out.write(Array((packet.monitorLine + "\n").utf8))
+                    if live { try out.flush() }
+                }, onProgress: onProgress)
+                try out.flush()
+                progress.clear()
+                if stats_ {
+                    printError("modem rx: \(stats.decoded) frames decoded (\(stats.repaired) repaired by inverting one bit), \(stats.crcFailures) CRC failures, \(stats.duplicates) duplicates from other slicers")
+                }
+                if capture == nil, stats.samples == 0 {
+                    throw CLIError("\(name): contains no audio samples (empty data, or a header that claims data the file does not hold)")
+                }
+                return
+            }
             let summary: ReceiverSummary
             if let input {
                 summary = try Receiver.decodeFile(path: input, channel: channel, settings: settings, threads: threads,

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ArgumentParser
 import ModemAudio
+import ModemCodecs
 import SwiftModem
 
 struct TxCommand: AsyncParsableCommand {
@@ -79,6 +80,10 @@ struct TxCommand: AsyncParsableCommand {
                 sink = try ALSAPlayback(device: device!, sampleRate: rate)
             }
             let amplitude = Float(pow(10, level / 20))
+            if case .ax25 = settings.framing {
+                try sendPackets(fd: fd, sink: sink, settings: settings, amplitude: amplitude)
+                return
+            }
             let tx = try Transmitter(settings: settings, sink: sink, amplitude: amplitude, leaderBits: leader)
             var progress = ProgressLine(enabled: !quiet)
             var buf = [UInt8](repeating: 0, count: 65536)
@@ -105,6 +110,50 @@ struct TxCommand: AsyncParsableCommand {
             if let p = sink as? ALSAPlayback, p.xrunCount > 0, !quiet {
                 printError("modem tx: \(p.xrunCount) playback underrun(s) recovered")
             }
+        }
+    }
+}
+
+extension TxCommand {
+    /// Reads monitor-format lines (`SRC>DST,PATH:info`) and sends each as an AX.25 frame. A line
+    /// that does not parse is reported with its line number and skipped.
+    func sendPackets(fd: Int32, sink: any AudioSink, settings: ModemSettings, amplitude: Float) throws {
+        let tx = try PacketTransmitter(settings: settings, sink: sink, amplitude: amplitude,
+                                       preambleMilliseconds: leader > 2 ? leader * 1000 / settings.baudRate : 300)
+        let name = input ?? "standard input"
+        var pending: [UInt8] = []
+        var lineNumber = 0
+        var skipped = 0
+        var buf = [UInt8](repeating: 0, count: 65536)
+        func handle(_ lineBytes: ArraySlice<UInt8>) throws {
+            lineNumber += 1
+            var text = String(decoding: lineBytes, as: UTF8.self)
+            while text.hasSuffix("\r") { text.removeLast() }
+            if text.allSatisfy({ $0 == " " || $0 == "\t" }) || text.hasPrefix("#") { return }
+            do {
+                try tx.send(AX25Frame(monitorLine: text))
+            } catch let error as AX25Error {
+                skipped += 1
+                printError("modem tx: \(name):\(lineNumber): \(error.description) (line skipped)")
+            }
+        }
+        while !stopRequested.load(ordering: .relaxed) {
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw CLIError("\(name): read failed: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { break }
+            pending.append(contentsOf: buf[0..<n])
+            while let nl = pending.firstIndex(of: 0x0A) {
+                try handle(pending[..<nl])
+                pending.removeSubrange(...nl)
+            }
+        }
+        if !pending.isEmpty { try handle(pending[...]) }
+        try tx.finish()
+        if !quiet {
+            printError("modem tx: \(tx.framesSent) frame(s) sent\(skipped > 0 ? ", \(skipped) malformed line(s) skipped" : "")")
         }
     }
 }

@@ -1,0 +1,153 @@
+import ModemAudio
+import ModemCodecs
+import ModemDSP
+
+/// One AX.25 frame received.
+public struct ReceivedPacket: Sendable {
+    /// The frame's bytes, FCS removed.
+    public var bytes: [UInt8]
+    /// The frame, when its bytes parse as AX.25 (nil for other HDLC payloads).
+    public var frame: AX25Frame?
+    /// Absolute sample index at which the frame ended (its closing flag).
+    public var endSample: Int
+    /// Line bits that were inverted to make the FCS pass (0 for a frame received intact).
+    public var repairedBits: Int
+    /// The slicer that decoded it first.
+    public var slicer: Int
+
+    /// The frame in TNC2 monitor format (`SRC>DST,PATH*:info`), or the bytes in hex if not AX.25.
+    public var monitorLine: String {
+        if let frame { return frame.monitorLine() }
+        return "<non-AX.25 frame " + bytes.map { String($0, radix: 16) }.joined(separator: " ") + ">"
+    }
+}
+
+/// Counts of a packet reception.
+public struct PacketStatistics: Sendable {
+    /// Unique frames delivered (intact and repaired).
+    public var decoded = 0
+    /// Of those, frames made to pass their FCS by inverting one line bit.
+    public var repaired = 0
+    /// Frames that failed their FCS on the primary slicer and could not be repaired by any slicer.
+    public var crcFailures = 0
+    /// Copies of frames already delivered that other slicers decoded too (not delivered again).
+    public var duplicates = 0
+    /// Samples read.
+    public var samples = 0
+}
+
+/// Receives AX.25 frames (HDLC, NRZI) over AFSK: Bell 202 1200 baud, 300 baud HF, any tone pair.
+///
+/// Several slicers decode in parallel (different space weights for de-emphasised audio, different
+/// window lengths); each has its own PLL, NRZI decoder and HDLC decoder. A frame that fails its
+/// FCS is repaired by inverting single line bits (two adjacent bits after NRZI) when that yields a
+/// valid AX.25 frame; repaired frames are counted apart. A frame decoded by several slicers is
+/// delivered once, in the order frames end on the air.
+public final class PacketReceiver {
+    /// The tone plan and baud rate.
+    public let configuration: FSKConfiguration
+    /// The audio.
+    public let source: any AudioSource
+    /// Whether single line-bit repair is attempted on frames that fail their FCS.
+    public let repairs: Bool
+
+    private var demodulator: FSKBitDemodulator
+    private var nrzi: [NRZIDecoder]
+    private var hdlc: [HDLCDecoder]
+    private var recent: [(bytes: [UInt8], end: Int)] = []
+    private var pendingFailures: [(end: Int, length: Int)] = []
+    private var statistics = PacketStatistics()
+
+    /// The slicers used by default for a baud rate: three space weights (−6, 0, +6 dB) for
+    /// de-emphasised or pre-emphasised audio, on 1.3-bit windows, plus a 1.5-bit window for 300 baud.
+    public static func defaultSlicers(baudRate: Double) -> [FSKBitDemodulator.Slicer] {
+        var s: [FSKBitDemodulator.Slicer] = [-6.0, 0, 6].map { .init(balanceDB: $0, windowBits: 1.3) }
+        if baudRate <= 600 { s.append(.init(balanceDB: 0, windowBits: 1.5)) }
+        return s
+    }
+
+    /// Creates a receiver.
+    /// - Parameters:
+    ///   - settings: tones and baud (the framing is ignored: HDLC).
+    ///   - source: the audio; its sample rate is used.
+    ///   - slicers: the demodulator's slicers (default: ``defaultSlicers(baudRate:)``).
+    ///   - repairs: attempt single line-bit repair (default true).
+    /// - Throws: ``ModemSettingsError`` when the settings do not fit the sample rate.
+    public init(settings: ModemSettings, source: any AudioSource, slicers: [FSKBitDemodulator.Slicer]? = nil,
+                repairs: Bool = true) throws {
+        configuration = try settings.configuration(sampleRate: source.sampleRate)
+        self.source = source
+        self.repairs = repairs
+        let sl = slicers ?? Self.defaultSlicers(baudRate: settings.baudRate)
+        demodulator = FSKBitDemodulator(configuration: configuration, slicers: sl)
+        nrzi = Array(repeating: NRZIDecoder(), count: sl.count)
+        hdlc = Array(repeating: HDLCDecoder(), count: sl.count)
+    }
+
+    /// Runs until the source ends or `shouldStop` returns true.
+    /// - Parameters:
+    ///   - shouldStop: polled between blocks.
+    ///   - onPacket: receives each unique frame as soon as it is decoded.
+    ///   - onProgress: samples read so far.
+    /// - Returns: the counts.
+    /// - Throws: ``AudioError`` when reading fails, or what `onPacket` throws.
+    public func run(shouldStop: () -> Bool = { false }, onPacket: (ReceivedPacket) throws -> Void,
+                    onProgress: (Int) -> Void = { _ in }) throws -> PacketStatistics {
+        var block = [Float](repeating: 0, count: 16384)
+        var bits: [SlicedBit] = []
+        let frameWindow = Int(configuration.samplesPerBit * 8 * 8)   // ~8 bytes of slack between slicers
+        while !shouldStop() {
+            let n = try block.withUnsafeMutableBufferPointer { try source.read(into: $0) }
+            if n == 0 { break }
+            statistics.samples += n
+            block.withUnsafeBufferPointer { demodulator.process(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &bits) }
+            for b in bits {
+                let bit = nrzi[b.slicer].decode(b.mark)
+                guard let out = hdlc[b.slicer].decode(bit) else { continue }
+                switch out {
+                case .frame(let f):
+                    try deliver(f.bytes, end: b.sample, repaired: 0, slicer: b.slicer, window: frameWindow, onPacket)
+                case .damaged(let candidate):
+                    if b.slicer == 0, candidate.rawBits.count >= HDLCDecoder.ax25MinimumLength * 8 {
+                        pendingFailures.append((b.sample, candidate.rawBits.count))
+                    }
+                    if repairs, candidate.rawBits.count >= HDLCDecoder.ax25MinimumLength * 8,
+                       candidate.rawBits.count <= 400 * 8,
+                       let fixed = candidate.repair(maxBitFlips: 2, adjacentPairsOnly: true,
+                                                    isAcceptable: { (try? AX25Frame(decoding: $0)) != nil }),
+                       fixed.flippedBitIndices.count == 2 || fixed.flippedBitIndices.count == 1 {
+                        try deliver(fixed.bytes, end: b.sample, repaired: 1, slicer: b.slicer, window: frameWindow, onPacket)
+                    }
+                }
+            }
+            bits.removeAll(keepingCapacity: true)
+            settleFailures(before: statistics.samples - 4 * frameWindow)
+            onProgress(statistics.samples)
+        }
+        settleFailures(before: Int.max)
+        return statistics
+    }
+
+    private func deliver(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int, window: Int,
+                         _ onPacket: (ReceivedPacket) throws -> Void) throws {
+        recent.removeAll { $0.end < end - 4 * window }
+        if recent.contains(where: { $0.bytes == bytes && abs($0.end - end) <= window }) {
+            statistics.duplicates += 1
+            return
+        }
+        recent.append((bytes, end))
+        // A frame some slicer decoded is not a failure, whatever the primary slicer saw.
+        pendingFailures.removeAll { abs($0.end - end) <= window }
+        statistics.decoded += 1
+        if repaired > 0 { statistics.repaired += 1 }
+        let frame = try? AX25Frame(decoding: bytes)
+        try onPacket(ReceivedPacket(bytes: bytes, frame: frame, endSample: end, repairedBits: repaired, slicer: slicer))
+    }
+
+    /// Primary-slicer FCS failures that no slicer recovered within the window count as failures.
+    private func settleFailures(before sample: Int) {
+        let settled = pendingFailures.filter { $0.end < sample }
+        statistics.crcFailures += settled.count
+        pendingFailures.removeAll { $0.end < sample }
+    }
+}
