@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+
+/// Packet radio through the CLI, against Dire Wolf's tools run as separate processes.
+@Suite("Packet radio (AX.25 over AFSK)")
+struct PacketRadioTests {
+    static let genPackets = Paths.tool("gen_packets")
+    static let atest = Paths.tool("atest")
+
+    static let lines = [
+        "N0CALL>APRS:hello world",
+        "WB2OSZ-15>TEST,WIDE1-1,WIDE2-2:The quick brown fox jumps over the lazy dog 0123456789",
+        "K1ABC-7>APZ123,RELAY*,WIDE2-1:!4237.14N/07120.83W>mobile",
+        "Q1XYZ>CQ:binary <0x01><0x02><0xfe>",
+    ]
+
+    @Test("Our tx decodes in our rx, line for line", arguments: ["bell202", "hf300"])
+    func roundTrip(profile: String) async throws {
+        let dir = try Scratch()
+        let input = try dir.write("in.txt", Self.lines.joined(separator: "\n") + "\n")
+        let tx = try await modem(["tx", "--profile", profile, "--framing", "ax25", "--out", dir.file("p.wav"), "-q", input])
+        #expect(tx.succeeded, "\(tx)")
+        let rx = try await modem(["rx", "--profile", profile, "--framing", "ax25", dir.file("p.wav")])
+        #expect(rx.succeeded, "\(rx)")
+        #expect(rx.stdoutText.split(separator: "\n").map(String.init) == Self.lines)
+    }
+
+    @Test("Dire Wolf's atest decodes our frames", .enabled(if: atest != nil, "atest (direwolf) is not installed"))
+    func atestDecodesOurs() async throws {
+        let dir = try Scratch()
+        let input = try dir.write("in.txt", Self.lines.joined(separator: "\n") + "\n")
+        let tx = try await modem(["tx", "--profile", "bell202", "--framing", "ax25", "--rate", "44100", "--out", dir.file("p.wav"), "-q", input])
+        #expect(tx.succeeded, "\(tx)")
+        let r = try await runProcess(Self.atest!, [dir.file("p.wav")])
+        #expect(r.stdoutText.contains("\(Self.lines.count) packets decoded"), "\(r.stdoutText)")
+        for line in Self.lines.prefix(3) { #expect(r.stdoutText.contains(line), "atest did not print \(line)") }
+    }
+
+    @Test("We decode gen_packets' frames", .enabled(if: genPackets != nil, "gen_packets (direwolf) is not installed"),
+          arguments: [("1200", "bell202"), ("300", "hf300")])
+    func weDecodeGenPackets(baud: String, profile: String) async throws {
+        let dir = try Scratch()
+        let input = try dir.write("in.txt", Self.lines.prefix(3).joined(separator: "\n") + "\n")
+        let g = try await runProcess(Self.genPackets!, ["-B", baud, "-o", dir.file("g.wav"), input])
+        #expect(g.succeeded, "\(g)")
+        let rx = try await modem(["rx", "--profile", profile, "--framing", "ax25", dir.file("g.wav")])
+        #expect(rx.succeeded, "\(rx)")
+        // gen_packets keeps each line's newline in the information field.
+        #expect(rx.stdoutText.split(separator: "\n").map(String.init) == Self.lines.prefix(3).map { $0 + "<0x0a>" })
+    }
+
+    /// Dire Wolf's noise test: 100 frames with rising noise. Dire Wolf 1.6 decodes 67 by default,
+    /// 75 with -P E+ -F 1; the issue asks for at least 78 at 1200 baud and 72 at 300 baud.
+    @Test("gen_packets -n 100: at least 78 frames at 1200 baud, 72 at 300",
+          .enabled(if: genPackets != nil, "gen_packets (direwolf) is not installed"),
+          arguments: [("1200", "bell202", 78), ("300", "hf300", 72)])
+    func noiseTest(baud: String, profile: String, minimum: Int) async throws {
+        let dir = try Scratch()
+        let g = try await runProcess(Self.genPackets!, ["-B", baud, "-n", "100", "-o", dir.file("n.wav")])
+        #expect(g.succeeded, "\(g)")
+        let rx = try await modem(["rx", "--profile", profile, "--framing", "ax25", "--stats", dir.file("n.wav")])
+        #expect(rx.succeeded, "\(rx)")
+        let frames = Set(rx.stdoutText.split(separator: "\n"))
+        #expect(frames.count >= minimum, "\(frames.count) unique frames; \(rx.stderrText)")
+        #expect(rx.stderrText.contains("frames decoded"))
+    }
+
+    @Test("A malformed monitor line is reported with its line number and skipped")
+    func malformedLine() async throws {
+        let dir = try Scratch()
+        let input = try dir.write("in.txt", "N0CALL>APRS:one\nthis is not a frame\nN0CALL>APRS:three\n")
+        let tx = try await modem(["tx", "--profile", "bell202", "--framing", "ax25", "--out", dir.file("p.wav"), input])
+        #expect(tx.succeeded, "\(tx)")
+        #expect(tx.stderrText.contains("in.txt:2:"), "\(tx.stderrText)")
+        let rx = try await modem(["rx", "--profile", "bell202", "--framing", "ax25", "-q", dir.file("p.wav")])
+        #expect(rx.stdoutText == "N0CALL>APRS:one\nN0CALL>APRS:three\n")
+    }
+}
