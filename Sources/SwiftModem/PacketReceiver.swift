@@ -57,6 +57,9 @@ public final class PacketReceiver {
     private var recent: [(bytes: [UInt8], end: Int)] = []
     private var pendingFailures: [(end: Int, length: Int)] = []
     private var statistics = PacketStatistics()
+    private var bits: [SlicedBit] = []
+    /// Slack between slicers finding the same frame (about eight bytes of air time), in samples.
+    private var frameWindow: Int { Int(configuration.samplesPerBit * 64) }
 
     /// The slicers used by default for a baud rate: three space weights (−6, 0, +6 dB) for
     /// de-emphasised or pre-emphasised audio, on 1.3-bit windows, plus a 1.5-bit window for 300 baud.
@@ -69,7 +72,8 @@ public final class PacketReceiver {
     /// Creates a receiver.
     /// - Parameters:
     ///   - settings: tones and baud (the framing is ignored: HDLC).
-    ///   - source: the audio; its sample rate is used.
+    ///   - source: the audio; its sample rate is used (for ``process(_:)`` alone, any source with
+    ///     the right sample rate).
     ///   - slicers: the demodulator's slicers (default: ``defaultSlicers(baudRate:)``).
     ///   - repairs: attempt single line-bit repair (default true).
     /// - Throws: ``ModemSettingsError`` when the settings do not fit the sample rate.
@@ -94,46 +98,61 @@ public final class PacketReceiver {
     public func run(shouldStop: () -> Bool = { false }, onPacket: (ReceivedPacket) throws -> Void,
                     onProgress: (Int) -> Void = { _ in }) throws -> PacketStatistics {
         var block = [Float](repeating: 0, count: 16384)
-        var bits: [SlicedBit] = []
-        let frameWindow = Int(configuration.samplesPerBit * 8 * 8)   // ~8 bytes of slack between slicers
         while !shouldStop() {
             let n = try block.withUnsafeMutableBufferPointer { try source.read(into: $0) }
             if n == 0 { break }
-            statistics.samples += n
-            block.withUnsafeBufferPointer { demodulator.process(UnsafeBufferPointer(rebasing: $0[0..<n]), into: &bits) }
-            for b in bits {
-                let bit = nrzi[b.slicer].decode(b.mark)
-                guard let out = hdlc[b.slicer].decode(bit) else { continue }
-                switch out {
-                case .frame(let f):
-                    try deliver(f.bytes, end: b.sample, repaired: 0, slicer: b.slicer, window: frameWindow, onPacket)
-                case .damaged(let candidate):
-                    if b.slicer == 0, candidate.rawBits.count >= HDLCDecoder.ax25MinimumLength * 8 {
-                        pendingFailures.append((b.sample, candidate.rawBits.count))
-                    }
-                    if repairs, candidate.rawBits.count >= HDLCDecoder.ax25MinimumLength * 8,
-                       candidate.rawBits.count <= 400 * 8,
-                       let fixed = candidate.repair(maxBitFlips: 2, adjacentPairsOnly: true,
-                                                    isAcceptable: { (try? AX25Frame(decoding: $0)) != nil }),
-                       fixed.flippedBitIndices.count == 2 || fixed.flippedBitIndices.count == 1 {
-                        try deliver(fixed.bytes, end: b.sample, repaired: 1, slicer: b.slicer, window: frameWindow, onPacket)
-                    }
-                }
+            for p in block.withUnsafeBufferPointer({ process(UnsafeBufferPointer(rebasing: $0[0..<n])) }) {
+                try onPacket(p)
             }
-            bits.removeAll(keepingCapacity: true)
-            settleFailures(before: statistics.samples - 4 * frameWindow)
             onProgress(statistics.samples)
         }
+        return finish()
+    }
+
+    /// Feeds samples (for callers that drive the audio themselves, such as a TNC) and returns the
+    /// unique frames they completed, in the order they ended.
+    public func process(_ samples: UnsafeBufferPointer<Float>) -> [ReceivedPacket] {
+        var found: [ReceivedPacket] = []
+        statistics.samples += samples.count
+        demodulator.process(samples, into: &bits)
+        for b in bits {
+            let bit = nrzi[b.slicer].decode(b.mark)
+            guard let out = hdlc[b.slicer].decode(bit) else { continue }
+            switch out {
+            case .frame(let f):
+                if let p = deliver(f.bytes, end: b.sample, repaired: 0, slicer: b.slicer) { found.append(p) }
+            case .damaged(let candidate):
+                let bitsLong = candidate.rawBits.count
+                guard bitsLong >= HDLCDecoder.ax25MinimumLength * 8 else { continue }
+                if b.slicer == 0 { pendingFailures.append((b.sample, bitsLong)) }
+                if repairs, bitsLong <= 400 * 8,
+                   let fixed = candidate.repair(maxBitFlips: 2, adjacentPairsOnly: true,
+                                                isAcceptable: { (try? AX25Frame(decoding: $0)) != nil }),
+                   let p = deliver(fixed.bytes, end: b.sample, repaired: 1, slicer: b.slicer) {
+                    found.append(p)
+                }
+            }
+        }
+        bits.removeAll(keepingCapacity: true)
+        settleFailures(before: statistics.samples - 4 * frameWindow)
+        return found
+    }
+
+    /// Ends the reception and returns the counts.
+    public func finish() -> PacketStatistics {
         settleFailures(before: Int.max)
         return statistics
     }
 
-    private func deliver(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int, window: Int,
-                         _ onPacket: (ReceivedPacket) throws -> Void) throws {
+    /// The counts so far.
+    public var currentStatistics: PacketStatistics { statistics }
+
+    private func deliver(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int) -> ReceivedPacket? {
+        let window = frameWindow
         recent.removeAll { $0.end < end - 4 * window }
         if recent.contains(where: { $0.bytes == bytes && abs($0.end - end) <= window }) {
             statistics.duplicates += 1
-            return
+            return nil
         }
         recent.append((bytes, end))
         // A frame some slicer decoded is not a failure, whatever the primary slicer saw.
@@ -141,7 +160,7 @@ public final class PacketReceiver {
         statistics.decoded += 1
         if repaired > 0 { statistics.repaired += 1 }
         let frame = try? AX25Frame(decoding: bytes)
-        try onPacket(ReceivedPacket(bytes: bytes, frame: frame, endSample: end, repairedBits: repaired, slicer: slicer))
+        return ReceivedPacket(bytes: bytes, frame: frame, endSample: end, repairedBits: repaired, slicer: slicer)
     }
 
     /// Primary-slicer FCS failures that no slicer recovered within the window count as failures.
