@@ -91,8 +91,8 @@ public struct FSKBitDemodulator: Sendable {
         let n = configuration.samplesPerBit
         let rho = abs(sin(n * dw / 2) / (n * sin(dw / 2)))
         softScale = Float(max(0.3, (1 - rho * rho) / (1 + rho * rho)))
-        lockedInertia = 0.74
-        searchingInertia = 0.5
+        lockedInertia = 0.9
+        searchingInertia = 0.7
     }
 
     /// Forgets everything, as if newly created.
@@ -135,7 +135,10 @@ public struct FSKBitDemodulator: Sendable {
                 st.phase += phaseStep
                 if st.phase >= 1 {
                     st.phase -= 1
-                    bits.append(SlicedBit(slicer: k, mark: v >= 0, confidence: abs(v), sample: t))
+                    // The wrap fell between the previous grid point and this one: interpolate there.
+                    let over = Float(min(1, st.phase / phaseStep))
+                    let at = v - (v - st.last) * over
+                    bits.append(SlicedBit(slicer: k, mark: at >= 0, confidence: abs(at), sample: t))
                 }
                 st.last = v
                 states[k] = st

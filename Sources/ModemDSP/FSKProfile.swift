@@ -14,6 +14,8 @@ public struct FSKProfile: Sendable, Hashable, CustomStringConvertible {
     public var defaultFraming: String
     /// A one-line description for help text.
     public var summary: String
+    /// True for baseband (not audio-tone) signalling such as G3RUH 9600: the tones are unused.
+    public var isBaseband = false
 
     /// Creates a profile.
     public init(name: String, baudRate: Double, markFrequency: Double, spaceFrequency: Double,
@@ -27,7 +29,8 @@ public struct FSKProfile: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String {
-        "\(name): \(Self.format(baudRate)) baud, mark \(Self.format(markFrequency)) Hz, space \(Self.format(spaceFrequency)) Hz, \(defaultFraming)"
+        if isBaseband { return "\(name): \(Self.format(baudRate)) baud baseband, \(defaultFraming)" }
+        return "\(name): \(Self.format(baudRate)) baud, mark \(Self.format(markFrequency)) Hz, space \(Self.format(spaceFrequency)) Hz, \(defaultFraming)"
     }
 
     static func format(_ v: Double) -> String {
@@ -63,8 +66,16 @@ public struct FSKProfile: Sendable, Hashable, CustomStringConvertible {
     public static let hf300 = FSKProfile(name: "hf300", baudRate: 300, markFrequency: 1600, spaceFrequency: 1800,
                                          defaultFraming: "ax25", summary: "HF packet, 300 baud AX.25, 1600/1800 Hz")
 
+    /// G3RUH 9600 baud packet radio: scrambled NRZI baseband, AX.25 (as Dire Wolf's `-B 9600`).
+    public static let g3ruh: FSKProfile = {
+        var p = FSKProfile(name: "g3ruh", baudRate: 9600, markFrequency: 0, spaceFrequency: 0,
+                           defaultFraming: "ax25", summary: "G3RUH 9600 baud packet, scrambled baseband (receive only)")
+        p.isBaseband = true
+        return p
+    }()
+
     /// Every named profile.
-    public static let all: [FSKProfile] = [.bell103, .bell103Answer, .bell202, .v21, .v21Answer, .v23, .v23Back, .rtty, .hf300]
+    public static let all: [FSKProfile] = [.bell103, .bell103Answer, .bell202, .v21, .v21Answer, .v23, .v23Back, .rtty, .hf300, .g3ruh]
 
     /// The profile with this name (case-insensitive), or nil.
     public static func named(_ name: String) -> FSKProfile? {

@@ -22,6 +22,8 @@ public struct ModemSettings: Sendable, Hashable {
     public var framing: LineFraming
     /// The profile name the settings came from, or "custom".
     public var profileName: String
+    /// True for baseband signalling (G3RUH 9600): there are no tones.
+    public var isBaseband: Bool
 
     /// Resolves settings the way the CLI does.
     /// - Parameters:
@@ -56,12 +58,19 @@ public struct ModemSettings: Sendable, Hashable {
         self.markFrequency = p.markFrequency
         self.spaceFrequency = p.spaceFrequency
         self.profileName = p.name
+        self.isBaseband = p.isBaseband
         self.framing = try LineFraming(parsing: framing ?? p.defaultFraming)
+        if isBaseband, self.framing.isAsynchronous {
+            throw ModemSettingsError("profile \(p.name) carries AX.25 only (--framing ax25)")
+        }
     }
 
     /// Checks the settings against a sample rate.
     /// - Throws: ``ModemSettingsError`` when a tone or the baud rate does not fit the sample rate.
     public func configuration(sampleRate: Int) throws -> FSKConfiguration {
+        if isBaseband {
+            throw ModemSettingsError("profile \(profileName) is baseband, not FSK; only packet reception supports it")
+        }
         do {
             return try FSKConfiguration(sampleRate: Double(sampleRate), baudRate: baudRate,
                                         markFrequency: markFrequency, spaceFrequency: spaceFrequency)
@@ -73,6 +82,7 @@ public struct ModemSettings: Sendable, Hashable {
     /// A one-line summary, e.g. "1200 baud, mark 1200 Hz, space 2200 Hz, 8N1".
     public var summary: String {
         func f(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
+        if isBaseband { return "\(f(baudRate)) baud baseband, \(framing)" }
         return "\(f(baudRate)) baud, mark \(f(markFrequency)) Hz, space \(f(spaceFrequency)) Hz, \(framing)"
     }
 }

@@ -44,14 +44,16 @@ public struct PacketStatistics: Sendable {
 /// valid AX.25 frame; repaired frames are counted apart. A frame decoded by several slicers is
 /// delivered once, in the order frames end on the air.
 public final class PacketReceiver {
-    /// The tone plan and baud rate.
-    public let configuration: FSKConfiguration
+    /// Samples per bit.
+    public let samplesPerBit: Double
     /// The audio.
     public let source: any AudioSource
     /// Whether single line-bit repair is attempted on frames that fail their FCS.
     public let repairs: Bool
 
-    private var demodulator: FSKBitDemodulator
+    private var demodulator: FSKBitDemodulator?
+    private var baseband: BasebandBitDemodulator?
+    private var descramblers: [G3RUHDescrambler] = []
     private var nrzi: [NRZIDecoder]
     private var hdlc: [HDLCDecoder]
     private var recent: [(bytes: [UInt8], end: Int)] = []
@@ -59,7 +61,7 @@ public final class PacketReceiver {
     private var statistics = PacketStatistics()
     private var bits: [SlicedBit] = []
     /// Slack between slicers finding the same frame (about eight bytes of air time), in samples.
-    private var frameWindow: Int { Int(configuration.samplesPerBit * 64) }
+    private var frameWindow: Int { Int(samplesPerBit * 64) }
 
     /// The slicers used by default for a baud rate: three space weights (−6, 0, +6 dB) for
     /// de-emphasised or pre-emphasised audio, on 1.3-bit windows, plus a 1.5-bit window for 300 baud.
@@ -79,13 +81,28 @@ public final class PacketReceiver {
     /// - Throws: ``ModemSettingsError`` when the settings do not fit the sample rate.
     public init(settings: ModemSettings, source: any AudioSource, slicers: [FSKBitDemodulator.Slicer]? = nil,
                 repairs: Bool = true) throws {
-        configuration = try settings.configuration(sampleRate: source.sampleRate)
         self.source = source
         self.repairs = repairs
-        let sl = slicers ?? Self.defaultSlicers(baudRate: settings.baudRate)
-        demodulator = FSKBitDemodulator(configuration: configuration, slicers: sl)
-        nrzi = Array(repeating: NRZIDecoder(), count: sl.count)
-        hdlc = Array(repeating: HDLCDecoder(), count: sl.count)
+        let count: Int
+        if settings.isBaseband {
+            let rate = Double(source.sampleRate)
+            guard (8000...192_000).contains(rate), settings.baudRate <= rate / 4 else {
+                throw ModemSettingsError("\(settings.baudRate) baud baseband needs a sample rate of at least \(Int(settings.baudRate * 4)) Hz (8000...192000), got \(source.sampleRate)")
+            }
+            let windows = [0.55, 0.65, 0.75]
+            baseband = BasebandBitDemodulator(sampleRate: rate, baudRate: settings.baudRate, windowBits: windows)
+            descramblers = Array(repeating: G3RUHDescrambler(), count: windows.count)
+            samplesPerBit = rate / settings.baudRate
+            count = windows.count
+        } else {
+            let configuration = try settings.configuration(sampleRate: source.sampleRate)
+            let sl = slicers ?? Self.defaultSlicers(baudRate: settings.baudRate)
+            demodulator = FSKBitDemodulator(configuration: configuration, slicers: sl)
+            samplesPerBit = configuration.samplesPerBit
+            count = sl.count
+        }
+        nrzi = Array(repeating: NRZIDecoder(), count: count)
+        hdlc = Array(repeating: HDLCDecoder(), count: count)
     }
 
     /// Runs until the source ends or `shouldStop` returns true.
@@ -114,9 +131,11 @@ public final class PacketReceiver {
     public func process(_ samples: UnsafeBufferPointer<Float>) -> [ReceivedPacket] {
         var found: [ReceivedPacket] = []
         statistics.samples += samples.count
-        demodulator.process(samples, into: &bits)
+        if baseband != nil { baseband!.process(samples, into: &bits) } else { demodulator!.process(samples, into: &bits) }
+        let scrambled = baseband != nil
         for b in bits {
-            let bit = nrzi[b.slicer].decode(b.mark)
+            let line = scrambled ? descramblers[b.slicer].descramble(b.mark) : b.mark
+            let bit = nrzi[b.slicer].decode(line)
             guard let out = hdlc[b.slicer].decode(bit) else { continue }
             switch out {
             case .frame(let f):

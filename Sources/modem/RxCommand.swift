@@ -73,7 +73,7 @@ struct RxCommand: AsyncParsableCommand {
                 sampleRate = capture!.sampleRate
             }
             do {
-                _ = try settings.configuration(sampleRate: sampleRate)
+                if !settings.isBaseband { _ = try settings.configuration(sampleRate: sampleRate) }
             } catch let e as ModemSettingsError {
                 throw CLIError("\(name): \(e.description)")
             }
