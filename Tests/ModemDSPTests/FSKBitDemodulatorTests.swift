@@ -14,7 +14,7 @@ import Testing
         var samples: [Float] = []
         m.appendBits(preamble + payload + preamble, to: &samples)
         for windowBits in [1.0, 1.3] {
-            var d = FSKBitDemodulator(configuration: config, slicerBalancesDB: [-3, 0, 3], windowBits: windowBits)
+            var d = FSKBitDemodulator(configuration: config, slicers: [-3.0, 0, 3].map { .init(balanceDB: $0, windowBits: windowBits) })
             var bits: [SlicedBit] = []
             var i = 0
             while i < samples.count {   // fed in odd-sized blocks
