@@ -110,4 +110,32 @@ public struct HDLCFrameCandidate: Sendable, Hashable {
         }
         return nil
     }
+
+    /// Tries to make the frame pass its FCS by inverting one fixed pattern of received bits, at every
+    /// position in turn: `pattern` holds offsets from the position, e.g. `[0, 1]` for one wrong NRZI
+    /// line bit, or `[0, 1, 12, 13, 17, 18]` for one wrong G3RUH line bit (the descrambler spreads it to
+    /// three bits, NRZI to six). Offsets that fall outside the frame are skipped.
+    ///
+    /// Costs one de-stuffing pass per position; every result is checked in full (FCS, length,
+    /// `isAcceptable`).
+    /// - Returns: The first repaired frame found, or `nil`.
+    public func repair(pattern: [Int], isAcceptable: (_ bytes: [UInt8]) -> Bool = { _ in true }) -> HDLCFrame? {
+        precondition(!pattern.isEmpty && pattern.allSatisfy { $0 >= 0 }, "repair pattern offsets must be non-negative")
+        let lengths = minimumLength...max(minimumLength, maximumLength)
+        var bits = rawBits
+        for position in rawBits.indices {
+            let flips = pattern.map { position + $0 }.filter { $0 < bits.count }
+            for f in flips { bits[f].toggle() }
+            defer { for f in flips { bits[f].toggle() } }
+            guard let d = HDLCRepairSearch.destuff(bits, mapping: false), d.isAligned,
+                  lengths.contains(d.bytes.count), d.syndrome == 0 else { continue }
+            let count = d.bytes.count
+            let body = Array(d.bytes[0..<(count - 2)])
+            guard isAcceptable(body) else { continue }
+            let fcs = UInt16(d.bytes[count - 2]) | UInt16(d.bytes[count - 1]) << 8
+            return HDLCFrame(bytes: body, fcs: fcs, startBitIndex: startBitIndex, endBitIndex: endBitIndex,
+                             flippedBitIndices: flips.map { startBitIndex + $0 })
+        }
+        return nil
+    }
 }

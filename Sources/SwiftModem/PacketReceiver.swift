@@ -144,8 +144,10 @@ public final class PacketReceiver {
                 let bitsLong = candidate.rawBits.count
                 guard bitsLong >= HDLCDecoder.ax25MinimumLength * 8 else { continue }
                 if b.slicer == 0 { pendingFailures.append((b.sample, bitsLong)) }
+                // One wrong line bit: two adjacent wrong bits after NRZI, or six after G3RUH
+                // descrambling and NRZI.
                 if repairs, bitsLong <= 400 * 8,
-                   let fixed = candidate.repair(maxBitFlips: 2, adjacentPairsOnly: true,
+                   let fixed = candidate.repair(pattern: scrambled ? [0, 1, 12, 13, 17, 18] : [0, 1],
                                                 isAcceptable: { (try? AX25Frame(decoding: $0)) != nil }),
                    let p = deliver(fixed.bytes, end: b.sample, repaired: 1, slicer: b.slicer) {
                     found.append(p)
