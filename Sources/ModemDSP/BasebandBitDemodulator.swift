@@ -7,8 +7,8 @@ import Darwin
 /// A bit-synchronous demodulator for baseband NRZ signals (G3RUH 9600 baud packet radio): the
 /// signal's sign, integrated over a window of about one bit, sampled by a digital PLL.
 ///
-/// A slow high-pass removes DC; each slicer integrates over its own window length and has its own
-/// PLL, nudged at every zero crossing of its integrated signal. Output bits are line levels
+/// A slow high-pass removes DC; each slicer integrates over its own window length, compares with its
+/// own level and has its own PLL, nudged at every crossing of that level. Output bits are line levels
 /// (`mark` = positive), to be descrambled and NRZI-decoded by the caller.
 public struct BasebandBitDemodulator: Sendable {
     /// Samples per second, in Hz.
@@ -18,6 +18,9 @@ public struct BasebandBitDemodulator: Sendable {
     /// Window length of each slicer, in bit periods (0.5...2).
     public let windowBits: [Double]
 
+    /// Slicing threshold of each slicer, as a fraction of the integrated signal's RMS level.
+    public let thresholds: [Double]
+    private var level = 0.0
     private let bitLength: Double
     private var prefix: [Double] = [0]   // running sum of the DC-free signal, relative to `base`
     private var base = 0                  // absolute index of prefix[0]
@@ -29,25 +32,30 @@ public struct BasebandBitDemodulator: Sendable {
     private var locked: [Bool]
     private var good: [Int]
 
-    /// Creates a demodulator.
+    /// Creates a demodulator with one slicer per (window, threshold) pair.
     /// - Parameters:
     ///   - sampleRate: Hz (8000...192000).
     ///   - baudRate: bits per second, at most sampleRate/2.
-    ///   - windowBits: one window length (bit periods, 0.5...2) per slicer.
-    public init(sampleRate: Double, baudRate: Double, windowBits: [Double] = [1]) {
+    ///   - windowBits: window lengths, in bit periods (0.5...2).
+    ///   - thresholds: slicing levels as fractions of the integrated signal's RMS (−1...1; 0 slices
+    ///     at zero). Several levels help where the eye is not symmetric.
+    public init(sampleRate: Double, baudRate: Double, windowBits: [Double] = [1], thresholds: [Double] = [0]) {
         precondition((8000...192_000).contains(sampleRate), "sampleRate must be 8000...192000 Hz")
         precondition(baudRate > 0 && baudRate <= sampleRate / 2, "baudRate must be 0 < baud <= sampleRate/2")
         precondition(!windowBits.isEmpty && windowBits.allSatisfy { (0.5...2).contains($0) }, "windows must be 0.5...2 bits")
+        precondition(!thresholds.isEmpty && thresholds.allSatisfy { abs($0) <= 1 }, "thresholds must be -1...1")
         self.sampleRate = sampleRate
         self.baudRate = baudRate
-        self.windowBits = windowBits
+        self.windowBits = windowBits.flatMap { w in thresholds.map { _ in w } }
+        self.thresholds = windowBits.flatMap { _ in thresholds }
         bitLength = sampleRate / baudRate
         dcAlpha = 1 - exp(-2 * Double.pi * baudRate / 500 / sampleRate)
         next = Int((bitLength * 2).rounded(.up))
-        phase = Array(repeating: 0, count: windowBits.count)
-        last = Array(repeating: 0, count: windowBits.count)
-        locked = Array(repeating: false, count: windowBits.count)
-        good = Array(repeating: 0, count: windowBits.count)
+        let n = windowBits.count * thresholds.count
+        phase = Array(repeating: 0, count: n)
+        last = Array(repeating: 0, count: n)
+        locked = Array(repeating: false, count: n)
+        good = Array(repeating: 0, count: n)
     }
 
     private func sum(at position: Double) -> Double {
@@ -75,8 +83,11 @@ public struct BasebandBitDemodulator: Sendable {
         while next <= end {
             let t = Double(next)
             let now = sum(at: t)
+            let ref = now - sum(at: t - L)
+            level += 0.001 * (ref * ref - level)
+            let rms = level.squareRoot()
             for k in windowBits.indices {
-                let v = now - sum(at: t - L * windowBits[k])
+                let v = now - sum(at: t - L * windowBits[k]) - thresholds[k] * rms * windowBits[k]
                 if (v >= 0) != (last[k] >= 0) {
                     let frac = last[k] / (last[k] - v)
                     var err = 0.5 - (phase[k] + phaseStep * frac)

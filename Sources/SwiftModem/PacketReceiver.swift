@@ -28,7 +28,7 @@ public struct PacketStatistics: Sendable {
     public var decoded = 0
     /// Of those, frames made to pass their FCS by inverting one line bit.
     public var repaired = 0
-    /// Frames that failed their FCS on the primary slicer and could not be repaired by any slicer.
+    /// Frames that failed their FCS on every slicer that saw them and could not be repaired.
     public var crcFailures = 0
     /// Copies of frames already delivered that other slicers decoded too (not delivered again).
     public var duplicates = 0
@@ -42,7 +42,7 @@ public struct PacketStatistics: Sendable {
 /// window lengths); each has its own PLL, NRZI decoder and HDLC decoder. A frame that fails its
 /// FCS is repaired by inverting single line bits (two adjacent bits after NRZI) when that yields a
 /// valid AX.25 frame; repaired frames are counted apart. A frame decoded by several slicers is
-/// delivered once, in the order frames end on the air.
+/// delivered once, in the order frames end on the air (held for a few frame-lengths of audio first).
 public final class PacketReceiver {
     /// Samples per bit.
     public let samplesPerBit: Double
@@ -57,7 +57,8 @@ public final class PacketReceiver {
     private var nrzi: [NRZIDecoder]
     private var hdlc: [HDLCDecoder]
     private var recent: [(bytes: [UInt8], end: Int)] = []
-    private var pendingFailures: [(end: Int, length: Int)] = []
+    private var held: [ReceivedPacket] = []
+    private var damaged: [(end: Int, slicer: Int, candidate: HDLCFrameCandidate)] = []
     private var statistics = PacketStatistics()
     private var bits: [SlicedBit] = []
     /// Slack between slicers finding the same frame (about eight bytes of air time), in samples.
@@ -89,11 +90,13 @@ public final class PacketReceiver {
             guard (8000...192_000).contains(rate), settings.baudRate <= rate / 4 else {
                 throw ModemSettingsError("\(settings.baudRate) baud baseband needs a sample rate of at least \(Int(settings.baudRate * 4)) Hz (8000...192000), got \(source.sampleRate)")
             }
-            let windows = [0.55, 0.65, 0.75]
-            baseband = BasebandBitDemodulator(sampleRate: rate, baudRate: settings.baudRate, windowBits: windows)
-            descramblers = Array(repeating: G3RUHDescrambler(), count: windows.count)
+            // Three window lengths, each sliced at three levels (−0.1, 0, +0.1 of the signal's RMS).
+            let demod = BasebandBitDemodulator(sampleRate: rate, baudRate: settings.baudRate,
+                                               windowBits: [0.55, 0.65, 0.75], thresholds: [-0.1, 0, 0.1])
+            baseband = demod
+            count = demod.windowBits.count
+            descramblers = Array(repeating: G3RUHDescrambler(), count: count)
             samplesPerBit = rate / settings.baudRate
-            count = windows.count
         } else {
             let configuration = try settings.configuration(sampleRate: source.sampleRate)
             let sl = slicers ?? Self.defaultSlicers(baudRate: settings.baudRate)
@@ -123,71 +126,107 @@ public final class PacketReceiver {
             }
             onProgress(statistics.samples)
         }
+        for p in flush() { try onPacket(p) }
         return finish()
     }
 
     /// Feeds samples (for callers that drive the audio themselves, such as a TNC) and returns the
-    /// unique frames they completed, in the order they ended.
+    /// unique frames now settled, in the order they ended on the air. A frame is held for a few
+    /// frame-lengths of audio so that the slicers' copies and any repair can be compared first.
     public func process(_ samples: UnsafeBufferPointer<Float>) -> [ReceivedPacket] {
-        var found: [ReceivedPacket] = []
         statistics.samples += samples.count
         if baseband != nil { baseband!.process(samples, into: &bits) } else { demodulator!.process(samples, into: &bits) }
         let scrambled = baseband != nil
+        // Work on local copies: mutating a class's arrays in the loop costs a runtime exclusivity
+        // check per access.
+        var descramblers = self.descramblers, nrzi = self.nrzi, hdlc = self.hdlc
+        defer { self.descramblers = descramblers; self.nrzi = nrzi; self.hdlc = hdlc }
         for b in bits {
             let line = scrambled ? descramblers[b.slicer].descramble(b.mark) : b.mark
             let bit = nrzi[b.slicer].decode(line)
             guard let out = hdlc[b.slicer].decode(bit) else { continue }
             switch out {
             case .frame(let f):
-                if let p = deliver(f.bytes, end: b.sample, repaired: 0, slicer: b.slicer) { found.append(p) }
+                hold(f.bytes, end: b.sample, repaired: 0, slicer: b.slicer)
             case .damaged(let candidate):
-                let bitsLong = candidate.rawBits.count
-                guard bitsLong >= HDLCDecoder.ax25MinimumLength * 8 else { continue }
-                if b.slicer == 0 { pendingFailures.append((b.sample, bitsLong)) }
-                // One wrong line bit: two adjacent wrong bits after NRZI, or six after G3RUH
-                // descrambling and NRZI.
-                if repairs, bitsLong <= 400 * 8,
-                   let fixed = candidate.repair(pattern: scrambled ? [0, 1, 12, 13, 17, 18] : [0, 1],
-                                                isAcceptable: { (try? AX25Frame(decoding: $0)) != nil }),
-                   let p = deliver(fixed.bytes, end: b.sample, repaired: 1, slicer: b.slicer) {
-                    found.append(p)
+                let n = candidate.rawBits.count
+                if n >= HDLCDecoder.ax25MinimumLength * 8 && n <= 400 * 8 {
+                    damaged.append((b.sample, b.slicer, candidate))
                 }
             }
         }
         bits.removeAll(keepingCapacity: true)
-        settleFailures(before: statistics.samples - 4 * frameWindow)
-        return found
+        return settle(before: statistics.samples - 4 * frameWindow)
     }
 
-    /// Ends the reception and returns the counts.
+    /// Ends the reception: settles what is held and returns it (``run`` delivers it itself).
+    public func flush() -> [ReceivedPacket] {
+        settle(before: Int.max)
+    }
+
+    /// Ends the reception and returns the counts (call ``flush()`` first when driving ``process(_:)``).
     public func finish() -> PacketStatistics {
-        settleFailures(before: Int.max)
-        return statistics
+        statistics
+    }
+
+    /// Keeps a decoded frame unless a slicer already has it.
+    private func hold(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int) {
+        let window = frameWindow
+        if held.contains(where: { $0.bytes == bytes && abs($0.endSample - end) <= window })
+            || recent.contains(where: { $0.bytes == bytes && abs($0.end - end) <= window }) {
+            statistics.duplicates += 1
+            return
+        }
+        held.append(ReceivedPacket(bytes: bytes, frame: try? AX25Frame(decoding: bytes), endSample: end,
+                                   repairedBits: repaired, slicer: slicer))
+    }
+
+    /// Repair attempts per damaged frame (copies from different slicers; each costs one de-stuffing
+    /// per bit of the frame).
+    static let repairAttempts = 9
+
+    /// Damaged frames that no slicer decoded get up to ``repairAttempts`` repair attempts (from
+    /// different slicers); then frames ending before `horizon` are delivered in time order.
+    private func settle(before horizon: Int) -> [ReceivedPacket] {
+        let window = frameWindow
+        let ripe = damaged.filter { $0.end < horizon }
+        damaged.removeAll { $0.end < horizon }
+        var i = 0
+        while i < ripe.count {
+            // A cluster: damaged copies of one frame from several slicers.
+            var j = i + 1
+            while j < ripe.count && ripe[j].end - ripe[i].end <= window { j += 1 }
+            let cluster = ripe[i..<j]
+            let decoded = held.contains { abs($0.endSample - cluster.first!.end) <= window }
+                || recent.contains { abs($0.end - cluster.first!.end) <= window }
+            if !decoded {
+                var fixedOne = false
+                if repairs {
+                    let pattern = baseband != nil ? [0, 1, 12, 13, 17, 18] : [0, 1]
+                    for c in cluster.sorted(by: { $0.slicer < $1.slicer }).prefix(Self.repairAttempts) {
+                        if let fixed = c.candidate.repair(pattern: pattern, isAcceptable: { (try? AX25Frame(decoding: $0)) != nil }) {
+                            hold(fixed.bytes, end: c.end, repaired: 1, slicer: c.slicer)
+                            fixedOne = true
+                            break
+                        }
+                    }
+                }
+                if !fixedOne { statistics.crcFailures += 1 }
+            }
+            i = j
+        }
+        let out = held.filter { $0.endSample < horizon }.sorted { $0.endSample < $1.endSample }
+        held.removeAll { $0.endSample < horizon }
+        for p in out {
+            statistics.decoded += 1
+            if p.repairedBits > 0 { statistics.repaired += 1 }
+            recent.append((p.bytes, p.endSample))
+        }
+        recent.removeAll { $0.end < horizon - 8 * window }
+        return out
     }
 
     /// The counts so far.
     public var currentStatistics: PacketStatistics { statistics }
 
-    private func deliver(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int) -> ReceivedPacket? {
-        let window = frameWindow
-        recent.removeAll { $0.end < end - 4 * window }
-        if recent.contains(where: { $0.bytes == bytes && abs($0.end - end) <= window }) {
-            statistics.duplicates += 1
-            return nil
-        }
-        recent.append((bytes, end))
-        // A frame some slicer decoded is not a failure, whatever the primary slicer saw.
-        pendingFailures.removeAll { abs($0.end - end) <= window }
-        statistics.decoded += 1
-        if repaired > 0 { statistics.repaired += 1 }
-        let frame = try? AX25Frame(decoding: bytes)
-        return ReceivedPacket(bytes: bytes, frame: frame, endSample: end, repairedBits: repaired, slicer: slicer)
-    }
-
-    /// Primary-slicer FCS failures that no slicer recovered within the window count as failures.
-    private func settleFailures(before sample: Int) {
-        let settled = pendingFailures.filter { $0.end < sample }
-        statistics.crcFailures += settled.count
-        pendingFailures.removeAll { $0.end < sample }
-    }
 }
