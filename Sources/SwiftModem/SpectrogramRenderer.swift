@@ -225,16 +225,5 @@ public struct SpectrogramRenderer: Sendable {
 
 /// `v` with `decimals` digits after the point (no Foundation here).
 func spectrogramFixed(_ v: Double, _ decimals: Int) -> String {
-    guard v.isFinite else { return "-" }
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
-    let r = (abs(v) * scale).rounded()
-    let whole = Int(r / scale)
-    var text = (v < 0 && r > 0 ? "-" : "") + String(whole)
-    if decimals > 0 {
-        var frac = String(Int(r - Double(whole) * scale))
-        while frac.count < decimals { frac = "0" + frac }
-        text += "." + frac
-    }
-    return text
+    v.isFinite ? DecimalFormat.fixed(v, decimals) : "-"
 }

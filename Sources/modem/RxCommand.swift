@@ -1,5 +1,6 @@
 import ArgumentParser
 import ModemAudio
+import ModemDSP
 import SwiftModem
 #if canImport(Glibc)
 import Glibc
@@ -167,7 +168,6 @@ struct StdoutWriter {
 extension String {
     /// A number with two decimals.
     init(format2 v: Double) {
-        let r = (v * 100).rounded() / 100
-        self = String(r)
+        self = DecimalFormat.fixed(v, 2)
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ArgumentParser
 import ModemAudio
+import ModemDSP
 import ModemCodecs
 import SwiftModem
 
@@ -167,7 +168,6 @@ struct CLIError: Error, CustomStringConvertible {
 extension String {
     /// A number with one decimal.
     init(format1 v: Double) {
-        let r = (v * 10).rounded() / 10
-        self = String(r)
+        self = DecimalFormat.fixed(v, 1)
     }
 }

@@ -85,20 +85,7 @@ extension FSKAnalysis {
     // MARK: Formatting (no Foundation in this layer)
 
     /// `v` with `decimals` digits after the point.
-    static func fixed(_ v: Double, _ decimals: Int) -> String {
-        guard v.isFinite else { return v.isNaN ? "nan" : (v > 0 ? "inf" : "-inf") }
-        var scale = 1.0
-        for _ in 0..<decimals { scale *= 10 }
-        let r = (abs(v) * scale).rounded()
-        let whole = Int(r / scale)
-        var text = (v < 0 && r > 0 ? "-" : "") + String(whole)
-        if decimals > 0 {
-            var frac = String(Int(r - Double(whole) * scale))
-            while frac.count < decimals { frac = "0" + frac }
-            text += "." + frac
-        }
-        return text
-    }
+    static func fixed(_ v: Double, _ decimals: Int) -> String { DecimalFormat.fixed(v, decimals) }
 
     /// A frequency, e.g. "1200.3 Hz".
     static func hz(_ v: Double) -> String { fixed(v, 1) + " Hz" }
