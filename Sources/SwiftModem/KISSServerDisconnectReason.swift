@@ -1,0 +1,21 @@
+/// Why a ``KISSServer`` connection ended.
+public enum KISSDisconnectReason: Sendable, Hashable, CustomStringConvertible {
+    /// The client closed the connection.
+    case closedByClient
+    /// Reading or writing failed, e.g. `ECONNRESET`; the `errno`.
+    case connectionError(code: Int32)
+    /// The client read too slowly: its output buffer would have passed the limit (bytes queued).
+    case outputOverflow(queuedBytes: Int, limit: Int)
+    /// The server was closed.
+    case serverClosed
+
+    public var description: String {
+        switch self {
+        case .closedByClient: return "closed by the client"
+        case .connectionError(let code): return "connection error (errno \(code))"
+        case .outputOverflow(let queued, let limit):
+            return "dropped: it reads too slowly (\(queued) bytes waiting, limit \(limit))"
+        case .serverClosed: return "server closed"
+        }
+    }
+}

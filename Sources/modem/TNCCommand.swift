@@ -1,0 +1,177 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import ModemAudio
+import SwiftModem
+
+/// `modem tnc`: a KISS-over-TCP TNC (Dire Wolf's port 8001 protocol). All logic is in
+/// `SwiftModem.TNC` and `SwiftModem.KISSServer`.
+struct TNCCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tnc",
+        abstract: "A packet radio TNC: serves KISS over TCP (as Dire Wolf's port 8001) for a WAV file or a sound device.",
+        discussion: """
+        Every AX.25 frame decoded from the input goes to every connected client as a KISS data frame \
+        (port 0); data frames that clients send are modulated to --output (a WAV file) or played on \
+        --device. Clients may set TXDELAY (preamble, 10 ms units), TXTAIL, persistence, slot time \
+        and full duplex with KISS parameter frames. Persistence and slot time (p-persistent CSMA, \
+        waiting while the receiver hears a carrier) apply when transmitting on a device; a file is \
+        not a shared channel, so frames are written to it at once.
+
+        With --input, decoding starts when the first client connects and runs at full speed; at the \
+        end of the file the TNC keeps serving (transmitting) until SIGINT or SIGTERM. With --device, \
+        capture runs continuously. SIGINT or SIGTERM closes the connections, finishes --output (a \
+        valid WAV file) and exits 0.
+
+        Clients, frames and counts are logged on standard error (--quiet silences them). A client \
+        that sends garbage or disconnects affects no other; garbage is counted and ignored; a client \
+        that reads too slowly is dropped with a message.
+
+        Examples:
+          modem tnc --input packets.wav --output sent.wav --kiss-port 8001
+          modem tnc --device default --kiss-port 8001
+          kissutil -p 8001            (Dire Wolf's KISS client, in another terminal)
+        """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Receive from (and transmit on) an ALSA device (see `modem devices`).", valueName: "NAME"))
+    var device: String?
+
+    @Option(name: .long, help: ArgumentHelp("Decode a WAV (or other audio) file.", valueName: "IN.wav"))
+    var input: String?
+
+    @Option(name: .long, help: ArgumentHelp("Write what clients send to a WAV file (with --device: instead of playing it).", valueName: "OUT.wav"))
+    var output: String?
+
+    @Option(name: .customLong("kiss-port"), help: ArgumentHelp("TCP port of the KISS server (Dire Wolf uses 8001); 0 picks a free one, printed on standard error.", valueName: "P"))
+    var kissPort: Int
+
+    @Option(name: .long, help: ArgumentHelp("Address to listen on: 127.0.0.1 (this machine only), 0.0.0.0 or :: (all interfaces).", valueName: "ADDR"))
+    var bind: String = "127.0.0.1"
+
+    @Option(name: .long, help: ArgumentHelp("A tone plan: bell202 (1200 baud AFSK, default), hf300 (300 baud HF); other profiles of `modem rx` work too.", valueName: "P"))
+    var profile: String = "bell202"
+
+    @Option(name: .long, help: ArgumentHelp("Baud rate, overrides the profile's.", valueName: "N"))
+    var baud: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Mark frequency, overrides the profile's.", valueName: "HZ"))
+    var mark: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Space frequency, overrides the profile's.", valueName: "HZ"))
+    var space: Double?
+
+    @Option(name: .long, help: ArgumentHelp("Sample rate of --output (default: the input's) and of --device (default 44100).", valueName: "HZ"))
+    var rate: Int?
+
+    @Option(name: .long, help: ArgumentHelp("Channel of a multi-channel input file, counted from 0.", valueName: "N"))
+    var channel: Int = 0
+
+    @Option(name: .long, help: ArgumentHelp("Sample format of --output: u8, s16, s24, s32, f32.", valueName: "FMT"))
+    var format: String = "s16"
+
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Peak level of transmitted audio in dBFS (-60...0).", valueName: "DB"))
+    var level: Double = -3
+
+    @Option(name: .long, help: ArgumentHelp("Initial TXDELAY, in 10 ms units (0...255); clients may change it.", valueName: "N"))
+    var txdelay: Int = 30
+
+    @Option(name: .long, help: ArgumentHelp("Initial TXTAIL, in 10 ms units (0...255).", valueName: "N"))
+    var txtail: Int = 10
+
+    @Option(name: .long, help: ArgumentHelp("Initial persistence p (0...255: chance (p+1)/256 per slot).", valueName: "N"))
+    var persist: Int = 63
+
+    @Option(name: .long, help: ArgumentHelp("Initial slot time, in 10 ms units (0...255).", valueName: "N"))
+    var slottime: Int = 10
+
+    @Flag(name: .customLong("full-duplex"), help: "Transmit at once on --device, without waiting for a clear channel.")
+    var fullDuplex = false
+
+    @Option(name: .customLong("max-clients"), help: ArgumentHelp("KISS clients served at once (1...1000).", valueName: "N"))
+    var maxClients: Int = 16
+
+    @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
+    var quiet = false
+
+    func validate() throws {
+        if (input == nil) == (device == nil) { throw ValidationError("give exactly one of --input IN.wav or --device NAME") }
+        guard (0...65535).contains(kissPort) else { throw ValidationError("--kiss-port \(kissPort) is not a TCP port (1...65535, or 0 for any free port)") }
+        if let rate { guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") } }
+        guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
+        guard AudioSampleFormat(rawValue: format) != nil else { throw ValidationError("--format '\(format)' is not one of u8, s16, s24, s32, f32") }
+        guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
+        for (name, value) in [("--txdelay", txdelay), ("--txtail", txtail), ("--persist", persist), ("--slottime", slottime)] {
+            guard (0...255).contains(value) else { throw ValidationError("\(name) \(value) is outside 0...255") }
+        }
+        guard (1...1000).contains(maxClients) else { throw ValidationError("--max-clients must be 1...1000") }
+        guard !bind.isEmpty else { throw ValidationError("--bind needs an address, e.g. 127.0.0.1") }
+        _ = try settings()
+    }
+
+    func settings() throws -> ModemSettings {
+        do {
+            return try ModemSettings(profile: profile, baudRate: baud, mark: mark, space: space, framing: "ax25")
+        } catch let e as ModemSettingsError {
+            throw ValidationError(e.description)
+        }
+    }
+
+    func run() async throws {
+        let settings = try settings()
+        try await reportingErrors {
+            installStopHandlers()
+            let log: (String) -> Void = { line in if !quiet { printError("modem tnc: \(line)") } }
+            // The input first (a missing file is the likeliest mistake), then the port, then the output.
+            let source: any AudioSource
+            if let input {
+                source = try AudioFileReader(path: input, channel: channel)
+            } else {
+                source = try ALSACapture(device: device!, sampleRate: rate ?? 44100)
+            }
+            do {
+                _ = try settings.configuration(sampleRate: source.sampleRate)
+            } catch let e as ModemSettingsError where !settings.isBaseband {
+                throw CLIError("\(input ?? device!): \(e.description)")
+            }
+            let server: KISSServer
+            do {
+                server = try KISSServer(host: bind, port: kissPort, maximumClients: maxClients)
+            } catch {
+                throw CLIError("\(error)")
+            }
+            var options = TNCOptions()
+            options.waitsForFirstClient = input != nil
+            options.pacesInputToRealTime = device != nil
+            options.amplitude = Float(pow(10, level / 20))
+            options.parameters = TNCParameters(txDelay: txdelay, persistence: persist, slotTime: slottime,
+                                               txTail: txtail, fullDuplex: fullDuplex)
+            let sink: (any AudioSink)?
+            if let output {
+                sink = try AudioFileWriter(path: output, sampleRate: rate ?? source.sampleRate,
+                                           format: AudioSampleFormat(rawValue: format)!)
+            } else if let device {
+                sink = try ALSAPlayback(device: device, sampleRate: source.sampleRate)
+                options.outputIsChannel = true
+            } else {
+                sink = nil
+            }
+            let tnc = try TNC(settings: settings, source: source, sink: sink, server: server, options: options,
+                              onEvent: { log($0.description) })
+            let listening = "KISS over TCP on \(server.address)"
+            if quiet, kissPort == 0 { printError("modem tnc: \(listening)") }
+            log("\(listening); \(settings.summary); input \(input ?? "device " + device!) at \(source.sampleRate) Hz; "
+                + "output \(output ?? (device.map { "device " + $0 } ?? "none (receive only)"))"
+                + (input != nil ? "; decoding starts when the first client connects" : ""))
+            let stats = try tnc.run(shouldStop: { stopRequested.load(ordering: .relaxed) })
+            log("stopped: \(stats)")
+            if let capture = source as? ALSACapture, capture.xrunCount > 0 {
+                log("\(capture.xrunCount) capture overrun(s) recovered")
+            }
+            if let playback = sink as? ALSAPlayback, playback.xrunCount > 0 {
+                log("\(playback.xrunCount) playback underrun(s) recovered")
+            }
+        }
+    }
+}

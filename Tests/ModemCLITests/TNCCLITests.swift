@@ -1,0 +1,319 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `modem tnc` as a separate process: against Dire Wolf's KISS client `kissutil` both ways, signals,
+/// and its error messages. Every wait is bounded.
+@Suite("modem tnc (KISS TNC) CLI")
+struct TNCCLITests {
+    static let kissutil = Paths.tool("kissutil")
+    static let genPackets = Paths.tool("gen_packets")
+    static let atest = Paths.tool("atest")
+
+    static let lines = [
+        "N0CALL>APRS:hello from gen_packets #001",
+        "WB2OSZ-15>TEST,WIDE1-1,WIDE2-2:The quick brown fox jumps over the lazy dog #002",
+        "K1ABC-7>APZ123,RELAY*,WIDE2-1:!4237.14N/07120.83W>mobile #003",
+        "VE4TST-9>APRS,WIDE1-1:the fourth and last #004",
+    ]
+    static let sent = ["N0CALL>APRS:kiss transmit test one", "N0CALL>APRS,WIDE1-1:kiss transmit test two"]
+
+    @Test("kissutil receives every frame of the input, and what it sends comes out in --output for atest",
+          .enabled(if: kissutil != nil && genPackets != nil && atest != nil, "direwolf (kissutil, gen_packets, atest) is not installed"),
+          .timeLimit(.minutes(1)))
+    func kissutilBothWays() async throws {
+        let dir = try Scratch("TNCCLITests")
+        let messages = try dir.write("messages.txt", Self.lines.joined(separator: "\n") + "\n")
+        let g = try await runProcess(Self.genPackets!, ["-r", "44100", "-o", dir.file("in.wav"), messages])
+        #expect(g.succeeded, "\(g)")
+        let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
+                                                      "--kiss-port", "0"], in: dir, name: "tnc")
+        defer { tnc.kill() }
+        let port = try await tnc.listeningPort()
+        // kissutil exits when its standard input closes: keep the pipe open until the TNC has sent.
+        let client = try TNCBackgroundProcess(Self.kissutil!, ["-p", String(port)], in: dir, name: "kissutil", stdinPipe: true)
+        defer { client.kill() }
+        #expect(await tnc.waitForStderr(timeout: 5) { $0.contains("input ended") }, "\(tnc.stderrText)")
+        try await Task.sleep(for: .milliseconds(300))
+        client.writeStdin(Self.sent.joined(separator: "\n") + "\n")
+        #expect(await tnc.waitForStderr(timeout: 5) { text in Self.sent.allSatisfy { text.contains("tx " + $0) } },
+                "\(tnc.stderrText)")
+        client.closeStdin()
+        #expect(await client.wait(timeout: 5), "kissutil did not exit when its input closed")
+        tnc.signal(SIGINT)
+        #expect(await tnc.wait(timeout: 5), "modem tnc did not stop on SIGINT: \(tnc.stderrText)")
+        #expect(tnc.exitedNormally && tnc.status == 0, "modem tnc exit \(tnc.status): \(tnc.stderrText)")
+        // kissutil printed every frame (gen_packets keeps each line's newline: "<0x0a>").
+        let received = client.stdoutText
+        for line in Self.lines { #expect(received.contains(line), "kissutil did not print \(line):\n\(received)") }
+        #expect(received.components(separatedBy: "#00").count - 1 == Self.lines.count, "\(received)")
+        // atest decodes what kissutil sent, from a valid WAV file.
+        let a = try await runProcess(Self.atest!, [dir.file("out.wav")])
+        #expect(a.stdoutText.contains("\(Self.sent.count) packets decoded"), "\(a.stdoutText)")
+        for line in Self.sent { #expect(a.stdoutText.contains(line), "atest did not decode \(line): \(a.stdoutText)") }
+        #expect(try Self.isValidWAV(dir.file("out.wav")))
+        #expect(tnc.stderrText.contains("stopped:"), "\(tnc.stderrText)")
+    }
+
+    @Test("SIGTERM before any client: exit 0 and a valid (empty) --output", .timeLimit(.minutes(1)))
+    func sigtermWithoutClients() async throws {
+        let dir = try Scratch("TNCCLITests")
+        let text = try dir.write("in.txt", "N0CALL>APRS:one\n")
+        try await modemTx(["--profile", "bell202", "--framing", "ax25", "--rate", "22050"], input: text, out: dir.file("in.wav"))
+        let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
+                                                      "--kiss-port", "0"], in: dir, name: "tnc")
+        defer { tnc.kill() }
+        _ = try await tnc.listeningPort()
+        tnc.signal(SIGTERM)
+        #expect(await tnc.wait(timeout: 5))
+        #expect(tnc.exitedNormally && tnc.status == 0, "exit \(tnc.status): \(tnc.stderrText)")
+        #expect(try Self.isValidWAV(dir.file("out.wav")))
+        #expect(try readBytes(dir.file("out.wav")).count == 44, "no audio was written, only the header")
+    }
+
+    @Test("A client that sends garbage and vanishes changes nothing for another; --quiet keeps standard error empty",
+          .timeLimit(.minutes(1)))
+    func garbageClientThroughTheCLI() async throws {
+        let dir = try Scratch("TNCCLITests")
+        let text = try dir.write("in.txt", "N0CALL>APRS:one\nN0CALL>APRS:two\n")
+        try await modemTx(["--profile", "bell202", "--framing", "ax25"], input: text, out: dir.file("in.wav"))
+        let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "-q", "--input", dir.file("in.wav"), "--kiss-port", "0"],
+                                 in: dir, name: "tnc")
+        defer { tnc.kill() }
+        let port = try await tnc.listeningPort()   // announced even with -q, because the port was 0
+        let bad = try TNCTestConnection(port: port)
+        bad.send([UInt8](repeating: 0x7F, count: 10_000) + [0xC0, 0x00, 0xDB, 0x00, 0xC0])
+        bad.close()
+        let good = try TNCTestConnection(port: port)
+        var received: [UInt8] = []
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, received.filter({ $0 == 0xC0 }).count < 4 {
+            received += good.receive()
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(received.filter { $0 == 0xC0 }.count == 4, "two KISS frames expected, got \(received.count) bytes")
+        #expect(String(decoding: received, as: UTF8.self).contains("one"))
+        #expect(String(decoding: received, as: UTF8.self).contains("two"))
+        good.close()
+        tnc.signal(SIGINT)
+        #expect(await tnc.wait(timeout: 5))
+        #expect(tnc.exitedNormally && tnc.status == 0, "exit \(tnc.status): \(tnc.stderrText)")
+        #expect(tnc.stderrText.split(separator: "\n").count == 1, "\(tnc.stderrText)")
+    }
+
+    @Test("--device: ALSA's null device, a client's frame is played after channel access; SIGINT exits 0",
+          .enabled(if: FileManager.default.fileExists(atPath: "/usr/share/alsa/alsa.conf"), "alsa-lib's configuration is not installed"),
+          .timeLimit(.minutes(1)))
+    func nullDevice() async throws {
+        let dir = try Scratch("TNCCLITests")
+        let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--device", "null", "--kiss-port", "0", "--slottime", "2"],
+                                 in: dir, name: "tnc")
+        defer { tnc.kill() }
+        let port = try await tnc.listeningPort()
+        let client = try TNCTestConnection(port: port)
+        // FEND, data frame on port 0: N0CALL>APRS:null (addresses shifted left, SSID bytes with the end bit).
+        var frame: [UInt8] = [0xC0, 0x00]
+        frame += "APRS  ".utf8.map { (c: UInt8) -> UInt8 in c << 1 }
+        frame.append(0x60)
+        frame += "N0CALL".utf8.map { (c: UInt8) -> UInt8 in c << 1 }
+        frame += [0x61, 0x03, 0xF0]
+        frame += Array("null".utf8)
+        frame.append(0xC0)
+        client.send(frame)
+        #expect(await tnc.waitForStderr(timeout: 5) { $0.contains("tx N0CALL>APRS:null") }, "\(tnc.stderrText)")
+        client.close()
+        tnc.signal(SIGINT)
+        #expect(await tnc.wait(timeout: 5), "modem tnc did not stop on SIGINT")
+        #expect(tnc.exitedNormally && tnc.status == 0, "exit \(tnc.status): \(tnc.stderrText)")
+        #expect(tnc.stderrText.contains("1 transmitted"), "\(tnc.stderrText)")
+    }
+
+    @Test("A port in use is one line on standard error and exit 1")
+    func portInUse() async throws {
+        let dir = try Scratch("TNCCLITests")
+        let text = try dir.write("in.txt", "N0CALL>APRS:one\n")
+        try await modemTx(["--profile", "bell202", "--framing", "ax25"], input: text, out: dir.file("in.wav"))
+        let holder = try TNCTestListener()
+        defer { holder.close() }
+        let r = try await modem(["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
+                                 "--kiss-port", String(holder.port)], timeout: 10)
+        #expect(!r.signaled && !r.timedOut && r.status == 1, "\(r)")
+        #expect(r.stderrLines.count == 1, "\(r)")
+        #expect(r.stderrText.contains("in use") && r.stderrText.contains(String(holder.port)), "\(r)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("out.wav")), "the output was created although the TNC could not start")
+    }
+
+    @Test("Bad command lines: usage errors exit 64, a missing input exits 1, each with one clear message",
+          arguments: [
+              (["tnc", "--input", "MISSING", "--kiss-port", "8001"], Int32(1), "missing.wav"),
+              (["tnc", "--input", "IN", "--kiss-port", "70000"], Int32(64), "kiss-port"),
+              (["tnc", "--input", "IN", "--kiss-port", "-1"], Int32(64), "kiss-port"),
+              (["tnc", "--input", "IN", "--kiss-port", "abc"], Int32(64), "kiss-port"),
+              (["tnc", "--input", "IN"], Int32(64), "kiss-port"),
+              (["tnc", "--kiss-port", "8001"], Int32(64), "--device"),
+              (["tnc", "--input", "IN", "--device", "null", "--kiss-port", "8001"], Int32(64), "--device"),
+              (["tnc", "--input", "IN", "--kiss-port", "8001", "--txdelay", "300"], Int32(64), "txdelay"),
+              (["tnc", "--input", "IN", "--kiss-port", "8001", "--profile", "nope"], Int32(64), "nope"),
+              (["tnc", "--input", "IN", "--kiss-port", "0", "--bind", "192.0.2.1"], Int32(1), "192.0.2.1"),
+          ])
+    func badCommandLines(arguments: [String], status: Int32, mention: String) async throws {
+        let dir = try Scratch("TNCCLITests")
+        let text = try dir.write("in.txt", "N0CALL>APRS:one\n")
+        try await modemTx(["--profile", "bell202", "--framing", "ax25"], input: text, out: dir.file("in.wav"))
+        let args = arguments.map { $0 == "IN" ? dir.file("in.wav") : $0 == "MISSING" ? dir.file("missing.wav") : $0 }
+        let r = try await modem(args, timeout: 10)
+        #expect(!r.signaled && !r.timedOut && r.status == status, "\(r)")
+        #expect(r.stdout.isEmpty, "\(r)")
+        #expect(r.stderrText.contains(mention), "\(r)")
+        if status == 1 { #expect(r.stderrLines.count == 1, "\(r)") }
+    }
+
+    /// A RIFF/WAVE file whose chunk sizes match its length.
+    static func isValidWAV(_ path: String) throws -> Bool {
+        let b = try readBytes(path)
+        guard b.count >= 44, Array(b[0..<4]) == Array("RIFF".utf8), Array(b[8..<12]) == Array("WAVE".utf8) else { return false }
+        func u32(_ i: Int) -> Int { Int(b[i]) | Int(b[i + 1]) << 8 | Int(b[i + 2]) << 16 | Int(b[i + 3]) << 24 }
+        guard u32(4) == b.count - 8 else { return false }
+        // Walk the chunks to "data".
+        var i = 12
+        while i + 8 <= b.count {
+            let size = u32(i + 4)
+            if Array(b[i..<i + 4]) == Array("data".utf8) { return i + 8 + size == b.count }
+            i += 8 + size + (size & 1)
+        }
+        return false
+    }
+}
+
+/// A process running in the background: standard output and error go to files, standard input is
+/// /dev/null or a pipe the test writes to.
+final class TNCBackgroundProcess {
+    let process = Process()
+    let stdoutPath: String
+    let stderrPath: String
+    private var stdin: Pipe?
+
+    init(_ executable: String, _ arguments: [String], in dir: Scratch, name: String, stdinPipe: Bool = false) throws {
+        stdoutPath = dir.file("\(name).stdout")
+        stderrPath = dir.file("\(name).stderr")
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        if stdinPipe {
+            let pipe = Pipe()
+            stdin = pipe
+            process.standardInput = pipe
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
+        try process.run()
+    }
+
+    var stdoutText: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    var stderrText: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+    var status: Int32 { process.isRunning ? -1 : process.terminationStatus }
+    var exitedNormally: Bool { !process.isRunning && process.terminationReason == .exit }
+
+    func writeStdin(_ text: String) { stdin?.fileHandleForWriting.write(Data(text.utf8)) }
+    func closeStdin() { try? stdin?.fileHandleForWriting.close(); stdin = nil }
+    func signal(_ s: Int32) { if process.isRunning { Glibc.kill(process.processIdentifier, s) } }
+    func kill() {
+        closeStdin()
+        if process.isRunning {
+            Glibc.kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
+    /// Waits for the process to exit; false if it still runs after `timeout` seconds.
+    func wait(timeout: Double) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning, Date() < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        if process.isRunning { return false }
+        process.waitUntilExit()
+        return true
+    }
+
+    /// Waits until standard error satisfies `condition`.
+    func waitForStderr(timeout: Double, _ condition: (String) -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if condition(stderrText) { return true }
+            if !process.isRunning { return condition(stderrText) }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return condition(stderrText)
+    }
+
+    /// The port a `modem tnc --kiss-port 0` announced on standard error.
+    func listeningPort() async throws -> Int {
+        var port: Int?
+        _ = await waitForStderr(timeout: 10) { text in
+            guard let r = text.range(of: "KISS over TCP on 127.0.0.1:") else { return false }
+            port = Int(text[r.upperBound...].prefix { $0.isNumber })
+            return port != nil
+        }
+        guard let port else { throw HarnessError("modem tnc announced no port: \(stderrText)") }
+        return port
+    }
+}
+
+/// A listening socket on 127.0.0.1 (a free port), to make a port busy.
+final class TNCTestListener {
+    let fd: Int32
+    let port: Int
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw HarnessError("cannot listen on 127.0.0.1: errno \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+    func close() { Glibc.close(fd) }
+}
+
+/// A plain TCP connection to 127.0.0.1 for the tests, non-blocking reads.
+final class TNCTestConnection {
+    private var fd: Int32
+    init(port: Int) throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else { throw HarnessError("connect to 127.0.0.1:\(port): errno \(errno)") }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+    func send(_ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { offset += n } else if errno == EAGAIN { usleep(1000) } else { return }
+        }
+    }
+    func receive() -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return n > 0 ? Array(buffer[0..<n]) : []
+    }
+    func close() {
+        if fd >= 0 { Glibc.close(fd); fd = -1 }
+    }
+}
