@@ -9,8 +9,8 @@ import Darwin
 /// The stream is mixed with both tones and the products are summed in groups of `decimation`
 /// samples; the running (prefix) sums of those groups are stored, so the correlation over any
 /// window, at any fractional start and length, costs a few subtractions (positions between group
-/// boundaries are interpolated linearly). A second-order high-pass (two one-pole stages, corner at
-/// a fifth of the lower tone) runs at the group rate and is applied to the group sums, which removes offsets and most
+/// boundaries are interpolated linearly). A third-order high-pass (three one-pole stages, corner at
+/// a sixth of the lower tone) runs at the group rate and is applied to the group sums, which removes offsets and most
 /// mains hum at a fraction of the cost of filtering every sample.
 ///
 /// The phase reference is global (ω times the absolute sample index), so the phases of
@@ -40,6 +40,7 @@ struct ToneCorrelator {
     private var fallback: PhasorFallback?
     private var dc: Float = 0          // first stage's low-pass (the DC estimate)
     private var dc2: Float = 0         // second stage's low-pass, of what the first stage leaves
+    private var dc3: Float = 0         // third stage likewise
     private var dcPrimed = false
     private let dcAlpha: Float
 
@@ -48,7 +49,7 @@ struct ToneCorrelator {
         spaceOmega = 2 * Double.pi * spaceFrequency / sampleRate
         decimation = max(1, min(8, Int(samplesPerBit / 10)))
         record = [SIMD8<Float>](repeating: .zero, count: 1 << 14)
-        let corner = min(markFrequency, spaceFrequency) / 5
+        let corner = min(markFrequency, spaceFrequency) / 6
         dcAlpha = Float(1 - exp(-2 * Double.pi * corner * Double(decimation) / sampleRate))
         // The tones repeat exactly after `period` samples when both frequencies are rational
         // multiples of the sample rate with a small common period.
@@ -93,7 +94,7 @@ struct ToneCorrelator {
 
     mutating func reset() {
         baseGroup = 0; count = 1; record[0] = .zero; tablePos = 0; group = PartialGroup(); groupFill = 0; samplesSeen = 0
-        dc = 0; dc2 = 0; dcPrimed = false
+        dc = 0; dc2 = 0; dc3 = 0; dcPrimed = false
         if fallback != nil {
             fallback = PhasorFallback(markOmega: markOmega, spaceOmega: spaceOmega)
             fallback!.fill(&table, startingAt: 0)
@@ -146,17 +147,20 @@ struct ToneCorrelator {
         }
         let fd = Float(d)
         let alpha = dcAlpha
-        var dcw = dc2
-        // Removes the running low-frequency estimate (two cascaded one-pole stages: a second-order
+        var dcw = dc2, dcx = dc3
+        // Removes the running low-frequency estimate (three cascaded one-pole stages: a third-order
         // high-pass at the group rate) from a finished group's sums, then updates the estimate.
         @inline(__always) func closed(_ p: SIMD4<Float>, _ sx: Float, _ sxx: Float, _ ref: SIMD4<Float>) -> SIMD8<Float> {
-            let low = dcv + dcw
+            let low = dcv + dcw + dcx
             let q = p - low * ref
             let e = max(0, sxx - 2 * low * sx + fd * low * low)
             let r = SIMD8<Float>(q.x, q.y, q.z, q.w, sx - fd * low, e, 0, 0)
             let mean = sx / fd
+            // Stage k low-passes what the stages before it leave: the sum is the low-frequency
+            // part of a third-order high-pass, (1 - LP)^3.
             dcv += alpha * (mean - dcv)
             dcw += alpha * (mean - dcv - dcw)
+            dcx += alpha * (mean - dcv - dcw - dcx)
             return r
         }
         let periodic = fallback == nil
@@ -216,6 +220,7 @@ struct ToneCorrelator {
         }
         dc = dcv
         dc2 = dcw
+        dc3 = dcx
         group = g
         groupFill = fill
         count = c

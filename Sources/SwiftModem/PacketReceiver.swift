@@ -67,7 +67,7 @@ public final class PacketReceiver {
     /// The slicers used by default for a baud rate: three space weights (−6, 0, +6 dB) for
     /// de-emphasised or pre-emphasised audio, on 1.3-bit windows, plus a 1.5-bit window for 300 baud.
     public static func defaultSlicers(baudRate: Double) -> [FSKBitDemodulator.Slicer] {
-        var s: [FSKBitDemodulator.Slicer] = [-6.0, 0, 6].map { .init(balanceDB: $0, windowBits: 1.3) }
+        var s: [FSKBitDemodulator.Slicer] = [-12.0, -6, 0, 6, 12].map { .init(balanceDB: $0, windowBits: 1.3) }
         if baudRate <= 600 { s.append(.init(balanceDB: 0, windowBits: 1.5)) }
         return s
     }
