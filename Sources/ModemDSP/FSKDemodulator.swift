@@ -362,8 +362,6 @@ public struct FSKDemodulator: Sendable {
         /// Sums of the mark energy of bits read as mark, and of the space energy of bits read as space.
         var markEnergy: Float = 0, spaceEnergy: Float = 0
         var markCount = 0, spaceCount = 0
-        /// The most space-like data bit (-1...1).
-        var minDataSoft: Float = 1
         var confidence: Float = 0
         /// Mean tone fraction of the bits before the stop bit (0 where the signal is too quiet).
         var fraction: Float = 0
@@ -405,7 +403,6 @@ public struct FSKDemodulator: Sendable {
                 if v > 0 { r.bits |= 1 << UInt32(k - 1) }
                 if k == 1 { r.firstDataSoft = v }
                 if k == 2 { r.secondDataSoft = v }
-                r.minDataSoft = min(r.minDataSoft, v)
             }
             if k < n, w.energy >= quiet { f += w.toneFraction }
         }
