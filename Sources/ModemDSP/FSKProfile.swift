@@ -69,7 +69,7 @@ public struct FSKProfile: Sendable, Hashable, CustomStringConvertible {
     /// G3RUH 9600 baud packet radio: scrambled NRZI baseband, AX.25 (as Dire Wolf's `-B 9600`).
     public static let g3ruh: FSKProfile = {
         var p = FSKProfile(name: "g3ruh", baudRate: 9600, markFrequency: 0, spaceFrequency: 0,
-                           defaultFraming: "ax25", summary: "G3RUH 9600 baud packet, scrambled baseband (receive only)")
+                           defaultFraming: "ax25", summary: "G3RUH 9600 baud packet, scrambled baseband")
         p.isBaseband = true
         return p
     }()

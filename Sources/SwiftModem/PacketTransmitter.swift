@@ -2,11 +2,10 @@ import ModemAudio
 import ModemCodecs
 import ModemDSP
 
-/// Sends AX.25 frames as HDLC over AFSK (NRZI, bit stuffing, FCS), each as its own transmission:
+/// Sends AX.25 frames as HDLC (NRZI, bit stuffing, FCS) over AFSK, or over G3RUH scrambled baseband
+/// for the `g3ruh` profile, each as its own transmission:
 /// a preamble of flags (TXDELAY), the frame, closing flags, then a short silence.
 public final class PacketTransmitter {
-    /// The tone plan and baud rate.
-    public let configuration: FSKConfiguration
     /// Where the audio goes.
     public let sink: any AudioSink
     /// Flags sent before each frame so receivers can lock (the TXDELAY).
@@ -16,7 +15,9 @@ public final class PacketTransmitter {
     /// Frames sent so far.
     public private(set) var framesSent = 0
 
-    private var modulator: FSKModulator
+    private var modulator: FSKModulator?
+    private var baseband: BasebandModulator?
+    private var scrambler = G3RUHScrambler()
     private var nrzi = NRZIEncoder()
     private let encoder: HDLCEncoder
     private var finished = false
@@ -32,11 +33,17 @@ public final class PacketTransmitter {
     public init(settings: ModemSettings, sink: any AudioSink, amplitude: Float = 0.7,
                 preambleMilliseconds: Double = 300, gapSeconds: Double = 0.5) throws {
         guard amplitude > 0, amplitude <= 1 else { throw ModemSettingsError("amplitude must be in 0 < a <= 1, got \(amplitude)") }
-        configuration = try settings.configuration(sampleRate: sink.sampleRate)
+        if settings.isBaseband {
+            guard (8000...192_000).contains(sink.sampleRate), settings.baudRate * 4 <= Double(sink.sampleRate) else {
+                throw ModemSettingsError("\(settings.baudRate) baud baseband needs a sample rate of at least \(Int(settings.baudRate * 4)) Hz (8000...192000)")
+            }
+            baseband = BasebandModulator(sampleRate: Double(sink.sampleRate), baudRate: settings.baudRate, amplitude: amplitude)
+        } else {
+            modulator = FSKModulator(configuration: try settings.configuration(sampleRate: sink.sampleRate), amplitude: amplitude)
+        }
         self.sink = sink
         preambleFlags = max(1, Int((preambleMilliseconds / 1000 * settings.baudRate / 8).rounded()))
         self.gapSeconds = max(0, gapSeconds)
-        modulator = FSKModulator(configuration: configuration, amplitude: amplitude)
         encoder = HDLCEncoder(leadingFlags: preambleFlags, trailingFlags: 3)
     }
 
@@ -45,8 +52,14 @@ public final class PacketTransmitter {
         precondition(!finished, "send after finish")
         let levels = nrzi.encode(encoder.encode(frame.encode()))
         var samples: [Float] = []
-        modulator.appendBits(levels, to: &samples)
-        modulator.appendSilence(seconds: gapSeconds, to: &samples)
+        if baseband != nil {
+            // G3RUH: NRZI levels scrambled (x^17 + x^12 + 1), then filtered NRZ.
+            baseband!.appendBits(scrambler.scramble(levels), to: &samples)
+            baseband!.appendSilence(seconds: gapSeconds, to: &samples)
+        } else {
+            modulator!.appendBits(levels, to: &samples)
+            modulator!.appendSilence(seconds: gapSeconds, to: &samples)
+        }
         try samples.withUnsafeBufferPointer { try sink.write($0) }
         framesSent += 1
     }

@@ -56,7 +56,14 @@ struct TxCommand: AsyncParsableCommand {
         guard leader >= 0, leader <= 10000 else { throw ValidationError("--leader must be 0...10000 bit periods") }
         // Check tones and baud against the sample rate before any output file is touched.
         do {
-            _ = try line.settings().configuration(sampleRate: rate)
+            let settings = try line.settings()
+            if settings.isBaseband {
+                guard settings.baudRate * 4 <= Double(rate) else {
+                    throw ModemSettingsError("\(Int(settings.baudRate)) baud baseband needs --rate of at least \(Int(settings.baudRate * 4)) Hz")
+                }
+            } else {
+                _ = try settings.configuration(sampleRate: rate)
+            }
         } catch let e as ModemSettingsError {
             throw ValidationError(e.description)
         }

@@ -14,7 +14,7 @@ struct PacketRadioTests {
         "Q1XYZ>CQ:binary <0x01><0x02><0xfe>",
     ]
 
-    @Test("Our tx decodes in our rx, line for line", arguments: ["bell202", "hf300"])
+    @Test("Our tx decodes in our rx, line for line", arguments: ["bell202", "hf300", "g3ruh"])
     func roundTrip(profile: String) async throws {
         let dir = try Scratch()
         let input = try dir.write("in.txt", Self.lines.joined(separator: "\n") + "\n")
@@ -25,13 +25,14 @@ struct PacketRadioTests {
         #expect(rx.stdoutText.split(separator: "\n").map(String.init) == Self.lines)
     }
 
-    @Test("Dire Wolf's atest decodes our frames", .enabled(if: atest != nil, "atest (direwolf) is not installed"))
-    func atestDecodesOurs() async throws {
+    @Test("Dire Wolf's atest decodes our frames", .enabled(if: atest != nil, "atest (direwolf) is not installed"),
+          arguments: [("bell202", "1200"), ("hf300", "300"), ("g3ruh", "9600")])
+    func atestDecodesOurs(profile: String, baud: String) async throws {
         let dir = try Scratch()
         let input = try dir.write("in.txt", Self.lines.joined(separator: "\n") + "\n")
-        let tx = try await modem(["tx", "--profile", "bell202", "--framing", "ax25", "--rate", "44100", "--out", dir.file("p.wav"), "-q", input])
+        let tx = try await modem(["tx", "--profile", profile, "--framing", "ax25", "--rate", "44100", "--out", dir.file("p.wav"), "-q", input])
         #expect(tx.succeeded, "\(tx)")
-        let r = try await runProcess(Self.atest!, [dir.file("p.wav")])
+        let r = try await runProcess(Self.atest!, ["-B", baud, dir.file("p.wav")])
         #expect(r.stdoutText.contains("\(Self.lines.count) packets decoded"), "\(r.stdoutText)")
         for line in Self.lines.prefix(3) { #expect(r.stdoutText.contains(line), "atest did not print \(line)") }
     }
