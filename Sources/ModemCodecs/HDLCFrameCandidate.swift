@@ -116,25 +116,51 @@ public struct HDLCFrameCandidate: Sendable, Hashable {
     /// line bit, or `[0, 1, 12, 13, 17, 18]` for one wrong G3RUH line bit (the descrambler spreads it to
     /// three bits, NRZI to six). Offsets that fall outside the frame are skipped.
     ///
-    /// Costs one de-stuffing pass per position; every result is checked in full (FCS, length,
-    /// `isAcceptable`).
+    /// Where no flip of the pattern changes the bit stuffing, the CRC syndrome decides at once; other
+    /// positions cost one de-stuffing pass each, or are skipped when `exhaustive` is false (faster,
+    /// and such repairs are rare: a flip that changes the stuffing shifts the rest of the frame).
+    /// Every result is checked in full (FCS, length, `isAcceptable`).
     /// - Returns: The first repaired frame found, or `nil`.
-    public func repair(pattern: [Int], isAcceptable: (_ bytes: [UInt8]) -> Bool = { _ in true }) -> HDLCFrame? {
+    public func repair(pattern: [Int], exhaustive: Bool = true,
+                       isAcceptable: (_ bytes: [UInt8]) -> Bool = { _ in true }) -> HDLCFrame? {
         precondition(!pattern.isEmpty && pattern.allSatisfy { $0 >= 0 }, "repair pattern offsets must be non-negative")
         let lengths = minimumLength...max(minimumLength, maximumLength)
+        let search = HDLCRepairSearch(rawBits: rawBits, lengths: lengths)
         var bits = rawBits
-        for position in rawBits.indices {
-            let flips = pattern.map { position + $0 }.filter { $0 < bits.count }
+        func attempt(_ flips: [Int]) -> HDLCFrame? {
             for f in flips { bits[f].toggle() }
             defer { for f in flips { bits[f].toggle() } }
             guard let d = HDLCRepairSearch.destuff(bits, mapping: false), d.isAligned,
-                  lengths.contains(d.bytes.count), d.syndrome == 0 else { continue }
+                  lengths.contains(d.bytes.count), d.syndrome == 0 else { return nil }
             let count = d.bytes.count
             let body = Array(d.bytes[0..<(count - 2)])
-            guard isAcceptable(body) else { continue }
+            guard isAcceptable(body) else { return nil }
             let fcs = UInt16(d.bytes[count - 2]) | UInt16(d.bytes[count - 1]) << 8
             return HDLCFrame(bytes: body, fcs: fcs, startBitIndex: startBitIndex, endBitIndex: endBitIndex,
                              flippedBitIndices: flips.map { startBitIndex + $0 })
+        }
+        for position in rawBits.indices {
+            let flips = pattern.map { position + $0 }.filter { $0 < bits.count }
+            // Flips that leave the stuffing alone change the CRC by known amounts (the register is
+            // linear): the syndrome says at once whether the pattern can fix the frame here, and
+            // only a match is de-stuffed and checked in full. Other positions are tried directly.
+            if let search {
+                let clean = flips.allSatisfy { !search.isDirty[$0] }
+                if clean {
+                    // Clean flips keep the length: they cannot fix a misaligned frame, and for an
+                    // aligned one the syndrome decides.
+                    guard let syndrome = search.baseSyndrome else { continue }
+                    var change: UInt16 = 0
+                    for f in flips {
+                        let d = Int(search.base.rawToData[f])
+                        change ^= HDLCSyndrome.effect[search.base.bitCount - d]
+                    }
+                    guard change == syndrome else { continue }
+                } else if !exhaustive {
+                    continue
+                }
+            }
+            if let frame = attempt(flips) { return frame }
         }
         return nil
     }
