@@ -38,7 +38,8 @@ SCRATCH="${SCRATCH:-$ROOT/.build-bench}"
 WORK="$(mktemp -d /tmp/bench-ax25.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 
-need() { command -v "$1" >/dev/null 2>&1 || { echo "bench-ax25: $1 is not installed ($2)" >&2; exit 2; }; }
+NAME=bench-ax25
+source "$ROOT/scripts/bench-common.sh"
 need swift "the Swift toolchain"
 need gen_packets "apt-get install direwolf"
 need atest "apt-get install direwolf"
@@ -47,11 +48,7 @@ need sox "apt-get install sox"
 need soxi "apt-get install sox"
 need python3 "apt-get install python3"
 
-echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== build (release, $SCRATCH)"
-(cd "$ROOT" && swift build -c release --scratch-path "$SCRATCH" --product modem 2>&1 | tail -1)
-MODEM="$(cd "$ROOT" && swift build -c release --scratch-path "$SCRATCH" --show-bin-path)/modem"
-[ -x "$MODEM" ] || { echo "bench-ax25: $MODEM was not built" >&2; exit 1; }
+build_modem
 echo "modem $("$MODEM" --version 2>/dev/null || echo '(no --version)'); Dire Wolf $(dpkg-query -W -f '${Version}' direwolf 2>/dev/null || echo '(version unknown)'); $(multimon-ng -h 2>&1 | head -1)"
 
 timer="date loop"; command -v hyperfine >/dev/null 2>&1 && timer="hyperfine"

@@ -26,17 +26,14 @@ SCRATCH="${SCRATCH:-$ROOT/.build-bench}"
 WORK="$(mktemp -d /tmp/bench-speed.XXXXXX)"
 trap 'rm -rf "$WORK"' EXIT
 
-need() { command -v "$1" >/dev/null 2>&1 || { echo "bench-speed: $1 is not installed ($2)" >&2; exit 2; }; }
+NAME=bench-speed
+source "$ROOT/scripts/bench-common.sh"
 need swift "the Swift toolchain"
 need minimodem "apt-get install minimodem"
 need soxi "apt-get install sox"
 [ -x /usr/bin/time ] || { echo "bench-speed: /usr/bin/time is missing (apt-get install time)" >&2; exit 2; }
 
-echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "== build (release, $SCRATCH)"
-(cd "$ROOT" && swift build -c release --scratch-path "$SCRATCH" --product modem 2>&1 | tail -1)
-MODEM="$(cd "$ROOT" && swift build -c release --scratch-path "$SCRATCH" --show-bin-path)/modem"
-[ -x "$MODEM" ] || { echo "bench-speed: $MODEM was not built" >&2; exit 1; }
+build_modem
 
 # Times a command line RUNS times (after one warm-up run) and prints "WALL CPU": the median wall
 # seconds and the CPU seconds (user + system, all threads; the median with the date loop, hyperfine's
