@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "ModemDSP", targets: ["ModemDSP"]),
         .library(name: "ModemCodecs", targets: ["ModemCodecs"]),
         .library(name: "ModemAudio", targets: ["ModemAudio"]),
+        .library(name: "ModemLink", targets: ["ModemLink"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -26,10 +27,11 @@ let package = Package(
         .target(name: "ModemCodecs"),
         .target(name: "ModemAudio", dependencies: ["CALSA", "CSndFile"]),
         .target(name: "SwiftModem", dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(name: "ModemLink", dependencies: ["SwiftModem", "ModemDSP", "ModemCodecs", "ModemAudio"]),
         .executableTarget(
             name: "modem",
             dependencies: [
-                "SwiftModem", "ModemDSP", "ModemCodecs", "ModemAudio",
+                "SwiftModem", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -37,6 +39,7 @@ let package = Package(
         .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs"]),
         .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio"]),
         .testTarget(name: "SwiftModemTests", dependencies: ["SwiftModem"]),
+        .testTarget(name: "ModemLinkTests", dependencies: ["ModemLink", "ModemCodecs"]),
         .testTarget(name: "ModemCLITests", dependencies: ["SwiftModem"]),
     ],
     swiftLanguageModes: [.v6]

@@ -43,6 +43,31 @@ public struct PacketStatistics: Sendable {
 /// FCS is repaired by inverting single line bits (two adjacent bits after NRZI) when that yields a
 /// valid AX.25 frame; repaired frames are counted apart. A frame decoded by several slicers is
 /// delivered once, in the order frames end on the air (held for a few frame-lengths of audio first).
+/// What frames a ``PacketReceiver`` looks for: their length limits and what makes a repaired frame
+/// believable.
+public struct PacketFormat: Sendable {
+    /// Smallest frame in bytes, FCS included.
+    public var minimumLength: Int
+    /// Largest frame in bytes, FCS included.
+    public var maximumLength: Int
+    /// Whether frames are AX.25 (decoded into ``ReceivedPacket/frame``).
+    public var isAX25: Bool
+    /// Whether bytes (without the FCS) are acceptable as a repaired frame.
+    public var accepts: @Sendable ([UInt8]) -> Bool
+
+    /// Creates a format.
+    public init(minimumLength: Int, maximumLength: Int, isAX25: Bool = false, accepts: @escaping @Sendable ([UInt8]) -> Bool) {
+        self.minimumLength = minimumLength
+        self.maximumLength = maximumLength
+        self.isAX25 = isAX25
+        self.accepts = accepts
+    }
+
+    /// AX.25 frames; a repair must decode as an ``AX25Frame`` and be at most 400 bytes long.
+    public static let ax25 = PacketFormat(minimumLength: HDLCDecoder.ax25MinimumLength, maximumLength: 400, isAX25: true,
+                                          accepts: { (try? AX25Frame(decoding: $0)) != nil })
+}
+
 public final class PacketReceiver {
     /// Samples per bit.
     public let samplesPerBit: Double
@@ -50,6 +75,8 @@ public final class PacketReceiver {
     public let source: any AudioSource
     /// Whether single line-bit repair is attempted on frames that fail their FCS.
     public let repairs: Bool
+    /// The frames looked for.
+    public let format: PacketFormat
 
     private var demodulator: FSKBitDemodulator?
     private var baseband: BasebandBitDemodulator?
@@ -79,11 +106,13 @@ public final class PacketReceiver {
     ///     the right sample rate).
     ///   - slicers: the demodulator's slicers (default: ``defaultSlicers(baudRate:)``).
     ///   - repairs: attempt single line-bit repair (default true).
+    ///   - format: the frames looked for (default AX.25).
     /// - Throws: ``ModemSettingsError`` when the settings do not fit the sample rate.
     public init(settings: ModemSettings, source: any AudioSource, slicers: [FSKBitDemodulator.Slicer]? = nil,
-                repairs: Bool = true) throws {
+                repairs: Bool = true, format: PacketFormat = .ax25) throws {
         self.source = source
         self.repairs = repairs
+        self.format = format
         let count: Int
         if settings.isBaseband {
             let rate = Double(source.sampleRate)
@@ -105,7 +134,9 @@ public final class PacketReceiver {
             count = sl.count
         }
         nrzi = Array(repeating: NRZIDecoder(), count: count)
-        hdlc = Array(repeating: HDLCDecoder(), count: count)
+        hdlc = Array(repeating: HDLCDecoder(minimumLength: format.minimumLength,
+                                            maximumLength: max(format.maximumLength, HDLCDecoder.ax25MaximumLength)),
+                     count: count)
     }
 
     /// Runs until the source ends or `shouldStop` returns true.
@@ -150,7 +181,7 @@ public final class PacketReceiver {
                 hold(f.bytes, end: b.sample, repaired: 0, slicer: b.slicer)
             case .damaged(let candidate):
                 let n = candidate.rawBits.count
-                if n >= HDLCDecoder.ax25MinimumLength * 8 && n <= 400 * 8 {
+                if n >= format.minimumLength * 8 && n <= format.maximumLength * 8 {
                     damaged.append((b.sample, b.slicer, candidate))
                 }
             }
@@ -177,7 +208,7 @@ public final class PacketReceiver {
             statistics.duplicates += 1
             return
         }
-        held.append(ReceivedPacket(bytes: bytes, frame: try? AX25Frame(decoding: bytes), endSample: end,
+        held.append(ReceivedPacket(bytes: bytes, frame: format.isAX25 ? try? AX25Frame(decoding: bytes) : nil, endSample: end,
                                    repairedBits: repaired, slicer: slicer))
     }
 
@@ -206,7 +237,7 @@ public final class PacketReceiver {
                     for c in cluster.sorted(by: { $0.slicer < $1.slicer }).prefix(Self.repairAttempts) {
                         // exhaustive: false makes 9600 about 35 % faster but loses a frame on the noise test.
                         if let fixed = c.candidate.repair(pattern: pattern, exhaustive: true,
-                                                          isAcceptable: { (try? AX25Frame(decoding: $0)) != nil }) {
+                                                          isAcceptable: format.accepts) {
                             hold(fixed.bytes, end: c.end, repaired: 1, slicer: c.slicer)
                             fixedOne = true
                             break

@@ -1,0 +1,81 @@
+import ModemCodecs
+
+/// How two ends exchange data: the seed's `DeviceCommunicationMode`.
+public enum CommunicationMode: String, Sendable, Hashable, CaseIterable {
+    /// A request and its reply inside a timeout form one session.
+    case masterSlave = "master-slave"
+    /// Either side sends at any time; an exchange is one message, done when the peer acknowledges it.
+    case duplex
+}
+
+/// Parameters of the channel protocol shared by both ends.
+public struct LinkConfiguration: Sendable, Hashable {
+    /// Master-slave or duplex.
+    public var mode: CommunicationMode
+    /// Line rate in baud (Bell 202 tones at 1200; minimodem's default tones for other rates).
+    public var baudRate: Double
+    /// Payload bytes per frame (1...``LinkFrame/maximumPayload``, default 1024).
+    public var framePayload: Int
+    /// The largest message an exchange may carry, in bytes (default 1 MiB); larger data is refused.
+    public var maximumMessageSize: Int
+    /// Fragments sent before asking for an acknowledgement (default 16).
+    public var windowFrames: Int
+    /// Unanswered polls after which a sender gives up on a message that no exchange deadline covers.
+    public var maximumPolls: Int
+    /// Attempts for the handshake, cancel and close signals (the seed's 3).
+    public var signalAttempts: Int
+    /// Flags sent before a transmission, in seconds (lets the receiver's clock lock).
+    public var preambleSeconds: Double
+    /// Extra time a reply may take to come back, in seconds: the audio path's latency both ways
+    /// (0 on the in-memory channel; a few hundred ms through a sound server).
+    public var latencySeconds: Double
+
+    /// Creates a configuration.
+    /// - Parameters:
+    ///   - mode: master-slave (default) or duplex.
+    ///   - baudRate: line rate in baud, 50...9600 (default 1200).
+    ///   - framePayload: payload bytes per frame (default 1024).
+    ///   - maximumMessageSize: largest message in bytes (default 1 MiB, at most 16 MiB).
+    ///   - windowFrames: fragments per burst (default 16).
+    ///   - latencySeconds: audio path latency allowance (default 0).
+    public init(mode: CommunicationMode = .masterSlave, baudRate: Double = 1200, framePayload: Int = 1024,
+                maximumMessageSize: Int = 1 << 20, windowFrames: Int = 16, maximumPolls: Int = 10,
+                signalAttempts: Int = 3, preambleSeconds: Double? = nil, latencySeconds: Double = 0) {
+        precondition(baudRate >= 50 && baudRate <= 9600, "baudRate must be 50...9600, got \(baudRate)")
+        precondition((1...LinkFrame.maximumPayload).contains(framePayload), "framePayload must be 1...\(LinkFrame.maximumPayload)")
+        precondition(maximumMessageSize >= 0 && maximumMessageSize <= 16 << 20, "maximumMessageSize must be 0...16 MiB")
+        precondition(maximumMessageSize / framePayload < 65535, "maximumMessageSize needs fewer than 65535 frames")
+        precondition(windowFrames >= 1 && maximumPolls >= 1 && signalAttempts >= 1)
+        precondition(latencySeconds >= 0 && latencySeconds <= 10, "latencySeconds must be 0...10")
+        self.mode = mode
+        self.baudRate = baudRate
+        self.framePayload = framePayload
+        self.maximumMessageSize = maximumMessageSize
+        self.windowFrames = windowFrames
+        self.maximumPolls = maximumPolls
+        self.signalAttempts = signalAttempts
+        // Twelve flags (80 ms at 1200 baud), at least 40 ms.
+        self.preambleSeconds = preambleSeconds ?? max(0.04, 12 * 8 / baudRate)
+        self.latencySeconds = latencySeconds
+    }
+
+    /// Air time of a frame with `payload` bytes, in seconds (with stuffing and a separating flag).
+    public func airtime(payload: Int) -> Double {
+        Double(LinkFrame.overhead + 2 + payload + 1) * 8 * 1.02 / baudRate
+    }
+
+    /// How long a sender waits, after its own transmission ended, for an acknowledgement: the round
+    /// trip latency, the receiver's decision delay (256 bit times), a preamble, an ack frame, margin.
+    public var acknowledgementTimeout: Double {
+        2 * latencySeconds + 256 / baudRate + preambleSeconds + airtime(payload: 64) + 0.25 + 40 / baudRate
+    }
+
+    /// A reasonable exchange timeout for `bytes` each way (master-slave: request and reply), in seconds:
+    /// three times the air time plus ten acknowledgement timeouts.
+    public func suggestedTimeout(bytes: Int) -> Double {
+        let frames = max(1, (bytes + framePayload - 1) / framePayload)
+        let oneWay = Double(frames) * airtime(payload: min(bytes, framePayload)) + preambleSeconds
+        let ways = mode == .masterSlave ? 2.0 : 1.0
+        return 3 * ways * oneWay + 10 * acknowledgementTimeout
+    }
+}

@@ -1,0 +1,132 @@
+import Foundation
+import ModemDSP
+
+/// What carries the audio between the two stations of a ``LinkTest``: one step plays a block from
+/// each and feeds each what it hears.
+public protocol LinkMedium: AnyObject {
+    /// Samples per second, in Hz.
+    var sampleRate: Int { get }
+    /// The phone's clock, in seconds since the start.
+    var now: Double { get }
+    /// Advances both stations by one block.
+    /// - Throws: what the audio devices report (``ModemAudio/AudioError``).
+    func step(phone: LinkStation<PhoneStateMachine>, device: LinkStation<DeviceStateMachine>) throws
+}
+
+/// Channel impairments of the in-memory medium.
+public struct LinkImpairments: Sendable, Hashable {
+    /// Signal-to-noise ratio in dB over the full band (0...sampleRate/2), white Gaussian noise; nil: none.
+    public var snrDB: Double?
+    /// Probability that a frame is lost (its audio muted), 0...1.
+    public var frameLoss: Double
+    /// The device's sample clock runs this many parts per million fast (negative: slow), ±10000.
+    public var clockDriftPPM: Double
+    /// Seed of the noise and loss generators.
+    public var seed: UInt64
+
+    /// Creates impairments (default: a clean channel).
+    public init(snrDB: Double? = nil, frameLoss: Double = 0, clockDriftPPM: Double = 0, seed: UInt64 = 1) {
+        precondition((0...1).contains(frameLoss), "frameLoss must be 0...1")
+        precondition(abs(clockDriftPPM) <= 10000, "clockDriftPPM must be within ±10000")
+        self.snrDB = snrDB
+        self.frameLoss = frameLoss
+        self.clockDriftPPM = clockDriftPPM
+        self.seed = seed
+    }
+}
+
+/// The in-memory medium: two one-way channels (phone to device, device to phone) as on an audio-jack
+/// cable, each with noise, frame loss and clock drift. Time is channel time: a step takes no longer
+/// than computing it. The device's clock runs at 1 + ppm·10⁻⁶ of the phone's, so it plays and
+/// records slightly more (or fewer) samples per step and its timers run on its own clock.
+public final class LoopbackMedium: LinkMedium {
+    public let sampleRate: Int
+    public let impairments: LinkImpairments
+    /// Samples per step on the phone's clock.
+    public let blockSamples: Int
+    public private(set) var now: Double = 0
+    /// Frames muted so far (phone to device, device to phone).
+    public private(set) var framesLost = (toDevice: 0, toPhone: 0)
+
+    private var toDevice: Direction
+    private var toPhone: Direction
+    private var phoneSamples = 0
+    private var deviceSamples = 0
+    private var steps = 0
+
+    private struct Direction {
+        var channel: ChannelSimulator
+        var loss: SplitMix64
+        var fifo: [Float] = []
+        var continuing: Bool?
+        let lossProbability: Double
+
+        /// Mutes lost frames, passes the block through the channel, returns exactly `count` samples.
+        mutating func carry(_ block: [Float], spans: [Range<Int>], count: Int, lost: inout Int) -> [Float] {
+            var x = block
+            for s in spans {
+                let drop: Bool
+                if s.lowerBound == 0, let c = continuing { drop = c } else {
+                    drop = lossProbability > 0 && loss.uniform() < lossProbability
+                    if drop { lost += 1 }
+                }
+                if drop { for i in s { x[i] = 0 } }
+                continuing = s.upperBound == block.count ? drop : nil
+            }
+            if spans.isEmpty { continuing = nil }
+            fifo.append(contentsOf: channel.process(x))
+            var out = [Float](repeating: 0, count: count)
+            // Keep a little slack so the resampler's jitter never starves the receiver.
+            let available = fifo.count - 4
+            if available > 0 {
+                let n = min(count, available)
+                let pad = count - n
+                for i in 0..<n { out[pad + i] = fifo[i] }
+                fifo.removeFirst(n)
+            }
+            return out
+        }
+    }
+
+    /// Creates the medium.
+    /// - Parameters:
+    ///   - impairments: noise, loss, drift.
+    ///   - sampleRate: Hz (default 48000).
+    ///   - signalAmplitude: the stations' tone amplitude, to set the noise from the SNR (default 0.5).
+    ///   - blockSeconds: step length on the phone's clock (default 10 ms).
+    public init(impairments: LinkImpairments, sampleRate: Int = 48000, signalAmplitude: Double = 0.5, blockSeconds: Double = 0.01) {
+        self.sampleRate = sampleRate
+        self.impairments = impairments
+        blockSamples = max(1, Int(Double(sampleRate) * blockSeconds))
+        func channel(_ drift: Double, _ seed: UInt64) -> ChannelSimulator {
+            var c = ChannelImpairments()
+            c.clockDriftPPM = drift
+            if let snr = impairments.snrDB {
+                c.noiseRMS = (signalAmplitude * signalAmplitude / 2 / pow(10, snr / 10)).squareRoot()
+            }
+            c.seed = seed
+            return ChannelSimulator(impairments: c, sampleRate: Double(sampleRate))
+        }
+        let d = impairments.clockDriftPPM
+        var seeds = SplitMix64(seed: impairments.seed)
+        toDevice = Direction(channel: channel(d, seeds.next()), loss: SplitMix64(seed: seeds.next()), lossProbability: impairments.frameLoss)
+        toPhone = Direction(channel: channel(-d / (1 + d * 1e-6), seeds.next()), loss: SplitMix64(seed: seeds.next()),
+                            lossProbability: impairments.frameLoss)
+    }
+
+    public func step(phone: LinkStation<PhoneStateMachine>, device: LinkStation<DeviceStateMachine>) throws {
+        steps += 1
+        let rate = Double(sampleRate)
+        let ratio = 1 + impairments.clockDriftPPM * 1e-6
+        let deviceCount = Int((Double(steps * blockSamples) * ratio).rounded(.down)) - deviceSamples
+        let p = phone.output(count: blockSamples, now: Double(phoneSamples) / rate)
+        let d = device.output(count: deviceCount, now: Double(deviceSamples) / rate)
+        let heardByDevice = toDevice.carry(p.samples, spans: p.frameSpans, count: deviceCount, lost: &framesLost.toDevice)
+        let heardByPhone = toPhone.carry(d.samples, spans: d.frameSpans, count: blockSamples, lost: &framesLost.toPhone)
+        phoneSamples += blockSamples
+        deviceSamples += deviceCount
+        now = Double(phoneSamples) / rate
+        heardByPhone.withUnsafeBufferPointer { phone.receive($0, now: now) }
+        heardByDevice.withUnsafeBufferPointer { device.receive($0, now: Double(deviceSamples) / rate) }
+    }
+}

@@ -1,0 +1,143 @@
+import ModemAudio
+import ModemCodecs
+import ModemDSP
+import SwiftModem
+
+/// Frames to audio and back for one end of the link: HDLC (flags, bit stuffing, FCS-16) with NRZI on
+/// AFSK at the configured baud rate (Bell 202 tones at 1200), the ``LinkFrame`` (with its CRC-32)
+/// inside each HDLC frame. A transmission is a preamble of flags, the frames with flags between them,
+/// and closing flags; frames queued while one is being played join it without a new preamble.
+public final class LinkModem {
+    /// Samples per second, in Hz.
+    public let sampleRate: Int
+    /// The protocol parameters (baud rate, preamble).
+    public let configuration: LinkConfiguration
+    /// Frames decoded (valid CRC-32) so far.
+    public private(set) var framesDecoded = 0
+    /// HDLC frames whose FCS failed (channel damage, including noise that happened to fall between
+    /// two flag patterns).
+    public var framesDamaged: Int { receiver.currentStatistics.crcFailures }
+    /// Frames with a good FCS that are not link frames of this version (another protocol, or a bad CRC-32).
+    public private(set) var framesForeign = 0
+
+    private var modulator: FSKModulator
+    private var nrzi = NRZIEncoder()
+    private let encoder = HDLCEncoder()
+    private let receiver: PacketReceiver
+    private var queue: [Float] = []
+    private var queueRead = 0
+    /// Output samples handed out so far.
+    private var emitted = 0
+    /// Where each frame's bits are in the output (absolute sample indices).
+    private var spans: [Range<Int>] = []
+    private let preambleFlags: Int
+    private let separatingFlags = 3
+
+    /// Creates a modem.
+    /// - Parameters:
+    ///   - configuration: baud rate and preamble.
+    ///   - sampleRate: audio rate in Hz (8000...192000).
+    ///   - amplitude: peak level of the tones, 0 < a <= 1 (default 0.5).
+    /// - Throws: ``ModemSettingsError`` when the baud rate does not fit the sample rate.
+    public init(configuration: LinkConfiguration, sampleRate: Int, amplitude: Float = 0.5) throws {
+        guard amplitude > 0, amplitude <= 1 else { throw ModemSettingsError("amplitude must be in 0 < a <= 1, got \(amplitude)") }
+        let settings = try ModemSettings(baudRate: configuration.baudRate)
+        modulator = FSKModulator(configuration: try settings.configuration(sampleRate: sampleRate), amplitude: amplitude)
+        self.sampleRate = sampleRate
+        self.configuration = configuration
+        preambleFlags = max(2, Int((configuration.preambleSeconds * configuration.baudRate / 8).rounded()))
+        let longest = LinkFrame.overhead + configuration.framePayload + 2
+        let format = PacketFormat(minimumLength: LinkFrame.overhead + 2, maximumLength: longest * 6 / 5,
+                                  accepts: { (try? LinkFrame(decoding: $0)) != nil })
+        let slicers: [FSKBitDemodulator.Slicer] = [-6.0, 0, 6].map { .init(balanceDB: $0, windowBits: 1.3) }
+        receiver = try PacketReceiver(settings: settings, source: NoSource(sampleRate: sampleRate), slicers: slicers,
+                                      repairs: true, format: format)
+    }
+
+    /// Whether queued audio has not all been handed out yet.
+    public var isTransmitting: Bool { queueRead < queue.count }
+
+    /// Queues frames for sending: after what is already queued (no new preamble), or as a new
+    /// transmission.
+    public func send(_ frames: [LinkFrame]) {
+        guard !frames.isEmpty else { return }
+        var bits: [Bool] = []
+        var frameBitRanges: [Range<Int>] = []
+        let joining = isTransmitting
+        if joining {
+            // Drop the closing flags still queued? They are already modulated; just add separators.
+            HDLCEncoder.appendFlags(separatingFlags - 1, to: &bits)
+        } else {
+            HDLCEncoder.appendFlags(preambleFlags, to: &bits)
+        }
+        for (i, f) in frames.enumerated() {
+            if i > 0 { HDLCEncoder.appendFlags(separatingFlags, to: &bits) }
+            let start = bits.count
+            encoder.appendFrame(f.encode(), to: &bits)
+            frameBitRanges.append(start..<bits.count)
+        }
+        HDLCEncoder.appendFlags(2, to: &bits)
+        // Compact the queue before appending.
+        if queueRead > 0 && queueRead == queue.count {
+            queue.removeAll(keepingCapacity: true)
+            queueRead = 0
+        }
+        // The output index of the first new sample.
+        let base = emitted + queue.count - queueRead
+        let samplesPerBit = Double(sampleRate) / configuration.baudRate
+        var levels: [Bool] = []
+        levels.reserveCapacity(bits.count)
+        for b in bits { levels.append(nrzi.encode(b)) }
+        modulator.appendBits(levels, to: &queue)
+        for r in frameBitRanges {
+            spans.append(base + Int(Double(r.lowerBound) * samplesPerBit) ..< base + Int(Double(r.upperBound) * samplesPerBit))
+        }
+    }
+
+    /// Hands out the next `count` samples to play (silence when nothing is queued), with the spans of
+    /// frames among them (relative to the block), and whether the transmission ended in this block.
+    public func output(count: Int) -> (samples: [Float], frameSpans: [Range<Int>], finished: Bool) {
+        var out = [Float](repeating: 0, count: count)
+        let wasTransmitting = isTransmitting
+        let n = min(count, queue.count - queueRead)
+        if n > 0 {
+            for i in 0..<n { out[i] = queue[queueRead + i] }
+            queueRead += n
+        }
+        let blockStart = emitted
+        emitted += count
+        var rel: [Range<Int>] = []
+        for s in spans where s.lowerBound < emitted && s.upperBound > blockStart {
+            rel.append(max(0, s.lowerBound - blockStart) ..< min(count, s.upperBound - blockStart))
+        }
+        spans.removeAll { $0.upperBound <= emitted }
+        if queueRead == queue.count && queueRead > 0 {
+            queue.removeAll(keepingCapacity: true)
+            queueRead = 0
+        }
+        return (out, rel, wasTransmitting && !isTransmitting)
+    }
+
+    /// Demodulates received audio; returns the frames it completed and whether frames with a good FCS
+    /// that are not link frames were heard (a peer speaking something else).
+    public func receive(_ samples: UnsafeBufferPointer<Float>) -> (frames: [LinkFrame], heardForeign: Bool) {
+        let before = framesForeign
+        var frames: [LinkFrame] = []
+        for p in receiver.process(samples) {
+            if let f = try? LinkFrame(decoding: p.bytes) {
+                frames.append(f)
+                framesDecoded += 1
+            } else {
+                framesForeign += 1
+            }
+        }
+        return (frames, framesForeign != before)
+    }
+}
+
+/// A source that never yields audio: PacketReceiver is driven through `process` only.
+private final class NoSource: AudioSource {
+    let sampleRate: Int
+    init(sampleRate: Int) { self.sampleRate = sampleRate }
+    func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int { 0 }
+}
