@@ -10,6 +10,7 @@ public final class ALSAMedium: LinkMedium {
     /// Samples per step (20 ms).
     public let blockSamples: Int
     public private(set) var now: Double = 0
+    public var isShared: Bool { true }
 
     private let phoneOut: ALSAPlayback
     private let deviceOut: ALSAPlayback

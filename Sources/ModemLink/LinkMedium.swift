@@ -8,6 +8,9 @@ public protocol LinkMedium: AnyObject {
     var sampleRate: Int { get }
     /// The phone's clock, in seconds since the start.
     var now: Double { get }
+    /// Whether both ends share one line (each hears the other and itself): stations then sense the
+    /// carrier and back off at random before transmitting.
+    var isShared: Bool { get }
     /// Advances both stations by one block.
     /// - Throws: what the audio devices report (``ModemAudio/AudioError``).
     func step(phone: LinkStation<PhoneStateMachine>, device: LinkStation<DeviceStateMachine>) throws
@@ -45,6 +48,7 @@ public final class LoopbackMedium: LinkMedium {
     /// Samples per step on the phone's clock.
     public let blockSamples: Int
     public private(set) var now: Double = 0
+    public var isShared: Bool { false }
     /// Frames muted so far (phone to device, device to phone).
     public private(set) var framesLost = (toDevice: 0, toPhone: 0)
 

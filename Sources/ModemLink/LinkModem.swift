@@ -54,6 +54,9 @@ public final class LinkModem {
                                       repairs: true, format: format)
     }
 
+    /// Mean square of the last block received (full scale 1): a carrier sense for shared media.
+    public private(set) var lastBlockPower: Float = 0
+
     /// Whether queued audio has not all been handed out yet.
     public var isTransmitting: Bool { queueRead < queue.count }
 
@@ -122,6 +125,9 @@ public final class LinkModem {
     /// that are not link frames were heard (a peer speaking something else).
     public func receive(_ samples: UnsafeBufferPointer<Float>) -> (frames: [LinkFrame], heardForeign: Bool) {
         let before = framesForeign
+        var power: Float = 0
+        for v in samples { power += v * v }
+        lastBlockPower = samples.isEmpty ? 0 : power / Float(samples.count)
         var frames: [LinkFrame] = []
         for p in receiver.process(samples) {
             if let f = try? LinkFrame(decoding: p.bytes) {

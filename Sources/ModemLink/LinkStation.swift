@@ -1,4 +1,5 @@
 import ModemCodecs
+import ModemDSP
 
 /// A state machine the ``LinkStation`` can drive: ``PhoneStateMachine`` or ``DeviceStateMachine``.
 public protocol LinkMachine: Sendable {
@@ -30,6 +31,18 @@ public final class LinkStation<Machine: LinkMachine> {
     public private(set) var releaseRequested = false
     private var pendingEvents: [LinkEvent] = []
 
+    /// Channel access on a shared medium (both ends on one line, each hearing the other and itself):
+    /// a transmission waits a random number of slots (0...`maximumSlots`) and until nothing has been
+    /// heard for half a slot. Nil (the default): transmit at once, as on a two-wire audio-jack cable.
+    public var sharedMedium: (slotSeconds: Double, maximumSlots: Int)?
+    /// Mean-square level above which the medium counts as busy (default −40 dBFS).
+    public var carrierThreshold: Float = 1e-4
+    private var deferred: [LinkFrame] = []
+    private var releaseAt: Double?
+    private var lastBusy = -Double.infinity
+    private var clock = 0.0
+    private var backoff = SplitMix64(seed: 0x5EED)
+
     /// Creates a station.
     public init(machine: Machine, modem: LinkModem) {
         self.machine = machine
@@ -40,12 +53,29 @@ public final class LinkStation<Machine: LinkMachine> {
     public func perform(_ actions: [LinkAction]) {
         for a in actions {
             switch a {
-            case .transmit(let frames): modem.send(frames)
+            case .transmit(let frames):
+                if let shared = sharedMedium, !modem.isTransmitting {
+                    deferred += frames
+                    if releaseAt == nil {
+                        // Answers (acknowledgements) go sooner: at most one slot.
+                        let answers = frames.allSatisfy { [.ack, .helloAck, .cancelAck, .closeAck].contains($0.kind) }
+                        releaseAt = clock + draw((shared.slotSeconds, answers ? min(1, shared.maximumSlots) : shared.maximumSlots))
+                    }
+                } else {
+                    modem.send(frames)
+                }
             case .event(let e): pendingEvents.append(e)
             case .releaseResources: releaseRequested = true
             }
         }
     }
+
+    private func draw(_ shared: (slotSeconds: Double, maximumSlots: Int)) -> Double {
+        shared.slotSeconds * Double(backoff.next() % UInt64(shared.maximumSlots + 1))
+    }
+
+    /// Seeds the backoff generator (stations sharing a medium need different seeds).
+    public func seedBackoff(_ seed: UInt64) { backoff = SplitMix64(seed: seed) }
 
     /// The events reported since the last call.
     public func takeEvents() -> [LinkEvent] {
@@ -55,7 +85,9 @@ public final class LinkStation<Machine: LinkMachine> {
 
     /// Feeds a block of received audio ending at time `now`, then lets time pass.
     public func receive(_ samples: UnsafeBufferPointer<Float>, now: Double) {
+        clock = now
         let (frames, foreign) = modem.receive(samples)
+        if modem.lastBlockPower > carrierThreshold { lastBusy = now }
         if foreign { machine.heardSignal() }
         for f in frames { perform(machine.receive(f, now: now)) }
         perform(machine.tick(now: now))
@@ -64,6 +96,16 @@ public final class LinkStation<Machine: LinkMachine> {
     /// The next `count` samples to play, starting at time `now`; tells the machine when its
     /// transmission ends.
     public func output(count: Int, now: Double) -> (samples: [Float], frameSpans: [Range<Int>]) {
+        clock = now
+        if let shared = sharedMedium, !deferred.isEmpty, let r = releaseAt, now >= r {
+            if now - lastBusy >= shared.slotSeconds / 2 {
+                modem.send(deferred)
+                deferred.removeAll()
+                releaseAt = nil
+            } else {
+                releaseAt = now + draw(shared)
+            }
+        }
         let o = modem.output(count: count)
         if o.finished {
             let end = now + Double(count) / Double(modem.sampleRate)

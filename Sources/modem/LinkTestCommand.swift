@@ -68,7 +68,7 @@ struct LinkTestCommand: AsyncParsableCommand {
             installStopHandlers()
             let alsa = channel == .alsa
             let config = LinkConfiguration(mode: CommunicationMode(rawValue: mode)!, baudRate: baud, framePayload: framePayload,
-                                           latencySeconds: alsa ? 0.4 : 0)
+                                           latencySeconds: alsa ? 0.3 : 0)
             let medium: any LinkMedium
             if alsa {
                 medium = try ALSAMedium(device: device, sampleRate: sampleRate)
