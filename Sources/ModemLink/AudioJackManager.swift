@@ -1,0 +1,287 @@
+import Foundation
+import ModemAudio
+import ModemCodecs
+import Synchronization
+
+/// The phone side of the Communication API over audio (the seed's `AudioJackManager`): a sound
+/// card's output and input, or any ``AudioSink``/``AudioSource`` pair such as an ``AudioPipe``.
+///
+/// Async/await:
+/// ```swift
+/// let manager = AudioJackManager.alsa(device: "default")
+/// guard await manager.open() == 0 else { ... }
+/// let reply = try await manager.exchange(Array("ping".utf8), timeout: 10)
+/// await manager.close()
+/// ```
+/// Events (progress, device messages in duplex mode, cancel outcomes) arrive on ``events``. The
+/// callback-style facade (``openDevice()``, ``exchangeData(_:timeout:callback:)``,
+/// ``cancelExchange()``, ``closeDevice()``, ``closeResource()``) has the seed's names and codes.
+public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
+    /// The protocol parameters.
+    public let configuration: LinkConfiguration
+    /// Events, newest 1024 kept when nobody reads them.
+    public let events: AsyncStream<CommunicationEvent>
+
+    private let continuation: AsyncStream<CommunicationEvent>.Continuation
+    private let openOutput: @Sendable () throws -> any AudioSink
+    private let openInput: @Sendable () throws -> any AudioSource
+    private let sharedMedium: Bool
+
+    private struct Shared {
+        var driver: LinkDriver<PhoneStateMachine>?
+        var state: PhoneStateMachine.State = .waitingDevice
+        var openWaiter: CheckedContinuation<Int32, Never>?
+        var exchangeWaiter: CheckedContinuation<Result<[UInt8], ExchangeFailure>, Never>?
+        var exchangeBusy = false
+        var callback: (any CommunicationCallback)?
+        var closedWaiter: CheckedContinuation<Void, Never>?
+        var noDevice = false
+    }
+    private let shared = Mutex(Shared())
+
+    /// Creates a manager over an audio output and input, opened by ``open()``.
+    /// - Parameters:
+    ///   - configuration: mode, baud rate... (both ends must agree).
+    ///   - sharedMedium: whether the output is heard on the input too (one line for both ends):
+    ///     transmissions then wait for a quiet line and a random backoff.
+    ///   - openOutput: opens the output (a failure makes ``open()`` return -1).
+    ///   - openInput: opens the input (a failure makes ``open()`` return -2).
+    public init(configuration: LinkConfiguration, sharedMedium: Bool = false,
+                openOutput: @escaping @Sendable () throws -> any AudioSink,
+                openInput: @escaping @Sendable () throws -> any AudioSource) {
+        self.configuration = configuration
+        self.sharedMedium = sharedMedium
+        self.openOutput = openOutput
+        self.openInput = openInput
+        (events, continuation) = AsyncStream.makeStream(of: CommunicationEvent.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    /// A manager on an ALSA device (playback and capture on the same name), at 48 kHz.
+    public static func alsa(device: String, configuration: LinkConfiguration = LinkConfiguration(latencySeconds: 0.3),
+                            sampleRate: Int = 48000, sharedMedium: Bool = false) -> AudioJackManager {
+        AudioJackManager(configuration: configuration, sharedMedium: sharedMedium,
+                         openOutput: { try ALSAPlayback(device: device, sampleRate: sampleRate) },
+                         openInput: { try ALSACapture(device: device, sampleRate: sampleRate) })
+    }
+
+    /// The library version (the seed's `getLibVersion`).
+    public static var libraryVersion: String { "SwiftModem link protocol \(LinkFrame.version)" }
+
+    public var state: PhoneStateMachine.State { shared.withLock { $0.state } }
+
+    // MARK: async/await
+
+    public func open() async -> Int32 {
+        if shared.withLock({ $0.openWaiter != nil }) { return ReturnCode.busyOrOutput }
+        var driver = shared.withLock { $0.driver }
+        if driver == nil {
+            let sink: any AudioSink, source: any AudioSource
+            do { sink = try openOutput() } catch { emit(.error(.playbackWrite, "cannot open the output: \(error)")); return ReturnCode.busyOrOutput }
+            do { source = try openInput() } catch {
+                try? sink.finish()
+                emit(.error(.captureRead, "cannot open the input: \(error)"))
+                return ReturnCode.notOpenedOrInput
+            }
+            let station: LinkStation<PhoneStateMachine>
+            do {
+                station = LinkStation(machine: PhoneStateMachine(configuration: configuration),
+                                      modem: try LinkModem(configuration: configuration, sampleRate: source.sampleRate))
+            } catch {
+                try? sink.finish()
+                emit(.error(.playbackWrite, "\(error)"))
+                return ReturnCode.busyOrOutput
+            }
+            if sharedMedium {
+                station.sharedMedium = (max(0.1, configuration.latencySeconds), 3)
+                station.seedBackoff(UInt64.random(in: 1...UInt64.max))
+            }
+            let d = LinkDriver(station: station, sink: sink, source: source,
+                               onEvent: { [weak self] e in self?.handle(e) },
+                               onFailure: { [weak self] c, m in self?.transportFailed(c, m) })
+            d.observe = { [weak self] m in self?.shared.withLock { $0.state = m.state } }
+            shared.withLock { $0.driver = d }
+            d.start()
+            driver = d
+        }
+        let code = await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
+            shared.withLock { $0.openWaiter = c }
+            let session = UInt8.random(in: 1...255)
+            driver!.perform { st, now in st.perform(st.machine.open(session: session, now: now)) }
+        }
+        if code != ReturnCode.ok {
+            shared.withLock { $0.noDevice = code == ReturnCode.noDevice }
+            await stopDriver()
+        }
+        return code
+    }
+
+    public func exchange(_ data: [UInt8], timeout: Double) async throws(ExchangeFailure) -> [UInt8] {
+        try await exchangeReporting(data, timeout: timeout, started: { _ in })
+    }
+
+    public func cancel() async -> Int32 {
+        guard let driver = shared.withLock({ $0.driver }) else {
+            return shared.withLock { $0.noDevice } ? ReturnCode.noDevice : ReturnCode.notOpenedOrInput
+        }
+        return await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
+            driver.perform { st, now in
+                let (code, actions) = st.machine.cancel(now: now)
+                st.perform(actions)
+                c.resume(returning: code)
+            }
+        }
+    }
+
+    public func close() async {
+        guard let driver = shared.withLock({ $0.driver }) else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            shared.withLock { $0.closedWaiter = c }
+            driver.perform { st, now in st.perform(st.machine.close(now: now)) }
+        }
+        await stopDriver()
+    }
+
+    public func closeResources() async {
+        guard let driver = shared.withLock({ $0.driver }) else { return }
+        driver.perform { st, _ in st.perform(st.machine.closeResources()) }
+        await stopDriver()
+    }
+
+    // MARK: Callback facade (the seed's names)
+
+    /// Opens the device (blocking): 0, -1, -2, -3 or -4 as ``open()``.
+    public func openDevice() -> Int32 { blocking { await self.open() } }
+
+    /// Starts an exchange; its outcome goes to `callback` (and to ``events``).
+    /// - Returns: 0 (started), -1 (an exchange is under way), -2 (not opened), -3 (data too large),
+    ///   -4 (no device).
+    public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
+        let started = shared.withLock { s -> Int32? in
+            guard s.driver != nil else { return s.noDevice ? ReturnCode.noDevice : ReturnCode.notOpenedOrInput }
+            if s.exchangeBusy { return ReturnCode.busyOrOutput }
+            s.callback = callback
+            return nil
+        }
+        if let code = started { return code }
+        let codeBox = Mutex<Int32?>(nil)
+        let sem = DispatchSemaphore(value: 0)
+        Task {
+            do {
+                _ = try await self.exchangeReporting(data, timeout: timeout) { code in codeBox.withLock { $0 = code }; sem.signal() }
+            } catch {}
+        }
+        sem.wait()
+        return codeBox.withLock { $0 } ?? ReturnCode.notOpenedOrInput
+    }
+
+    /// Cancels the exchange under way (non-blocking for the outcome, which comes as error 12 or 13).
+    public func cancelExchange() -> Int32 { blocking { await self.cancel() } }
+
+    /// Sends the close signal up to 3 times and releases the audio resources (blocking).
+    public func closeDevice() { blocking { await self.close() } }
+
+    /// Releases the audio resources without powering the device off (blocking).
+    public func closeResource() { blocking { await self.closeResources() } }
+
+    // MARK: Internals
+
+    /// `exchange` that reports its start code (0 or the refusal) before awaiting the outcome.
+    private func exchangeReporting(_ data: [UInt8], timeout: Double, started: @escaping @Sendable (Int32) -> Void) async throws(ExchangeFailure) -> [UInt8] {
+        let start: (LinkDriver<PhoneStateMachine>?, Int32?) = shared.withLock { s in
+            guard let d = s.driver else { return (nil, s.noDevice ? ReturnCode.noDevice : ReturnCode.notOpenedOrInput) }
+            if s.exchangeBusy { return (nil, ReturnCode.busyOrOutput) }
+            s.exchangeBusy = true
+            return (d, nil)
+        }
+        guard let driver = start.0 else { started(start.1!); throw .refused(start.1!) }
+        guard timeout > 0, timeout.isFinite else {
+            shared.withLock { $0.exchangeBusy = false }
+            started(ReturnCode.busyOrOutput)
+            throw .error(.exchangeState, "the timeout must be a positive number of seconds")
+        }
+        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<[UInt8], ExchangeFailure>, Never>) in
+            shared.withLock { $0.exchangeWaiter = c }
+            driver.perform { [weak self] st, now in
+                let (code, actions) = st.machine.exchange(data, timeout: timeout, now: now)
+                started(code)
+                if code != ReturnCode.ok { self?.finishExchange(.failure(.refused(code)), notify: false) } else { st.perform(actions) }
+            }
+        }
+        return try result.get()
+    }
+
+    private func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+        let box = Mutex<T?>(nil)
+        let sem = DispatchSemaphore(value: 0)
+        Task { let v = await body(); box.withLock { $0 = v }; sem.signal() }
+        sem.wait()
+        return box.withLock { $0 }!
+    }
+
+    private func stopDriver() async {
+        guard let d = shared.withLock({ s -> LinkDriver<PhoneStateMachine>? in defer { s.driver = nil }; return s.driver }) else { return }
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            Thread { d.stop(); c.resume() }.start()
+        }
+        shared.withLock { $0.state = .waitingDevice }
+    }
+
+    private func emit(_ e: CommunicationEvent) {
+        continuation.yield(e)
+    }
+
+    private func finishExchange(_ r: Result<[UInt8], ExchangeFailure>, notify: Bool = true) {
+        let (waiter, cb) = shared.withLock { s -> (CheckedContinuation<Result<[UInt8], ExchangeFailure>, Never>?, (any CommunicationCallback)?) in
+            defer { s.exchangeWaiter = nil; s.exchangeBusy = false; s.callback = nil }
+            return (s.exchangeWaiter, s.callback)
+        }
+        if notify, let cb {
+            switch r {
+            case .success(let d): if configuration.mode == .masterSlave { cb.onReceive(d) }
+            case .failure(.timeout): cb.onTimeout()
+            case .failure(.error(let e, let m)): cb.onError(e.rawValue, message: m)
+            case .failure(.refused): break
+            }
+        }
+        waiter?.resume(returning: r)
+    }
+
+    /// Driver thread: an event from the phone machine.
+    private func handle(_ e: LinkEvent) {
+        emit(e)
+        let cb = shared.withLock { $0.callback }
+        switch e {
+        case .opened(let code, _):
+            let w = shared.withLock { s -> CheckedContinuation<Int32, Never>? in defer { s.openWaiter = nil }; return s.openWaiter }
+            w?.resume(returning: code)
+        case .sendOK:
+            cb?.onSendOK()
+            if configuration.mode == .duplex { finishExchange(.success([])) }
+        case .received(_, let data):
+            if configuration.mode == .masterSlave { finishExchange(.success(data)) } else { cb?.onReceive(data) }
+        case .timeout:
+            finishExchange(.failure(.timeout))
+        case .error(let code, let message):
+            if code == .cancelFailed { cb?.onError(code.rawValue, message: message) } else { finishExchange(.failure(.error(code, message))) }
+        case .progress(let b, let t):
+            cb?.onProgress(bytes: b, total: t)
+        case .closed:
+            let w = shared.withLock { s -> CheckedContinuation<Void, Never>? in defer { s.closedWaiter = nil }; return s.closedWaiter }
+            w?.resume()
+        case .cancelled:
+            break
+        }
+    }
+
+    /// Driver thread: the audio failed; the driver is ending.
+    private func transportFailed(_ code: CommunicationError, _ message: String) {
+        emit(.error(code, message))
+        finishExchange(.failure(.error(code, message)))
+        let (ow, cw) = shared.withLock { s in
+            defer { s.openWaiter = nil; s.closedWaiter = nil; s.driver = nil; s.state = .waitingDevice }
+            return (s.openWaiter, s.closedWaiter)
+        }
+        ow?.resume(returning: ReturnCode.notOpenedOrInput)
+        cw?.resume()
+    }
+}
