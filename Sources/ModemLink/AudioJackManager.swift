@@ -36,6 +36,7 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
         var callback: (any CommunicationCallback)?
         var closedWaiter: CheckedContinuation<Void, Never>?
         var noDevice = false
+        var deviceName: String?
     }
     private let shared = Mutex(Shared())
 
@@ -68,6 +69,34 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
     public static var libraryVersion: String { "SwiftModem link protocol \(LinkFrame.version)" }
 
     public var state: PhoneStateMachine.State { shared.withLock { $0.state } }
+
+    /// The name the device gave at the last successful handshake.
+    public var deviceName: String? { shared.withLock { $0.deviceName } }
+
+    /// Searches for devices (the seed's `searchDevices`): lists the ALSA devices that can both play
+    /// and record (or takes `candidates`) and probes each with a handshake, releasing it afterwards
+    /// without powering the device off. A device that answers is returned with its name.
+    /// - Parameters:
+    ///   - candidates: ALSA device names to probe (default: all that play and record).
+    ///   - configuration: the protocol parameters to probe with.
+    ///   - found: called with each device that answers, as soon as it does (`discoverOneDevice`).
+    /// - Returns: the devices that answered (`discoverComplete`).
+    public static func searchDevices(candidates: [String]? = nil,
+                                     configuration: LinkConfiguration = LinkConfiguration(latencySeconds: 0.3),
+                                     found: @Sendable (DeviceInfo) -> Void = { _ in }) async -> [DeviceInfo] {
+        let names = candidates ?? ALSADevices.list().filter { $0.playback && $0.capture }.map(\.name)
+        var answered: [DeviceInfo] = []
+        for name in names {
+            let manager = AudioJackManager.alsa(device: name, configuration: configuration)
+            if await manager.open() == ReturnCode.ok {
+                let info = DeviceInfo(name: manager.deviceName, identifier: name, channel: .audioJack)
+                answered.append(info)
+                found(info)
+                await manager.closeResources()
+            }
+        }
+        return answered
+    }
 
     // MARK: async/await
 
@@ -251,7 +280,8 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
         emit(e)
         let cb = shared.withLock { $0.callback }
         switch e {
-        case .opened(let code, _):
+        case .opened(let code, let name):
+            if code == ReturnCode.ok { shared.withLock { $0.deviceName = name } }
             let w = shared.withLock { s -> CheckedContinuation<Int32, Never>? in defer { s.openWaiter = nil }; return s.openWaiter }
             w?.resume(returning: code)
         case .sendOK:

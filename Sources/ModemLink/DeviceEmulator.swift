@@ -70,6 +70,9 @@ public final class DeviceEmulator: @unchecked Sendable {
         continuation.finish()
     }
 
+    /// Whether it still runs (false after ``stop()`` or when the audio failed).
+    public var isRunning: Bool { driver.isRunning }
+
     /// The device state.
     public var state: DeviceStateMachine.State { counts.value.withLock { $0.state } }
     /// Requests handled so far.

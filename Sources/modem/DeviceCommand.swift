@@ -1,0 +1,78 @@
+import ArgumentParser
+import ModemAudio
+import ModemDSP
+import ModemLink
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct DeviceFailure: Error, CustomStringConvertible { var description: String }
+
+/// `modem device`: the device emulator on a sound device.
+struct DeviceCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "device",
+        abstract: "Run the device emulator on a sound device: answer the handshake and echo each request.",
+        discussion: """
+        The other end of the Communication API (see 'modem link-test'): it plays on and records from
+        --device until Ctrl-C, answers the phone's boot signal, echoes each request (master-slave),
+        confirms cancel and close signals, and logs what happens on standard error.
+        Use --shared when the phone plays into the same line this emulator records (one sound server
+        sink for both ends): transmissions then wait for a quiet line.
+        Example:
+          modem device --device default --mode master-slave --baud 1200
+        """
+    )
+
+    @Option(help: ArgumentHelp("ALSA device to play on and record from.", valueName: "NAME")) var device: String = "default"
+    @Option(help: ArgumentHelp("master-slave or duplex.", valueName: "MODE")) var mode: String = "master-slave"
+    @Option(help: ArgumentHelp("Line rate in baud (50...9600).", valueName: "N")) var baud: Double = 1200
+    @Option(help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
+    @Option(help: ArgumentHelp("Name given in the handshake.", valueName: "TEXT")) var name: String = "SwiftModem device emulator"
+    @Option(help: ArgumentHelp("Stop after this many seconds (default: run until Ctrl-C).", valueName: "SECONDS")) var seconds: Double?
+    @Flag(help: "The line is shared with the phone (each end hears itself).") var shared = false
+
+    func validate() throws {
+        guard CommunicationMode(rawValue: mode) != nil else { throw ValidationError("--mode '\(mode)' is not master-slave or duplex") }
+        guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
+        guard (8000...192_000).contains(sampleRate) else { throw ValidationError("--sample-rate must be 8000...192000 Hz") }
+        if let seconds { guard seconds.isFinite, seconds > 0 else { throw ValidationError("--seconds must be positive") } }
+    }
+
+    func run() async throws {
+        _ = try await reportingErrors {
+            installStopHandlers()
+            let config = LinkConfiguration(mode: CommunicationMode(rawValue: mode)!, baudRate: baud, latencySeconds: 0.3)
+            let capture = try ALSACapture(device: device, sampleRate: sampleRate)
+            let playback = try ALSAPlayback(device: device, sampleRate: sampleRate)
+            let emulator = try DeviceEmulator(configuration: config, name: name, sharedMedium: shared, sink: playback, source: capture)
+            emulator.start()
+            printError("modem device: listening on \(device) (\(mode), \(Int(baud)) baud); Ctrl-C stops")
+            let log = Task {
+                for await e in emulator.events {
+                    switch e {
+                    case .received(let m, let d): printError("request \(m): \(d.count) bytes, echoed")
+                    case .cancelled(let m): printError("exchange \(m) cancelled by the phone")
+                    case .closed: printError("close signal: powered off")
+                    case .error(let c, let msg): printError("error \(c.rawValue): \(msg)")
+                    case .timeout(let m): printError("reply \(m) was not acknowledged")
+                    default: break
+                    }
+                }
+            }
+            let start = ContinuousClock.now
+            try await Task.sleep(for: .milliseconds(100))
+            while !stopRequested.load(ordering: .relaxed) {
+                guard emulator.isRunning else {
+                    emulator.stop()
+                    throw DeviceFailure(description: "the audio on \(device) failed; see the error above")
+                }
+                if let seconds, ContinuousClock.now - start >= .seconds(seconds) { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            emulator.stop()
+            log.cancel()
+            printError("modem device: \(emulator.requestsHandled) requests handled")
+        }
+    }
+}
