@@ -22,8 +22,10 @@ public struct LinkConfiguration: Sendable, Hashable {
     public var windowFrames: Int
     /// Unanswered polls after which a sender gives up on a message that no exchange deadline covers.
     public var maximumPolls: Int
-    /// Attempts for the handshake, cancel and close signals (the seed's 3).
+    /// Attempts for the cancel and close signals (the seed's 3).
     public var signalAttempts: Int
+    /// Hellos sent by `open` before it gives up (default 5).
+    public var handshakeAttempts: Int
     /// Flags sent before a transmission, in seconds (lets the receiver's clock lock).
     public var preambleSeconds: Double
     /// Extra time a reply may take to come back, in seconds: the audio path's latency both ways
@@ -40,12 +42,12 @@ public struct LinkConfiguration: Sendable, Hashable {
     ///   - latencySeconds: audio path latency allowance (default 0).
     public init(mode: CommunicationMode = .masterSlave, baudRate: Double = 1200, framePayload: Int = 1024,
                 maximumMessageSize: Int = 1 << 20, windowFrames: Int = 16, maximumPolls: Int = 10,
-                signalAttempts: Int = 3, preambleSeconds: Double? = nil, latencySeconds: Double = 0) {
+                signalAttempts: Int = 3, handshakeAttempts: Int = 5, preambleSeconds: Double? = nil, latencySeconds: Double = 0) {
         precondition(baudRate >= 50 && baudRate <= 9600, "baudRate must be 50...9600, got \(baudRate)")
         precondition((1...LinkFrame.maximumPayload).contains(framePayload), "framePayload must be 1...\(LinkFrame.maximumPayload)")
         precondition(maximumMessageSize >= 0 && maximumMessageSize <= 16 << 20, "maximumMessageSize must be 0...16 MiB")
         precondition(maximumMessageSize / framePayload < 65535, "maximumMessageSize needs fewer than 65535 frames")
-        precondition(windowFrames >= 1 && maximumPolls >= 1 && signalAttempts >= 1)
+        precondition(windowFrames >= 1 && maximumPolls >= 1 && signalAttempts >= 1 && handshakeAttempts >= 1)
         precondition(latencySeconds >= 0 && latencySeconds <= 10, "latencySeconds must be 0...10")
         self.mode = mode
         self.baudRate = baudRate
@@ -54,6 +56,7 @@ public struct LinkConfiguration: Sendable, Hashable {
         self.windowFrames = windowFrames
         self.maximumPolls = maximumPolls
         self.signalAttempts = signalAttempts
+        self.handshakeAttempts = handshakeAttempts
         // Twelve flags (80 ms at 1200 baud), at least 40 ms.
         self.preambleSeconds = preambleSeconds ?? max(0.04, 12 * 8 / baudRate)
         self.latencySeconds = latencySeconds

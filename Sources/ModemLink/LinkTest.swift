@@ -124,18 +124,21 @@ public final class LinkTest {
         }
     }
 
-    /// Opens the link, runs the exchanges and closes.
+    /// Opens the link (up to three attempts), runs the exchanges and closes.
     /// - Parameters:
     ///   - shouldStop: polled between steps (e.g. on Ctrl-C); the report then covers what ran.
     ///   - progress: called after each exchange with the report so far.
     /// - Throws: audio device errors from the medium.
     public func run(shouldStop: () -> Bool = { false }, progress: (LinkTestReport) -> Void = { _ in }) throws -> LinkTestReport {
-        // Open.
-        phone.perform(phone.machine.open(session: UInt8(truncatingIfNeeded: rng.next() | 1), now: medium.now))
+        // Open, as an application would: up to three times.
         var openCode: Int32?
-        while openCode == nil && !shouldStop() {
-            try step()
-            for e in phone.takeEvents() { if case .opened(let c, _) = e { openCode = c } }
+        for _ in 0..<3 where openCode != ReturnCode.ok && !shouldStop() {
+            openCode = nil
+            phone.perform(phone.machine.open(session: UInt8(truncatingIfNeeded: rng.next() | 1), now: medium.now))
+            while openCode == nil && !shouldStop() {
+                try step()
+                for e in phone.takeEvents() { if case .opened(let c, _) = e { openCode = c } }
+            }
         }
         report.openCode = openCode ?? ReturnCode.noDevice
         report.opened = openCode == 0

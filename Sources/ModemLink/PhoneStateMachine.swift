@@ -82,7 +82,7 @@ public struct PhoneStateMachine: Sendable {
 
     // MARK: API calls
 
-    /// Starts the handshake: sends the boot signal (a hello) up to ``LinkConfiguration/signalAttempts``
+    /// Starts the handshake: sends the boot signal (a hello) up to ``LinkConfiguration/handshakeAttempts``
     /// times. The outcome comes as ``LinkEvent/opened(code:deviceName:)``.
     /// - Parameters:
     ///   - session: a number for the new session (pick it at random so old frames are not mistaken).
@@ -192,7 +192,7 @@ public struct PhoneStateMachine: Sendable {
             actions.append(.event(.timeout(message: ex.message)))
         }
         if let p = pending, let d = p.deadline, now >= d {
-            if p.attempts < configuration.signalAttempts {
+            if p.attempts < (p.signal == .hello ? configuration.handshakeAttempts : configuration.signalAttempts) {
                 pending!.attempts += 1
                 pending!.deadline = nil
                 let frame: LinkFrame

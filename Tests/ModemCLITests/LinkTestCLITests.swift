@@ -1,0 +1,91 @@
+import Foundation
+import Testing
+
+/// The JSON line `modem link-test --json` prints, as a dictionary of numbers.
+private func summary(_ r: ProcessResult) throws -> [String: Double] {
+    let line = try #require(r.stdoutText.split(separator: "\n").last, "no output: \(r.stderrText)")
+    let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+    return try #require(object?.compactMapValues { ($0 as? NSNumber)?.doubleValue }, "not JSON: \(line)")
+}
+
+/// The invariants every run must keep, whatever the channel did.
+private func expectHonest(_ s: [String: Double], sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(s["completed"]! + s["timedOut"]! + s["failed"]! == s["exchanges"]!, "outcomes must add up: \(s)", sourceLocation: sourceLocation)
+    #expect(s["corruptDelivered"] == 0, "corrupt payload delivered: \(s)", sourceLocation: sourceLocation)
+    #expect(s["duplicatesDelivered"] == 0, "duplicate delivered: \(s)", sourceLocation: sourceLocation)
+}
+
+@Suite("modem link-test and modem device")
+struct LinkTestCLITests {
+    @Test("clean loopback: every master-slave and duplex exchange completes")
+    func clean() async throws {
+        for mode in ["master-slave", "duplex"] {
+            let r = try await modem(["link-test", "--mode", mode, "--count", "20", "--size", "64", "--seed", "5", "--json"], timeout: 120)
+            #expect(r.status == 0, "\(r)")
+            let s = try summary(r)
+            expectHonest(s)
+            #expect(s["exchanges"] == 20 && s["completed"] == 20, "\(mode): \(s)")
+            #expect(s["goodputBps"]! > 0 && s["meanRoundTripMs"]! > 0)
+        }
+    }
+
+    @Test("faulty loopback (SNR 0 dB, 20 % frame loss, 500 ppm drift): documented outcomes only, most complete")
+    func faulty() async throws {
+        let r = try await modem(["link-test", "--mode", "master-slave", "--count", "30", "--size", "200", "--snr", "0",
+                                 "--loss", "0.2", "--drift", "500", "--seed", "11", "--json"], timeout: 120)
+        #expect(r.status == 0, "\(r)")
+        let s = try summary(r)
+        expectHonest(s)
+        #expect(s["completed"]! >= 15, "\(s)")
+        #expect(s["framesLost"]! > 0, "the channel should have lost frames: \(s)")
+    }
+
+    @Test("4 KiB exchanges at 1200 baud keep at least 60 % of the line rate as goodput")
+    func efficiency() async throws {
+        let r = try await modem(["link-test", "--count", "2", "--size", "4096", "--json"], timeout: 120)
+        let s = try summary(r)
+        expectHonest(s)
+        #expect(s["completed"] == 2)
+        #expect(s["goodputBps"]! >= 720, "\(s)")
+    }
+
+    @Test("bad options are refused with a message naming them")
+    func badOptions() async throws {
+        let cases: [([String], String)] = [
+            (["--mode", "simplex"], "--mode"), (["--size", "0"], "--size"), (["--loss", "1.5"], "--loss"),
+            (["--baud", "0"], "--baud"), (["--channel", "alsa", "--snr", "3"], "loopback only"),
+            (["--drift", "20000"], "--drift"), (["--timeout", "-1"], "--timeout"),
+        ]
+        for (args, needle) in cases {
+            let r = try await modem(["link-test"] + args)
+            #expect(r.status == 64, "\(args): \(r)")
+            #expect(r.stderrText.contains(needle), "\(args): \(r.stderrText)")
+        }
+    }
+
+    @Test("modem device on a device that does not exist: exit 1 naming it")
+    func deviceMissing() async throws {
+        let r = try await modem(["device", "--device", "no-such-device", "--seconds", "1"])
+        #expect(r.status == 1, "\(r)")
+        #expect(r.stderrText.contains("no-such-device"))
+    }
+
+    @Test("through ALSA (a private PulseAudio null sink): master-slave exchanges complete on the shared line")
+    func alsa() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("LinkCLITests-pulse-\(UUID().uuidString.prefix(8))").path
+        let script = Paths.packageRoot + "/scripts/audio-loop.sh"
+        let started = try await runProcess("/usr/bin/env", ["AUDIO_LOOP_DIR=\(folder)", "bash", script, "start"])
+        defer { _ = try? Process.run(URL(fileURLWithPath: "/usr/bin/env"), arguments: ["AUDIO_LOOP_DIR=\(folder)", "bash", script, "stop"]).waitUntilExit() }
+        guard started.status == 0, let line = started.stdoutText.split(separator: "\n").first(where: { $0.hasPrefix("export PULSE_SERVER=") }) else {
+            print("SKIPPED: no loopback sound server: \(started.stderrText)")
+            try Test.cancel("no loopback sound server")
+        }
+        let server = String(line.dropFirst("export ".count))
+        let r = try await runProcess("/usr/bin/env", [server, try Paths.modem(), "link-test", "--channel", "alsa", "--device", "default",
+                                                      "--count", "2", "--size", "32", "--seed", "2", "--json"], timeout: 120)
+        #expect(r.status == 0, "\(r)")
+        let s = try summary(r)
+        expectHonest(s)
+        #expect(s["completed"] == 2, "\(s)")
+    }
+}
