@@ -35,11 +35,13 @@ public struct DeviceStateMachine: Sendable {
     private var outboundDeadline: Double?
     private var inbound: InboundMessages
     private var nextMessage: UInt16 = 1
+    private var sizer: FragmentSizer
 
     /// Creates a device, not yet attached.
     public init(configuration: LinkConfiguration, name: String = "SwiftModem device emulator") {
         self.configuration = configuration
         self.name = name
+        sizer = FragmentSizer(maximum: configuration.framePayload)
         inbound = InboundMessages(maximumMessageSize: configuration.maximumMessageSize, framePayload: configuration.framePayload)
     }
 
@@ -136,6 +138,7 @@ public struct DeviceStateMachine: Sendable {
             guard var out = outbound, out.message == frame.message else { statistics.staleFrames += 1; return [] }
             _ = out.apply(ack: frame)
             if out.isComplete {
+                sizer.record(out)
                 outbound = nil
                 outboundDeadline = nil
                 if pendingRequest == nil && state == .dataProcess { state = .idle }
@@ -198,7 +201,7 @@ public struct DeviceStateMachine: Sendable {
     }
 
     private mutating func startSending(_ data: [UInt8], message: UInt16, flags: LinkFrame.Flags, deadline: Double?) -> (code: Int32, actions: [LinkAction]) {
-        var out = OutboundMessage(message: message, flags: flags, data: data, framePayload: configuration.framePayload)
+        var out = OutboundMessage(message: message, flags: flags, data: data, framePayload: sizer.current)
         let frames = out.burst(session: session ?? 0, base: .fromDevice, window: configuration.windowFrames)
         outbound = out
         outboundDeadline = deadline
@@ -207,6 +210,7 @@ public struct DeviceStateMachine: Sendable {
     }
 
     private mutating func giveUp(_ message: UInt16) -> [LinkAction] {
+        if let out = outbound { sizer.record(out, abandoned: true) }
         outbound = nil
         outboundDeadline = nil
         if state == .dataProcess && pendingRequest == nil { state = .idle }

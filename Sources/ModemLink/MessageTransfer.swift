@@ -82,6 +82,39 @@ struct OutboundMessage: Sendable {
     }
 }
 
+/// Chooses the fragment size of the next message from how the last one fared: half its largest
+/// fragment (down to 64 bytes) when more than a quarter of its fragments had to be sent again or it
+/// was abandoned,
+/// doubled (up to the configured size) after two messages in a row that needed no retransmission. Short frames survive a noisy line; long ones
+/// waste less air time on a clean one. The receiver accepts any size.
+struct FragmentSizer: Sendable {
+    let maximum: Int
+    let minimum: Int
+    private(set) var current: Int
+    private var cleanStreak = 0
+
+    init(maximum: Int) {
+        self.maximum = maximum
+        minimum = min(64, maximum)
+        current = maximum
+    }
+
+    mutating func record(_ message: OutboundMessage, abandoned: Bool = false) {
+        let sent = max(1, message.fragments.count)
+        if abandoned || message.resent * 4 > sent {
+            // Half of what was really sent (a short message's one fragment may be far below `current`).
+            let largest = message.fragments.map(\.count).max() ?? current
+            current = max(minimum, min(current, largest) / 2)
+            cleanStreak = 0
+        } else if message.resent == 0 {
+            cleanStreak += 1
+            if cleanStreak >= 2 { current = min(maximum, current * 2) }
+        } else {
+            cleanStreak = 0
+        }
+    }
+}
+
 /// Messages on their way in: reassembly of fragments, duplicate suppression and acknowledgements.
 struct InboundMessages: Sendable {
     struct Partial: Sendable {
@@ -151,7 +184,9 @@ struct InboundMessages: Sendable {
             return (nil, nil)
         }
         let count = Int(frame.fragmentCount)
-        if count * framePayload > maximumMessageSize + framePayload - 1 && count > 1 {
+        // Fragments are at least 64 bytes (or the configured size if smaller), except the last.
+        let smallest = min(64, framePayload)
+        if count > 1 && (count - 1) * smallest > maximumMessageSize {
             refused += 1
             return (nil, nil)
         }
@@ -170,12 +205,18 @@ struct InboundMessages: Sendable {
             duplicateFrames += 1
             return (nil, nil)
         }
+        if partials[i].bytes + frame.payload.count > maximumMessageSize {
+            refused += 1
+            partials.remove(at: i)
+            return (nil, nil)
+        }
         partials[i].parts[f] = frame.payload
         partials[i].received += 1
         partials[i].bytes += frame.payload.count
         let p = partials[i]
         guard p.received == p.parts.count else {
-            return (nil, (p.bytes, p.bytes + (p.parts.count - p.received) * framePayload))
+            let typical = max(frame.payload.count, p.bytes / p.received)
+            return (nil, (p.bytes, p.bytes + (p.parts.count - p.received) * typical))
         }
         var data: [UInt8] = []
         data.reserveCapacity(p.bytes)

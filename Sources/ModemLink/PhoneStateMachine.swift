@@ -61,6 +61,7 @@ public struct PhoneStateMachine: Sendable {
     private var outbound: OutboundMessage?
     private var inbound: InboundMessages
     private var nextMessage: UInt16 = 1
+    private var sizer: FragmentSizer
     private let name: String
 
     /// Creates a phone that has opened nothing.
@@ -70,6 +71,7 @@ public struct PhoneStateMachine: Sendable {
     public init(configuration: LinkConfiguration, name: String = "phone") {
         self.configuration = configuration
         self.name = name
+        sizer = FragmentSizer(maximum: configuration.framePayload)
         inbound = InboundMessages(maximumMessageSize: configuration.maximumMessageSize,
                                   framePayload: configuration.framePayload)
     }
@@ -113,7 +115,7 @@ public struct PhoneStateMachine: Sendable {
         let message = nextMessage
         nextMessage &+= 1
         if nextMessage == 0 { nextMessage = 1 }
-        var out = OutboundMessage(message: message, flags: [], data: data, framePayload: configuration.framePayload)
+        var out = OutboundMessage(message: message, flags: [], data: data, framePayload: sizer.current)
         let frames = out.burst(session: session, base: [], window: configuration.windowFrames)
         outbound = out
         exchangeInProgress = Exchange(message: message, deadline: now + timeout)
@@ -186,6 +188,7 @@ public struct PhoneStateMachine: Sendable {
                 pending = nil
                 actions.append(.event(.error(.cancelFailed, "the exchange ended before the device confirmed the cancel")))
             }
+            if let out = outbound { sizer.record(out, abandoned: true) }
             outbound = nil
             exchangeInProgress = nil
             state = .idle
@@ -284,6 +287,7 @@ public struct PhoneStateMachine: Sendable {
         var actions: [LinkAction] = []
         if out.isComplete {
             outbound = nil
+            sizer.record(out)
             actions += reportSent(out.message)
         } else {
             let before = out.resent
@@ -336,7 +340,7 @@ public struct PhoneStateMachine: Sendable {
             statistics.messagesDelivered += 1
             if configuration.mode == .masterSlave {
                 // The reply proves the request arrived.
-                if outbound?.message == d.message { outbound = nil }
+                if let out = outbound, out.message == d.message { sizer.record(out); outbound = nil }
                 actions += reportSent(d.message)
                 exchangeInProgress = nil
                 state = .idle
