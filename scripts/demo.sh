@@ -21,3 +21,7 @@ printf 'sent %d bytes as %.1f s of 1200 baud audio (48 kHz WAV): decoded %s\n' "
 printf 'modulate: %.0fx real time   demodulate: %.0fx real time\n' \
   "$(echo "$audio / ($t1 - $t0)" | bc -l)" "$(echo "$audio / ($t2 - $t1)" | bc -l)"
 [[ $verdict == byte-exact ]]
+# The channel protocol: a phone and a device emulator exchange 4 KiB both ways, ten times, over the
+# in-memory audio channel (channel time: about ten minutes of 1200 baud audio in a second or so).
+echo "link test: 10 master-slave exchanges of 4 KiB at 1200 baud over the in-memory audio channel"
+"$modem" link-test --count 10 --size 4096
