@@ -136,7 +136,7 @@ public struct DeviceStateMachine: Sendable {
             return [transmit([inbound.ack(for: frame.message, count: frame.fragmentCount, session: s, base: .fromDevice)])]
         case .ack:
             guard var out = outbound, out.message == frame.message else { statistics.staleFrames += 1; return [] }
-            _ = out.apply(ack: frame)
+            let answersPoll = out.apply(ack: frame)
             if out.isComplete {
                 sizer.record(out)
                 outbound = nil
@@ -144,6 +144,7 @@ public struct DeviceStateMachine: Sendable {
                 if pendingRequest == nil && state == .dataProcess { state = .idle }
                 return [.event(.sendOK(message: out.message))]
             }
+            guard answersPoll else { outbound = out; return [] }
             let before = out.resent
             let frames = out.burst(session: s, base: .fromDevice, window: configuration.windowFrames)
             statistics.retransmissions += out.resent - before
@@ -152,8 +153,11 @@ public struct DeviceStateMachine: Sendable {
         case .cancel:
             inbound.markFinished(frame.message)
             var actions: [LinkAction] = []
-            if pendingRequest == frame.message || outbound?.message == frame.message {
-                if outbound?.message == frame.message { outbound = nil; outboundDeadline = nil }
+            // The cancel names the phone's message: only a reply to it (not a duplex message of ours
+            // that happens to carry the same number) is dropped.
+            let replyToIt = outbound.map { $0.message == frame.message && $0.flags.contains(.reply) } ?? false
+            if pendingRequest == frame.message || replyToIt {
+                if replyToIt { outbound = nil; outboundDeadline = nil }
                 pendingRequest = nil
                 actions.append(.event(.cancelled(message: frame.message)))
             }

@@ -65,12 +65,12 @@ struct OutboundMessage: Sendable {
                          fragmentCount: UInt16(fragments.count))
     }
 
-    /// Applies an acknowledgement; returns whether it was news (a fragment newly acknowledged or the end).
+    /// Applies an acknowledgement. Returns whether it answers the poll that ended our last
+    /// transmission (we finished sending and are waiting): only then are missing fragments sent
+    /// again. An acknowledgement that arrives while a burst is still being sent (a late or repeated
+    /// answer to an earlier poll) only updates the bitmap, so duplicates never trigger extra bursts.
     mutating func apply(ack: LinkFrame) -> Bool {
-        unansweredPolls = 0
-        awaitingAck = false
-        deadline = nil
-        let before = acked.filter { $0 }.count
+        let answersPoll = awaitingAck && deadline != nil
         if ack.flags.contains(.complete) {
             for i in acked.indices { acked[i] = true }
         } else {
@@ -78,7 +78,12 @@ struct OutboundMessage: Sendable {
                 acked[i] = true
             }
         }
-        return acked.filter { $0 }.count != before || isComplete
+        if answersPoll {
+            unansweredPolls = 0
+            awaitingAck = false
+            deadline = nil
+        }
+        return answersPoll
     }
 }
 

@@ -283,12 +283,14 @@ public struct PhoneStateMachine: Sendable {
 
     private mutating func receiveAck(_ frame: LinkFrame) -> [LinkAction] {
         guard var out = outbound, out.message == frame.message else { statistics.staleFrames += 1; return [] }
-        _ = out.apply(ack: frame)
+        let answersPoll = out.apply(ack: frame)
         var actions: [LinkAction] = []
         if out.isComplete {
             outbound = nil
             sizer.record(out)
             actions += reportSent(out.message)
+        } else if !answersPoll {
+            outbound = out
         } else {
             let before = out.resent
             let frames = out.burst(session: session, base: [], window: configuration.windowFrames)
