@@ -1,5 +1,6 @@
 import ArgumentParser
 import ModemAudio
+import ModemLink
 
 /// `modem devices`: lists the ALSA devices that `--device` accepts.
 struct DevicesCommand: AsyncParsableCommand {
@@ -16,10 +17,22 @@ struct DevicesCommand: AsyncParsableCommand {
         A machine without a sound card or sound server may list none, or only virtual devices such \
         as 'null' (which discards what is played and records silence).
 
+        With --probe, each device that can both play and record is also probed for a device that \
+        answers the channel protocol's handshake (see 'modem device'), at --baud (default 1200); \
+        each answering device is printed with the name it gave. A probe takes a few seconds per \
+        device when nothing answers.
+
         Exit status: 0 when the list was read (even if it is empty), 1 when alsa-lib could not be \
         asked.
         """
     )
+
+    @Flag(help: "Probe each device for one that answers the channel protocol's handshake.") var probe = false
+    @Option(help: ArgumentHelp("Baud rate of the probe (50...9600).", valueName: "N")) var baud: Double = 1200
+
+    func validate() throws {
+        guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
+    }
 
     func run() async throws {
         let devices: [ALSADeviceInfo]
@@ -44,6 +57,15 @@ struct DevicesCommand: AsyncParsableCommand {
         if !devices.contains(where: { $0.name == "default" }) {
             print("")
             print("Note: no 'default' device is configured; pass one of the names above with --device.")
+        }
+        if probe {
+            let candidates = devices.filter { $0.playback && $0.capture }.map(\.name)
+            print("")
+            print("Probing \(candidates.count) device(s) for the channel protocol at \(Int(baud)) baud:")
+            let found = await AudioJackManager.searchDevices(
+                candidates: candidates, configuration: LinkConfiguration(baudRate: baud, latencySeconds: 0.3),
+                found: { info in print("  \(info.identifier)  answers: \(info.name ?? "(no name)")") })
+            if found.isEmpty { print("  (no device answered)") }
         }
     }
 
