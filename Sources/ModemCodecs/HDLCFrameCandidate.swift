@@ -125,6 +125,20 @@ public struct HDLCFrameCandidate: Sendable, Hashable {
                        isAcceptable: (_ bytes: [UInt8]) -> Bool = { _ in true }) -> HDLCFrame? {
         precondition(!pattern.isEmpty && pattern.allSatisfy { $0 >= 0 }, "repair pattern offsets must be non-negative")
         let lengths = minimumLength...max(minimumLength, maximumLength)
+        if exhaustive, let fast = HDLCIncrementalRepair(rawBits: rawBits) {
+            // Each position costs a few bit steps: de-stuffing resumes from the unmodified frame's
+            // state just before the first flip and rejoins it a few bits after the last one.
+            var offsets = Array(Set(pattern)).sorted()
+            var flips = offsets
+            for position in rawBits.indices {
+                flips.removeAll(keepingCapacity: true)
+                for o in offsets where position + o < rawBits.count { flips.append(position + o) }
+                guard fast.passes(flips: flips, lengths: lengths) else { continue }
+                if let frame = verify(flips, lengths: lengths, isAcceptable: isAcceptable) { return frame }
+            }
+            offsets.removeAll()
+            return nil
+        }
         let search = HDLCRepairSearch(rawBits: rawBits, lengths: lengths)
         var bits = rawBits
         func attempt(_ flips: [Int]) -> HDLCFrame? {
@@ -163,5 +177,19 @@ public struct HDLCFrameCandidate: Sendable, Hashable {
             if let frame = attempt(flips) { return frame }
         }
         return nil
+    }
+
+    /// The frame that inverting `flips` gives, checked in full (FCS, length, `isAcceptable`).
+    private func verify(_ flips: [Int], lengths: ClosedRange<Int>, isAcceptable: (_ bytes: [UInt8]) -> Bool) -> HDLCFrame? {
+        var bits = rawBits
+        for f in flips { bits[f].toggle() }
+        guard let d = HDLCRepairSearch.destuff(bits, mapping: false), d.isAligned,
+              lengths.contains(d.bytes.count), d.syndrome == 0 else { return nil }
+        let count = d.bytes.count
+        let body = Array(d.bytes[0..<(count - 2)])
+        guard isAcceptable(body) else { return nil }
+        let fcs = UInt16(d.bytes[count - 2]) | UInt16(d.bytes[count - 1]) << 8
+        return HDLCFrame(bytes: body, fcs: fcs, startBitIndex: startBitIndex, endBitIndex: endBitIndex,
+                         flippedBitIndices: flips.map { startBitIndex + $0 })
     }
 }

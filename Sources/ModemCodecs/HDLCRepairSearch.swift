@@ -259,3 +259,111 @@ enum HDLCSyndrome {
         return table
     }()
 }
+
+/// Exact, incremental evaluation of a set of flipped received bits: whether de-stuffing the flipped
+/// bits gives whole bytes, how many, and whether their CRC register ends at the good residue.
+///
+/// The unmodified frame's de-stuffer state (run of 1s, data bits so far, CRC register) is kept at
+/// every received bit. A flip set is evaluated by resuming from the state just before its first
+/// flip, stepping bit by bit until, after its last flip, the run of 1s agrees with the unmodified
+/// frame's at the same received bit: from there on both de-stuff alike, so the rest of the data is
+/// the unmodified frame's suffix, whose effect on the register is linear (``HDLCSyndrome``) even when
+/// the flips added or removed a stuffing bit and shifted it.
+struct HDLCIncrementalRepair {
+    let raw: [Bool]
+    /// Run of 1s before each received bit (and after the last, at index `raw.count`).
+    let onesBefore: [UInt8]
+    /// Data bits before each received bit.
+    let dataBefore: [Int32]
+    /// CRC register after each number of data bits (0...dataCount).
+    let registerAfter: [UInt16]
+    let dataCount: Int
+
+    /// Nil when the bits hold six 1s in a row or are too long for the syndrome tables.
+    init?(rawBits: [Bool]) {
+        let n = rawBits.count
+        guard n + 8 < HDLCSyndrome.maxDistance else { return nil }
+        var ones = [UInt8](repeating: 0, count: n + 1)
+        var data = [Int32](repeating: 0, count: n + 1)
+        var regs = [UInt16](repeating: 0, count: n + 1)
+        var run = 0, k = 0
+        var reg = CRC16X25.initialRegister
+        regs[0] = reg
+        for r in 0..<n {
+            ones[r] = UInt8(run)
+            data[r] = Int32(k)
+            if rawBits[r] {
+                run += 1
+                if run >= 6 { return nil }
+            } else {
+                let stuffing = run == 5
+                run = 0
+                if stuffing { continue }
+            }
+            reg ^= rawBits[r] ? 1 : 0
+            reg = reg & 1 != 0 ? (reg >> 1) ^ CRC16X25.reflectedPolynomial : reg >> 1
+            k += 1
+            regs[k] = reg
+        }
+        ones[n] = UInt8(run)
+        data[n] = Int32(k)
+        raw = rawBits
+        onesBefore = ones
+        dataBefore = data
+        registerAfter = Array(regs[0...k])
+        dataCount = k
+    }
+
+    /// `x` after `m` register steps with zero input.
+    @inline(__always)
+    static func advance(_ x: UInt16, by m: Int) -> UInt16 {
+        var out: UInt16 = 0
+        var v = x
+        var i = 0
+        while v != 0 {
+            if v & 1 != 0 {
+                // e_i after m steps: e_(i-m) while m <= i, else effect[m - i] (e_0 after one step).
+                if m < i { out ^= 1 << UInt16(i - m) } else if m == i { out ^= 1 } else { out ^= HDLCSyndrome.effect[m - i] }
+            }
+            v >>= 1
+            i += 1
+        }
+        return out
+    }
+
+    /// Whether inverting `flips` (ascending, in range) yields whole bytes, a byte count in `lengths`,
+    /// and a good FCS.
+    func passes(flips: [Int], lengths: ClosedRange<Int>) -> Bool {
+        guard let first = flips.first, let lastFlip = flips.last else { return false }
+        let n = raw.count
+        return raw.withUnsafeBufferPointer { raw in
+            var r = first
+            var run = Int(onesBefore[r])
+            var k = Int(dataBefore[r])
+            var reg = registerAfter[k]
+            var f = 0
+            while r < n {
+                if r > lastFlip && run == Int(onesBefore[r]) { break }
+                var bit = raw[r]
+                if f < flips.count && flips[f] == r { bit.toggle(); f += 1 }
+                if bit {
+                    run += 1
+                    if run >= 6 { return false }
+                } else {
+                    let stuffing = run == 5
+                    run = 0
+                    if stuffing { r += 1; continue }
+                }
+                reg ^= bit ? 1 : 0
+                reg = reg & 1 != 0 ? (reg >> 1) ^ CRC16X25.reflectedPolynomial : reg >> 1
+                k += 1
+                r += 1
+            }
+            let join = Int(dataBefore[r])
+            let total = k + dataCount - join
+            guard total % 8 == 0, lengths.contains(total / 8) else { return false }
+            let final = registerAfter[dataCount] ^ Self.advance(reg ^ registerAfter[join], by: dataCount - join)
+            return final == CRC16X25.goodResidue
+        }
+    }
+}

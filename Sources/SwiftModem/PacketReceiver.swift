@@ -79,8 +79,7 @@ public final class PacketReceiver {
     public let format: PacketFormat
 
     private var demodulator: FSKBitDemodulator?
-    private var baseband: BasebandBitDemodulator?
-    private var descramblers: [G3RUHDescrambler] = []
+    private var baseband: [BasebandLane]?
     private var nrzi: [NRZIDecoder]
     private var hdlc: [HDLCDecoder]
     private var recent: [(bytes: [UInt8], end: Int)] = []
@@ -120,11 +119,18 @@ public final class PacketReceiver {
                 throw ModemSettingsError("\(settings.baudRate) baud baseband needs a sample rate of at least \(Int(settings.baudRate * 4)) Hz (8000...192000), got \(source.sampleRate)")
             }
             // Three window lengths, each sliced at three levels (−0.1, 0, +0.1 of the signal's RMS).
-            let demod = BasebandBitDemodulator(sampleRate: rate, baudRate: settings.baudRate,
-                                               windowBits: [0.55, 0.65, 0.75], thresholds: [-0.1, 0, 0.1])
-            baseband = demod
-            count = demod.windowBits.count
-            descramblers = Array(repeating: G3RUHDescrambler(), count: count)
+            // One lane; several lanes (shares of the slicers) could run on threads of their own, but
+            // on a loaded two-core machine two threads measured no faster.
+            var all: [(windowBits: Double, threshold: Double)] = []
+            for w in [0.55, 0.65, 0.75] { for t in [-0.1, 0, 0.1] { all.append((windowBits: w, threshold: t)) } }
+            let decoder = HDLCDecoder(minimumLength: format.minimumLength,
+                                      maximumLength: max(format.maximumLength, HDLCDecoder.ax25MaximumLength))
+            baseband = [0..<9].map { range in
+                BasebandLane(demodulator: BasebandBitDemodulator(sampleRate: rate, baudRate: settings.baudRate,
+                                                                 slicers: Array(all[range]), firstSlicer: range.lowerBound),
+                             decoder: decoder)
+            }
+            count = 0
             samplesPerBit = rate / settings.baudRate
         } else {
             let configuration = try settings.configuration(sampleRate: source.sampleRate)
@@ -166,15 +172,17 @@ public final class PacketReceiver {
     /// frame-lengths of audio so that the slicers' copies and any repair can be compared first.
     public func process(_ samples: UnsafeBufferPointer<Float>) -> [ReceivedPacket] {
         statistics.samples += samples.count
-        if baseband != nil { baseband!.process(samples, into: &bits) } else { demodulator!.process(samples, into: &bits) }
-        let scrambled = baseband != nil
+        if baseband != nil {
+            processBaseband(samples)
+            return settle(before: statistics.samples - 4 * frameWindow)
+        }
+        demodulator!.process(samples, into: &bits)
         // Work on local copies: mutating a class's arrays in the loop costs a runtime exclusivity
         // check per access.
-        var descramblers = self.descramblers, nrzi = self.nrzi, hdlc = self.hdlc
-        defer { self.descramblers = descramblers; self.nrzi = nrzi; self.hdlc = hdlc }
+        var nrzi = self.nrzi, hdlc = self.hdlc
+        defer { self.nrzi = nrzi; self.hdlc = hdlc }
         for b in bits {
-            let line = scrambled ? descramblers[b.slicer].descramble(b.mark) : b.mark
-            let bit = nrzi[b.slicer].decode(line)
+            let bit = nrzi[b.slicer].decode(b.mark)
             guard let out = hdlc[b.slicer].decode(bit) else { continue }
             switch out {
             case .frame(let f):
@@ -188,6 +196,38 @@ public final class PacketReceiver {
         }
         bits.removeAll(keepingCapacity: true)
         return settle(before: statistics.samples - 4 * frameWindow)
+    }
+
+    /// The baseband path: each lane (a share of the slicers with its own demodulator, descramblers,
+    /// NRZI and HDLC decoders) runs in turn; their frames are then taken in the order a single pass
+    /// over all slicers would give (by sample, then slicer).
+    private func processBaseband(_ samples: UnsafeBufferPointer<Float>) {
+        var lanes = baseband!
+        baseband = nil
+        let minBits = format.minimumLength * 8, maxBits = format.maximumLength * 8
+        for i in lanes.indices { lanes[i].process(samples, minimumBits: minBits, maximumBits: maxBits) }
+        var cursor = [Int](repeating: 0, count: lanes.count)
+        while true {
+            var pick = -1
+            for l in lanes.indices where cursor[l] < lanes[l].events.count {
+                let e = lanes[l].events[cursor[l]]
+                if pick < 0 {
+                    pick = l
+                } else {
+                    let p = lanes[pick].events[cursor[pick]]
+                    if (e.sample, e.slicer) < (p.sample, p.slicer) { pick = l }
+                }
+            }
+            if pick < 0 { break }
+            let e = lanes[pick].events[cursor[pick]]
+            cursor[pick] += 1
+            switch e.output {
+            case .frame(let f): hold(f.bytes, end: e.sample, repaired: 0, slicer: e.slicer)
+            case .damaged(let candidate): damaged.append((e.sample, e.slicer, candidate))
+            }
+        }
+        for l in lanes.indices { lanes[l].events.removeAll(keepingCapacity: true) }
+        baseband = lanes
     }
 
     /// Ends the reception: settles what is held and returns it (``run`` delivers it itself).
@@ -234,7 +274,11 @@ public final class PacketReceiver {
                 var fixedOne = false
                 if repairs {
                     let pattern = baseband != nil ? [0, 1, 12, 13, 17, 18] : [0, 1]
+                    var tried: [[Bool]] = []
                     for c in cluster.sorted(by: { $0.slicer < $1.slicer }).prefix(Self.repairAttempts) {
+                        // Slicers often hand in the same bits: their repair would fail alike.
+                        if tried.contains(c.candidate.rawBits) { continue }
+                        tried.append(c.candidate.rawBits)
                         // exhaustive: false makes 9600 about 35 % faster but loses a frame on the noise test.
                         if let fixed = c.candidate.repair(pattern: pattern, exhaustive: true,
                                                           isAcceptable: format.accepts) {
@@ -262,4 +306,50 @@ public final class PacketReceiver {
     /// The counts so far.
     public var currentStatistics: PacketStatistics { statistics }
 
+}
+
+/// A share of the baseband slicers with everything after them up to HDLC.
+private struct BasebandLane {
+    struct Event {
+        var sample: Int
+        var slicer: Int
+        var output: HDLCDecoderOutput
+    }
+
+    var demodulator: BasebandBitDemodulator
+    var descramblers: [G3RUHDescrambler]
+    var nrzi: [NRZIDecoder]
+    var hdlc: [HDLCDecoder]
+    var bits: [[SlicedBit]]
+    /// Frames and damaged frames of the length looked for, in order of sample then slicer.
+    var events: [Event] = []
+
+    init(demodulator: BasebandBitDemodulator, decoder: HDLCDecoder) {
+        self.demodulator = demodulator
+        let n = demodulator.windowBits.count
+        descramblers = Array(repeating: G3RUHDescrambler(), count: n)
+        nrzi = Array(repeating: NRZIDecoder(), count: n)
+        hdlc = Array(repeating: decoder, count: n)
+        bits = Array(repeating: [], count: n)
+    }
+
+    mutating func process(_ samples: UnsafeBufferPointer<Float>, minimumBits: Int, maximumBits: Int) {
+        demodulator.process(samples, perSlicer: &bits)
+        let start = events.count
+        for k in bits.indices {
+            var descrambler = descramblers[k], nrzi = self.nrzi[k], hdlc = self.hdlc[k]
+            for b in bits[k] {
+                let bit = nrzi.decode(descrambler.descramble(b.mark))
+                guard let out = hdlc.decode(bit) else { continue }
+                if case .damaged(let candidate) = out {
+                    let n = candidate.rawBits.count
+                    guard n >= minimumBits && n <= maximumBits else { continue }
+                }
+                events.append(Event(sample: b.sample, slicer: b.slicer, output: out))
+            }
+            descramblers[k] = descrambler; self.nrzi[k] = nrzi; self.hdlc[k] = hdlc
+            bits[k].removeAll(keepingCapacity: true)
+        }
+        events[start...].sort { ($0.sample, $0.slicer) < ($1.sample, $1.slicer) }
+    }
 }
