@@ -177,6 +177,10 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
     }
 
     // MARK: Callback facade (the seed's names)
+    //
+    // These block the calling thread until the call is taken (and, for open and close, until it
+    // ended). Call them from an ordinary thread (a command-line tool's main thread, a `Thread`), not
+    // from inside Swift concurrency's cooperative pool, where blocking can starve the tasks they wait on.
 
     /// Opens the device (blocking): 0, -1, -2, -3 or -4 as ``open()``.
     public func openDevice() -> Int32 { blocking { await self.open() } }

@@ -122,6 +122,7 @@ public struct DeviceStateMachine: Sendable {
                 outboundDeadline = nil
                 pendingRequest = nil
                 inbound = InboundMessages(maximumMessageSize: configuration.maximumMessageSize, framePayload: configuration.framePayload)
+                state = .idle
             }
             if state == .deviceReady { state = .idle }
             return [transmit([LinkFrame(kind: .helloAck, flags: .fromDevice, session: frame.session,
