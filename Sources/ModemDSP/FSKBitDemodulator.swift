@@ -40,10 +40,19 @@ public struct FSKBitDemodulator: Sendable {
         /// Correlation window length in bit periods (0.5...2; 1 is the matched filter, slightly
         /// longer windows gain in white noise on continuous-phase signals).
         public var windowBits: Double
+        /// Whether the space weight follows the tone levels measured on the slicer's own decisions
+        /// (then `balanceDB` is added to the measured weight). The weight is the ratio of the mean
+        /// window energy (mark + space) over bits decided mark to that over bits decided space,
+        /// (A² + 2N) / (B² + 2N) for tone energies A², B² and noise N per tone: the weight that puts the
+        /// decision half way between the two tones' mean outputs. It equalises the tones at high SNR
+        /// and moves towards 0 dB as the noise grows, where the best fixed weight lies too. It follows
+        /// the levels over about 20 bits (a frame's preamble), within ±12 dB.
+        public var adaptive: Bool
         /// Creates a slicer.
-        public init(balanceDB: Double = 0, windowBits: Double = 1) {
+        public init(balanceDB: Double = 0, windowBits: Double = 1, adaptive: Bool = false) {
             self.balanceDB = balanceDB
             self.windowBits = windowBits
+            self.adaptive = adaptive
         }
     }
 
@@ -53,6 +62,8 @@ public struct FSKBitDemodulator: Sendable {
     private var nextGrid: Int           // absolute sample index of the next grid point
     private var states: [SlicerState]
     private let balances: [Float]
+    private let adaptive: [Bool]
+    private let levelAlpha: Float       // per decided bit, for the adaptive slicers' level means
     private let windowIndex: [Int]      // per slicer, index into `windows`
     private let windows: [Double]       // distinct window lengths in bit periods
     private let softScale: Float
@@ -64,6 +75,8 @@ public struct FSKBitDemodulator: Sendable {
         var last: Float = 0             // previous soft value
         var locked = false
         var goodTransitions = 0
+        var markLevel: Float = 0        // running mean window energy over bits decided mark
+        var spaceLevel: Float = 0       // likewise space
     }
 
     /// Creates a demodulator.
@@ -83,6 +96,8 @@ public struct FSKBitDemodulator: Sendable {
         nextGrid = Int((bitLength * 2).rounded(.up))
         states = Array(repeating: SlicerState(), count: slicers.count)
         balances = slicers.map { Float(pow(10, $0.balanceDB / 10)) }
+        adaptive = slicers.map { $0.adaptive }
+        levelAlpha = 0.05
         var distinct: [Double] = []
         for s in slicers where !distinct.contains(s.windowBits) { distinct.append(s.windowBits) }
         windows = distinct
@@ -117,9 +132,12 @@ public struct FSKBitDemodulator: Sendable {
             }
             for k in states.indices {
                 let (m, s) = ms[windowIndex[k]]
-                let b = balances[k]
-                let v = max(-1, min(1, (m - b * s) / (m + b * s + 1e-30) / softScale))
                 var st = states[k]
+                var b = balances[k]
+                if adaptive[k] && st.markLevel > 0 && st.spaceLevel > 0 {
+                    b *= max(1.0 / 16, min(16, st.markLevel / st.spaceLevel))
+                }
+                let v = max(-1, min(1, (m - b * s) / (m + b * s + 1e-30) / softScale))
                 // A sign change means the window is centred on a bit boundary: the ideal phase
                 // there is one half (the bit is sampled half a bit later, when the window covers it).
                 if (v >= 0) != (st.last >= 0) {
@@ -139,6 +157,14 @@ public struct FSKBitDemodulator: Sendable {
                     let over = Float(min(1, st.phase / phaseStep))
                     let at = v - (v - st.last) * over
                     bits.append(SlicedBit(slicer: k, mark: at >= 0, confidence: abs(at), sample: t))
+                    if adaptive[k] {
+                        let e = m + s + 1e-30           // never zero: silence leaves the ratio at 1
+                        if at >= 0 {
+                            st.markLevel = st.markLevel == 0 ? e : st.markLevel + levelAlpha * (e - st.markLevel)
+                        } else {
+                            st.spaceLevel = st.spaceLevel == 0 ? e : st.spaceLevel + levelAlpha * (e - st.spaceLevel)
+                        }
+                    }
                 }
                 st.last = v
                 states[k] = st

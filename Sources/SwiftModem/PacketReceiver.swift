@@ -90,11 +90,23 @@ public final class PacketReceiver {
     /// Slack between slicers finding the same frame (about eight bytes of air time), in samples.
     private var frameWindow: Int { Int(samplesPerBit * 64) }
 
-    /// The slicers used by default for a baud rate: three space weights (−6, 0, +6 dB) for
-    /// de-emphasised or pre-emphasised audio, on 1.3-bit windows, plus a 1.5-bit window for 300 baud.
+    /// The slicers used by default for a baud rate.
+    ///
+    /// 1200 baud and up: fixed space weights −12, 0, +12 dB on 1.3-bit windows, plus two adaptive
+    /// slicers (1.3- and 1-bit windows) whose weight follows the tone levels measured on their own
+    /// decisions. On de-emphasised audio at low SNR the best weight is sharp (400 Hz de-emphasis,
+    /// SNR 10: 3 dB decodes 27 of 30, 0 or 6 dB 2-5) and lies below the tone level difference, so a
+    /// fixed grid misses it; the adaptive slicer lands on it (see ``FSKBitDemodulator/Slicer/adaptive``).
+    /// 300 baud (and below): −12...+12 dB in 6 dB steps on 1.3-bit windows plus a 1.5-bit window.
     public static func defaultSlicers(baudRate: Double) -> [FSKBitDemodulator.Slicer] {
-        var s: [FSKBitDemodulator.Slicer] = [-12.0, -6, 0, 6, 12].map { .init(balanceDB: $0, windowBits: 1.3) }
-        if baudRate <= 600 { s.append(.init(balanceDB: 0, windowBits: 1.5)) }
+        if baudRate <= 600 {
+            var s: [FSKBitDemodulator.Slicer] = [-12.0, -6, 0, 6, 12].map { .init(balanceDB: $0, windowBits: 1.3) }
+            s.append(.init(balanceDB: 0, windowBits: 1.5))
+            return s
+        }
+        var s: [FSKBitDemodulator.Slicer] = [-12.0, 0, 12].map { .init(balanceDB: $0, windowBits: 1.3) }
+        s.append(.init(balanceDB: 0, windowBits: 1.3, adaptive: true))
+        s.append(.init(balanceDB: 0, windowBits: 1, adaptive: true))
         return s
     }
 
