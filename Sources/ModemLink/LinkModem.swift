@@ -49,7 +49,9 @@ public final class LinkModem {
         let longest = LinkFrame.overhead + configuration.framePayload + 2
         let format = PacketFormat(minimumLength: LinkFrame.overhead + 2, maximumLength: longest * 6 / 5,
                                   accepts: { (try? LinkFrame(decoding: $0)) != nil })
-        let slicers: [FSKBitDemodulator.Slicer] = [-6.0, 0, 6].map { .init(balanceDB: $0, windowBits: 1.3) }
+        // Three fixed space weights and one that follows the tone levels (de-emphasised lines).
+        var slicers: [FSKBitDemodulator.Slicer] = [-6.0, 0, 6].map { .init(balanceDB: $0, windowBits: 1.3) }
+        slicers.append(.init(balanceDB: 0, windowBits: 1.3, adaptive: true))
         receiver = try PacketReceiver(settings: settings, source: NoSource(sampleRate: sampleRate), slicers: slicers,
                                       repairs: true, format: format)
     }
