@@ -37,6 +37,9 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
         var closedWaiter: CheckedContinuation<Void, Never>?
         var noDevice = false
         var deviceName: String?
+
+        /// What a call gets when no device is open: -4 after a search that found none, else -2.
+        var notOpenedCode: Int32 { noDevice ? ReturnCode.noDevice : ReturnCode.notOpenedOrInput }
     }
     private let shared = Mutex(Shared())
 
@@ -120,10 +123,7 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
                 emit(.error(.playbackWrite, "\(error)"))
                 return ReturnCode.busyOrOutput
             }
-            if sharedMedium {
-                station.sharedMedium = (max(0.1, configuration.latencySeconds), 3)
-                station.seedBackoff(UInt64.random(in: 1...UInt64.max))
-            }
+            if sharedMedium { station.useSharedMedium(configuration, seed: UInt64.random(in: 1...UInt64.max)) }
             let d = LinkDriver(station: station, sink: sink, source: source,
                                onEvent: { [weak self] e in self?.handle(e) },
                                onFailure: { [weak self] c, m in self?.transportFailed(c, m) })
@@ -145,13 +145,13 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
     }
 
     public func exchange(_ data: [UInt8], timeout: Double) async throws(ExchangeFailure) -> [UInt8] {
-        try await exchangeReporting(data, timeout: timeout, started: { _ in })
+        let driver = try reserveExchange(callback: nil).get()
+        return try await runExchange(on: driver, data, timeout: timeout, started: { _ in }).get()
     }
 
     public func cancel() async -> Int32 {
-        guard let driver = shared.withLock({ $0.driver }) else {
-            return shared.withLock { $0.noDevice } ? ReturnCode.noDevice : ReturnCode.notOpenedOrInput
-        }
+        let (open, refusal) = shared.withLock { ($0.driver, $0.notOpenedCode) }
+        guard let driver = open else { return refusal }
         return await withCheckedContinuation { (c: CheckedContinuation<Int32, Never>) in
             driver.perform { st, now in
                 let (code, actions) = st.machine.cancel(now: now)
@@ -189,19 +189,19 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
     /// - Returns: 0 (started), -1 (an exchange is under way), -2 (not opened), -3 (data too large),
     ///   -4 (no device).
     public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
-        let started = shared.withLock { s -> Int32? in
-            guard s.driver != nil else { return s.noDevice ? ReturnCode.noDevice : ReturnCode.notOpenedOrInput }
-            if s.exchangeBusy { return ReturnCode.busyOrOutput }
-            s.callback = callback
-            return nil
+        let driver: LinkDriver<PhoneStateMachine>
+        switch reserveExchange(callback: callback) {
+        case .success(let d): driver = d
+        case .failure(.refused(let code)): return code
+        case .failure: return ReturnCode.notOpenedOrInput
         }
-        if let code = started { return code }
         let codeBox = Mutex<Int32?>(nil)
         let sem = DispatchSemaphore(value: 0)
         Task {
-            do {
-                _ = try await self.exchangeReporting(data, timeout: timeout) { code in codeBox.withLock { $0 = code }; sem.signal() }
-            } catch {}
+            _ = await self.runExchange(on: driver, data, timeout: timeout) { code in
+                codeBox.withLock { $0 = code }
+                sem.signal()
+            }
         }
         sem.wait()
         return codeBox.withLock { $0 } ?? ReturnCode.notOpenedOrInput
@@ -218,21 +218,28 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
 
     // MARK: Internals
 
-    /// `exchange` that reports its start code (0 or the refusal) before awaiting the outcome.
-    private func exchangeReporting(_ data: [UInt8], timeout: Double, started: @escaping @Sendable (Int32) -> Void) async throws(ExchangeFailure) -> [UInt8] {
-        let start: (LinkDriver<PhoneStateMachine>?, Int32?) = shared.withLock { s in
-            guard let d = s.driver else { return (nil, s.noDevice ? ReturnCode.noDevice : ReturnCode.notOpenedOrInput) }
-            if s.exchangeBusy { return (nil, ReturnCode.busyOrOutput) }
+    /// Takes the one exchange slot (and the facade's callback) at once, on the caller's thread: the
+    /// driver, or the refusal code (-2/-4 not opened, -1 busy).
+    private func reserveExchange(callback: (any CommunicationCallback)?) -> Result<LinkDriver<PhoneStateMachine>, ExchangeFailure> {
+        shared.withLock { s in
+            guard let d = s.driver else { return .failure(.refused(s.notOpenedCode)) }
+            if s.exchangeBusy { return .failure(.refused(ReturnCode.busyOrOutput)) }
             s.exchangeBusy = true
-            return (d, nil)
+            s.callback = callback
+            return .success(d)
         }
-        guard let driver = start.0 else { started(start.1!); throw .refused(start.1!) }
+    }
+
+    /// Runs a reserved exchange: reports the machine's start code (0 or its refusal) through
+    /// `started`, then awaits the outcome.
+    private func runExchange(on driver: LinkDriver<PhoneStateMachine>, _ data: [UInt8], timeout: Double,
+                             started: @escaping @Sendable (Int32) -> Void) async -> Result<[UInt8], ExchangeFailure> {
         guard timeout > 0, timeout.isFinite else {
-            shared.withLock { $0.exchangeBusy = false }
+            shared.withLock { $0.exchangeBusy = false; $0.callback = nil }
             started(ReturnCode.busyOrOutput)
-            throw .error(.exchangeState, "the timeout must be a positive number of seconds")
+            return .failure(.error(.exchangeState, "the timeout must be a positive number of seconds"))
         }
-        let result = await withCheckedContinuation { (c: CheckedContinuation<Result<[UInt8], ExchangeFailure>, Never>) in
+        return await withCheckedContinuation { (c: CheckedContinuation<Result<[UInt8], ExchangeFailure>, Never>) in
             shared.withLock { $0.exchangeWaiter = c }
             driver.perform { [weak self] st, now in
                 let (code, actions) = st.machine.exchange(data, timeout: timeout, now: now)
@@ -240,7 +247,6 @@ public final class AudioJackManager: CommunicationManager, @unchecked Sendable {
                 if code != ReturnCode.ok { self?.finishExchange(.failure(.refused(code)), notify: false) } else { st.perform(actions) }
             }
         }
-        return try result.get()
     }
 
     private func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {

@@ -40,10 +40,7 @@ public final class DeviceEmulator: @unchecked Sendable {
         var machine = DeviceStateMachine(configuration: configuration, name: name)
         machine.attach()
         let station = LinkStation(machine: machine, modem: try LinkModem(configuration: configuration, sampleRate: source.sampleRate))
-        if sharedMedium {
-            station.sharedMedium = (max(0.1, configuration.latencySeconds), 3)
-            station.seedBackoff(UInt64.random(in: 1...UInt64.max))
-        }
+        if sharedMedium { station.useSharedMedium(configuration, seed: UInt64.random(in: 1...UInt64.max)) }
         let cont = continuation
         let counts = self.counts
         let mode = configuration.mode

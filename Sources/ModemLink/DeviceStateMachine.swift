@@ -34,7 +34,7 @@ public struct DeviceStateMachine: Sendable {
     private var outbound: OutboundMessage?
     private var outboundDeadline: Double?
     private var inbound: InboundMessages
-    private var nextMessage: UInt16 = 1
+    private var numbers = MessageNumbers()
     private var sizer: FragmentSizer
 
     /// Creates a device, not yet attached.
@@ -81,9 +81,7 @@ public struct DeviceStateMachine: Sendable {
         guard session != nil, state == .idle || state == .dataProcess else { return (ReturnCode.notOpenedOrInput, []) }
         guard outbound == nil else { return (ReturnCode.busyOrOutput, []) }
         guard data.count <= configuration.maximumMessageSize else { return (ReturnCode.handshakeFailedOrCancelling, []) }
-        let message = nextMessage
-        nextMessage &+= 1
-        if nextMessage == 0 { nextMessage = 1 }
+        let message = numbers.take()
         return startSending(data, message: message, flags: [], deadline: timeout.map { now + $0 })
     }
 
@@ -137,20 +135,21 @@ public struct DeviceStateMachine: Sendable {
             return [transmit([inbound.ack(for: frame.message, count: frame.fragmentCount, session: s, base: .fromDevice)])]
         case .ack:
             guard var out = outbound, out.message == frame.message else { statistics.staleFrames += 1; return [] }
-            let answersPoll = out.apply(ack: frame)
-            if out.isComplete {
+            switch out.handle(ack: frame, session: s, base: .fromDevice, window: configuration.windowFrames) {
+            case .complete:
                 sizer.record(out)
                 outbound = nil
                 outboundDeadline = nil
                 if pendingRequest == nil && state == .dataProcess { state = .idle }
                 return [.event(.sendOK(message: out.message))]
+            case .wait:
+                outbound = out
+                return []
+            case .resend(let frames, let resent):
+                statistics.retransmissions += resent
+                outbound = out
+                return [.event(.progress(bytes: out.ackedBytes, total: out.totalBytes)), transmit(frames)]
             }
-            guard answersPoll else { outbound = out; return [] }
-            let before = out.resent
-            let frames = out.burst(session: s, base: .fromDevice, window: configuration.windowFrames)
-            statistics.retransmissions += out.resent - before
-            outbound = out
-            return [.event(.progress(bytes: out.ackedBytes, total: out.totalBytes)), transmit(frames)]
         case .cancel:
             inbound.markFinished(frame.message)
             var actions: [LinkAction] = []

@@ -73,6 +73,12 @@ public struct LinkConfiguration: Sendable, Hashable {
         2 * latencySeconds + 256 / baudRate + preambleSeconds + airtime(payload: 64) + 0.25 + 40 / baudRate
     }
 
+    /// Channel access on a shared line: slots as long as the audio path's latency (at least 100 ms, so a
+    /// transmission is heard before the next slot starts), up to 3 slots of random backoff.
+    public var sharedMediumAccess: (slotSeconds: Double, maximumSlots: Int) {
+        (max(0.1, latencySeconds), 3)
+    }
+
     /// A reasonable exchange timeout for `bytes` each way (master-slave: request and reply), in seconds:
     /// three times the air time plus ten acknowledgement timeouts.
     public func suggestedTimeout(bytes: Int) -> Double {

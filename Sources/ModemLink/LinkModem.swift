@@ -68,9 +68,8 @@ public final class LinkModem {
         guard !frames.isEmpty else { return }
         var bits: [Bool] = []
         var frameBitRanges: [Range<Int>] = []
-        let joining = isTransmitting
-        if joining {
-            // Drop the closing flags still queued? They are already modulated; just add separators.
+        if isTransmitting {
+            // Joining a transmission: its closing flags are already queued; with these they separate.
             HDLCEncoder.appendFlags(separatingFlags - 1, to: &bits)
         } else {
             HDLCEncoder.appendFlags(preambleFlags, to: &bits)
@@ -82,18 +81,10 @@ public final class LinkModem {
             frameBitRanges.append(start..<bits.count)
         }
         HDLCEncoder.appendFlags(2, to: &bits)
-        // Compact the queue before appending.
-        if queueRead > 0 && queueRead == queue.count {
-            queue.removeAll(keepingCapacity: true)
-            queueRead = 0
-        }
         // The output index of the first new sample.
         let base = emitted + queue.count - queueRead
         let samplesPerBit = Double(sampleRate) / configuration.baudRate
-        var levels: [Bool] = []
-        levels.reserveCapacity(bits.count)
-        for b in bits { levels.append(nrzi.encode(b)) }
-        modulator.appendBits(levels, to: &queue)
+        modulator.appendBits(nrzi.encode(bits), to: &queue)
         for r in frameBitRanges {
             spans.append(base + Int(Double(r.lowerBound) * samplesPerBit) ..< base + Int(Double(r.upperBound) * samplesPerBit))
         }

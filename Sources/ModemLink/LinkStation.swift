@@ -74,8 +74,12 @@ public final class LinkStation<Machine: LinkMachine> {
         shared.slotSeconds * Double(backoff.next() % UInt64(shared.maximumSlots + 1))
     }
 
-    /// Seeds the backoff generator (stations sharing a medium need different seeds).
-    public func seedBackoff(_ seed: UInt64) { backoff = SplitMix64(seed: seed) }
+    /// Turns on channel access for a shared line (``LinkConfiguration/sharedMediumAccess``), with its
+    /// own backoff seed (stations sharing a line need different seeds).
+    public func useSharedMedium(_ configuration: LinkConfiguration, seed: UInt64) {
+        sharedMedium = configuration.sharedMediumAccess
+        backoff = SplitMix64(seed: seed)
+    }
 
     /// The events reported since the last call.
     public func takeEvents() -> [LinkEvent] {

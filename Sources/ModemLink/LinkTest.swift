@@ -115,12 +115,8 @@ public final class LinkTest {
         dm.attach()
         device = LinkStation(machine: dm, modem: try LinkModem(configuration: options.configuration, sampleRate: medium.sampleRate))
         if medium.isShared {
-            // Slots longer than the audio path's round trip, so a transmission is heard before the next slot.
-            let slot = max(0.1, options.configuration.latencySeconds)
-            phone.sharedMedium = (slot, 3)
-            device.sharedMedium = (slot, 3)
-            phone.seedBackoff(options.seed &+ 1)
-            device.seedBackoff(options.seed &+ 2)
+            phone.useSharedMedium(options.configuration, seed: options.seed &+ 1)
+            device.useSharedMedium(options.configuration, seed: options.seed &+ 2)
         }
     }
 

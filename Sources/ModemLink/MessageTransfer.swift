@@ -65,11 +65,31 @@ struct OutboundMessage: Sendable {
                          fragmentCount: UInt16(fragments.count))
     }
 
+    /// What an acknowledgement leads to.
+    enum AckOutcome {
+        /// Every fragment arrived.
+        case complete
+        /// A late or repeated answer: the bitmap was noted, nothing to send.
+        case wait
+        /// Missing fragments to send again (`resent` of them had been sent before).
+        case resend([LinkFrame], resent: Int)
+    }
+
+    /// Applies an acknowledgement and says what follows: done, nothing yet, or the next burst.
+    mutating func handle(ack: LinkFrame, session: UInt8, base: LinkFrame.Flags, window: Int) -> AckOutcome {
+        let answersPoll = apply(ack: ack)
+        if isComplete { return .complete }
+        guard answersPoll else { return .wait }
+        let before = resent
+        let frames = burst(session: session, base: base, window: window)
+        return .resend(frames, resent: resent - before)
+    }
+
     /// Applies an acknowledgement. Returns whether it answers the poll that ended our last
     /// transmission (we finished sending and are waiting): only then are missing fragments sent
     /// again. An acknowledgement that arrives while a burst is still being sent (a late or repeated
     /// answer to an earlier poll) only updates the bitmap, so duplicates never trigger extra bursts.
-    mutating func apply(ack: LinkFrame) -> Bool {
+    private mutating func apply(ack: LinkFrame) -> Bool {
         let answersPoll = awaitingAck && deadline != nil
         if ack.flags.contains(.complete) {
             for i in acked.indices { acked[i] = true }
@@ -84,6 +104,16 @@ struct OutboundMessage: Sendable {
             deadline = nil
         }
         return answersPoll
+    }
+}
+
+/// Message numbers of one sender: 1, 2, ... 65535, then 1 again (0 is never used).
+struct MessageNumbers: Sendable {
+    private var next: UInt16 = 1
+
+    mutating func take() -> UInt16 {
+        defer { next = next == UInt16.max ? 1 : next + 1 }
+        return next
     }
 }
 

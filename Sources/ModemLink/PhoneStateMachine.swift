@@ -60,7 +60,7 @@ public struct PhoneStateMachine: Sendable {
     private var exchangeInProgress: Exchange?
     private var outbound: OutboundMessage?
     private var inbound: InboundMessages
-    private var nextMessage: UInt16 = 1
+    private var numbers = MessageNumbers()
     private var sizer: FragmentSizer
     private let name: String
 
@@ -112,9 +112,7 @@ public struct PhoneStateMachine: Sendable {
         guard exchangeInProgress == nil, !isCancelling else { return (ReturnCode.busyOrOutput, []) }
         guard data.count <= configuration.maximumMessageSize else { return (ReturnCode.handshakeFailedOrCancelling, []) }
         precondition(timeout > 0 && timeout.isFinite, "exchange timeout must be a positive number of seconds")
-        let message = nextMessage
-        nextMessage &+= 1
-        if nextMessage == 0 { nextMessage = 1 }
+        let message = numbers.take()
         var out = OutboundMessage(message: message, flags: [], data: data, framePayload: sizer.current)
         let frames = out.burst(session: session, base: [], window: configuration.windowFrames)
         outbound = out
@@ -283,18 +281,16 @@ public struct PhoneStateMachine: Sendable {
 
     private mutating func receiveAck(_ frame: LinkFrame) -> [LinkAction] {
         guard var out = outbound, out.message == frame.message else { statistics.staleFrames += 1; return [] }
-        let answersPoll = out.apply(ack: frame)
         var actions: [LinkAction] = []
-        if out.isComplete {
+        switch out.handle(ack: frame, session: session, base: [], window: configuration.windowFrames) {
+        case .complete:
             outbound = nil
             sizer.record(out)
             actions += reportSent(out.message)
-        } else if !answersPoll {
+        case .wait:
             outbound = out
-        } else {
-            let before = out.resent
-            let frames = out.burst(session: session, base: [], window: configuration.windowFrames)
-            statistics.retransmissions += out.resent - before
+        case .resend(let frames, let resent):
+            statistics.retransmissions += resent
             outbound = out
             actions.append(.event(.progress(bytes: out.ackedBytes, total: out.totalBytes)))
             actions.append(transmit(frames))

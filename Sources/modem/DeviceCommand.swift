@@ -25,29 +25,24 @@ struct DeviceCommand: AsyncParsableCommand {
     )
 
     @Option(help: ArgumentHelp("ALSA device to play on and record from.", valueName: "NAME")) var device: String = "default"
-    @Option(help: ArgumentHelp("master-slave or duplex.", valueName: "MODE")) var mode: String = "master-slave"
-    @Option(help: ArgumentHelp("Line rate in baud (50...9600).", valueName: "N")) var baud: Double = 1200
-    @Option(help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
+    @OptionGroup var link: LinkOptions
     @Option(help: ArgumentHelp("Name given in the handshake.", valueName: "TEXT")) var name: String = "SwiftModem device emulator"
     @Option(help: ArgumentHelp("Stop after this many seconds (default: run until Ctrl-C).", valueName: "SECONDS")) var seconds: Double?
     @Flag(help: "The line is shared with the phone (each end hears itself).") var shared = false
 
     func validate() throws {
-        guard CommunicationMode(rawValue: mode) != nil else { throw ValidationError("--mode '\(mode)' is not master-slave or duplex") }
-        guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
-        guard (8000...192_000).contains(sampleRate) else { throw ValidationError("--sample-rate must be 8000...192000 Hz") }
         if let seconds { guard seconds.isFinite, seconds > 0 else { throw ValidationError("--seconds must be positive") } }
     }
 
     func run() async throws {
         _ = try await reportingErrors {
             installStopHandlers()
-            let config = LinkConfiguration(mode: CommunicationMode(rawValue: mode)!, baudRate: baud, latencySeconds: 0.3)
-            let capture = try ALSACapture(device: device, sampleRate: sampleRate)
-            let playback = try ALSAPlayback(device: device, sampleRate: sampleRate)
+            let config = link.configuration(latencySeconds: 0.3)
+            let capture = try ALSACapture(device: device, sampleRate: link.sampleRate)
+            let playback = try ALSAPlayback(device: device, sampleRate: link.sampleRate)
             let emulator = try DeviceEmulator(configuration: config, name: name, sharedMedium: shared, sink: playback, source: capture)
             emulator.start()
-            printError("modem device: listening on \(device) (\(mode), \(Int(baud)) baud); Ctrl-C stops")
+            printError("modem device: listening on \(device) (\(link.mode), \(Int(link.baud)) baud); Ctrl-C stops")
             let log = Task {
                 for await e in emulator.events {
                     switch e {

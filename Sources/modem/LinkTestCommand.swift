@@ -31,8 +31,7 @@ struct LinkTestCommand: AsyncParsableCommand {
     @Option(help: "The medium: loopback (in memory) or alsa (a sound device).") var channel: Channel = .loopback
     @Option(help: ArgumentHelp("ALSA device for --channel alsa (both ends play and record on it).", valueName: "NAME"))
     var device: String = "default"
-    @Option(help: ArgumentHelp("master-slave or duplex.", valueName: "MODE")) var mode: String = "master-slave"
-    @Option(help: ArgumentHelp("Line rate in baud (50...9600; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
+    @OptionGroup var link: LinkOptions
     @Option(help: ArgumentHelp("Exchanges to run.", valueName: "N")) var count: Int = 10
     @Option(help: ArgumentHelp("Bytes sent each way per exchange (1...1048576).", valueName: "BYTES")) var size: Int = 64
     @Option(parsing: .unconditional, help: ArgumentHelp("Full-band signal-to-noise ratio in dB (loopback).", valueName: "DB"))
@@ -43,20 +42,16 @@ struct LinkTestCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seed of payloads, noise and loss.", valueName: "S")) var seed: UInt64 = 1
     @Option(help: ArgumentHelp("Exchange timeout in seconds (default: from the size and baud rate).", valueName: "SECONDS"))
     var timeout: Double?
-    @Option(help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
     @Option(help: ArgumentHelp("Payload bytes per frame (1...2048).", valueName: "BYTES")) var framePayload: Int = 1024
     @Flag(help: "Print one JSON line with the counts instead of the text summary.") var json = false
 
     func validate() throws {
-        guard CommunicationMode(rawValue: mode) != nil else { throw ValidationError("--mode '\(mode)' is not master-slave or duplex") }
-        guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
         guard count >= 0 && count <= 1_000_000 else { throw ValidationError("--count must be 0...1000000") }
         guard (1...(1 << 20)).contains(size) else { throw ValidationError("--size must be 1...1048576 bytes") }
         if let snr { guard snr.isFinite, (-40...100).contains(snr) else { throw ValidationError("--snr must be -40...100 dB") } }
         guard (0...1).contains(loss) else { throw ValidationError("--loss must be 0...1") }
         guard abs(drift) <= 10000 else { throw ValidationError("--drift must be within ±10000 ppm") }
         if let timeout { guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") } }
-        guard (8000...192_000).contains(sampleRate) else { throw ValidationError("--sample-rate must be 8000...192000 Hz") }
         guard (1...2048).contains(framePayload) else { throw ValidationError("--frame-payload must be 1...2048 bytes") }
         if channel == .alsa && (snr != nil || loss != 0 || drift != 0) {
             throw ValidationError("--snr, --loss and --drift apply to --channel loopback only")
@@ -67,14 +62,13 @@ struct LinkTestCommand: AsyncParsableCommand {
         _ = try await reportingErrors {
             installStopHandlers()
             let alsa = channel == .alsa
-            let config = LinkConfiguration(mode: CommunicationMode(rawValue: mode)!, baudRate: baud, framePayload: framePayload,
-                                           latencySeconds: alsa ? 0.3 : 0)
+            let config = link.configuration(framePayload: framePayload, latencySeconds: alsa ? 0.3 : 0)
             let medium: any LinkMedium
             if alsa {
-                medium = try ALSAMedium(device: device, sampleRate: sampleRate)
+                medium = try ALSAMedium(device: device, sampleRate: link.sampleRate)
             } else {
                 medium = LoopbackMedium(impairments: LinkImpairments(snrDB: snr, frameLoss: loss, clockDriftPPM: drift, seed: seed),
-                                        sampleRate: sampleRate)
+                                        sampleRate: link.sampleRate)
             }
             let options = LinkTestOptions(configuration: config, count: count, size: size, timeout: timeout, seed: seed)
             let test = try LinkTest(options: options, medium: medium)
@@ -89,7 +83,7 @@ struct LinkTestCommand: AsyncParsableCommand {
                 print(report.json)
             } else {
                 print("""
-                \(mode) over \(channel.rawValue) at \(Int(baud)) baud, \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
+                \(link.mode) over \(channel.rawValue) at \(Int(link.baud)) baud, \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
                 open: \(report.openCode == 0 ? "ok" : "failed (\(report.openCode))")
                 exchanges \(report.exchanges): completed \(report.completed), timed out \(report.timedOut), failed \(report.failed)
                 delivered corrupt \(report.corruptDelivered), duplicated \(report.duplicatesDelivered)

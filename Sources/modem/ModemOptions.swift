@@ -1,4 +1,5 @@
 import ArgumentParser
+import ModemLink
 import SwiftModem
 
 /// Line options shared by `tx` and `rx`.
@@ -27,5 +28,24 @@ struct LineOptions: ParsableArguments {
         } catch let e as ModemSettingsError {
             throw ValidationError(e.description)
         }
+    }
+}
+
+/// Channel-protocol options shared by `link-test` and `device`.
+struct LinkOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("master-slave or duplex.", valueName: "MODE")) var mode: String = "master-slave"
+    @Option(help: ArgumentHelp("Line rate in baud (50...9600; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
+    @Option(help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
+
+    func validate() throws {
+        guard CommunicationMode(rawValue: mode) != nil else { throw ValidationError("--mode '\(mode)' is not master-slave or duplex") }
+        guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
+        guard (8000...192_000).contains(sampleRate) else { throw ValidationError("--sample-rate must be 8000...192000 Hz") }
+    }
+
+    /// The protocol parameters (after ``validate()``).
+    func configuration(framePayload: Int = 1024, latencySeconds: Double) -> LinkConfiguration {
+        LinkConfiguration(mode: CommunicationMode(rawValue: mode)!, baudRate: baud, framePayload: framePayload,
+                          latencySeconds: latencySeconds)
     }
 }
