@@ -1,13 +1,31 @@
 #!/usr/bin/env bash
 # Sets up and runs the whole test suite: unit tests per layer, round trips, interoperability with
-# minimodem as a separate process, seeded-noise tests, ALSA loopback tests through a private
-# PulseAudio null sink (started by the tests themselves via scripts/audio-loop.sh), bad input.
+# minimodem and Dire Wolf as separate processes, seeded-noise tests, ALSA loopback tests through a
+# private PulseAudio null sink (started by the tests themselves via scripts/audio-loop.sh), bad input.
+# Exits non-zero when the build or any test fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-swift build --build-tests 2>&1 | tail -n 3
-swift test --skip-build 2>&1 | tee .test-output.log | grep -vE '^(◇|↳|Test Suite|\s+Executed)' || true
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Build first, so a compile error is shown whole rather than as the tail of a test run.
+if ! swift build --build-tests >"$log" 2>&1; then
+  grep -E 'error:|warning: unable' "$log" | head -n 40 || tail -n 40 "$log"
+  echo "test.sh: the build failed" >&2
+  exit 1
+fi
+tail -n 1 "$log"
+
+# Run the tests; show the readable lines (no per-test progress noise). The status is the one of
+# `swift test` itself: PIPESTATUS is read straight after the pipeline, before any other command.
+set +e
+swift test --skip-build 2>&1 | tee "$log" | grep -vE '^(◇|↳|Test Suite|\s+Executed)'
 status=${PIPESTATUS[0]}
-tail -n 3 .test-output.log
-rm -f .test-output.log
+set -e
+if [[ $status != 0 ]]; then
+  echo "test.sh: swift test failed (exit $status); failing tests:" >&2
+  grep -E '✘|error:' "$log" | head -n 40 >&2 || true
+fi
 exit "$status"
