@@ -1,46 +1,77 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+// Linux is the target (ALSA, libsndfile and FFTW through pkg-config); the code also needs Swift 6's
+// Synchronization module (Mutex, Atomic), which on Apple systems means macOS 15 or later.
 let package = Package(
     name: "SwiftModem",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "modem", targets: ["modem"]),
+        // The umbrella: one import for everything below.
         .library(name: "SwiftModem", targets: ["SwiftModem"]),
+        // Each layer on its own, for users who want to depend on less.
         .library(name: "ModemDSP", targets: ["ModemDSP"]),
         .library(name: "ModemCodecs", targets: ["ModemCodecs"]),
         .library(name: "ModemAudio", targets: ["ModemAudio"]),
+        .library(name: "ModemPipelines", targets: ["ModemPipelines"]),
+        .library(name: "ModemTNC", targets: ["ModemTNC"]),
+        .library(name: "ModemPlot", targets: ["ModemPlot"]),
         .library(name: "ModemLink", targets: ["ModemLink"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
     ],
     targets: [
+        // C libraries, found by pkg-config.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
-        .target(
-            name: "ModemDSP",
-            dependencies: ["CFFTW"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
-        ),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+
+        // Layers, bottom to top (docs/ARCHITECTURE.md).
+        .target(name: "ModemDSP", dependencies: ["CFFTW"]),
         .target(name: "ModemCodecs"),
         .target(name: "ModemAudio", dependencies: ["CALSA", "CSndFile"]),
-        .target(name: "SwiftModem", dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"]),
-        .target(name: "ModemLink", dependencies: ["SwiftModem", "ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(name: "ModemPipelines", dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(name: "ModemTNC", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(name: "ModemPlot", dependencies: ["ModemDSP", "ModemAudio", "CZlib"]),
+        .target(name: "ModemLink", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(
+            name: "SwiftModem",
+            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLink"]
+        ),
         .executableTarget(
             name: "modem",
             dependencies: [
-                "SwiftModem", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink",
+                "SwiftModem",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP"]),
-        .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs"]),
-        .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio"]),
-        .testTarget(name: "SwiftModemTests", dependencies: ["SwiftModem"]),
-        .testTarget(name: "ModemLinkTests", dependencies: ["ModemLink", "ModemCodecs"]),
-        .testTarget(name: "ModemCLITests", dependencies: ["SwiftModem"]),
+
+        // Tests: one target per layer, the CLI as a process, and what the tests share.
+        .target(
+            name: "ModemTestSupport",
+            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"],
+            path: "Tests/ModemTestSupport"
+        ),
+        .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP", "ModemTestSupport"]),
+        .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs", "ModemTestSupport"]),
+        .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio", "ModemTestSupport"]),
+        .testTarget(
+            name: "ModemPipelinesTests",
+            dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTestSupport"]
+        ),
+        .testTarget(
+            name: "ModemTNCTests",
+            dependencies: ["ModemTNC", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemTestSupport"]
+        ),
+        .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ModemTestSupport"]),
+        .testTarget(
+            name: "ModemLinkTests",
+            dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport"]
+        ),
+        .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

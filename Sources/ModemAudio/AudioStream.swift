@@ -9,6 +9,14 @@ public protocol AudioSource: AnyObject {
     /// - Returns: the number of samples written; 0 only at the end of the stream.
     /// - Throws: ``AudioError`` when the operating system or a library reports a failure.
     func read(into buffer: UnsafeMutableBufferPointer<Float>) throws -> Int
+    /// Releases what the source holds (a device, a file); reading afterwards returns 0 or throws.
+    /// Calling it twice is harmless. The default does nothing.
+    func close()
+}
+
+extension AudioSource {
+    /// Nothing to release.
+    public func close() {}
 }
 
 /// A sink of mono audio samples: a file, a playback device, an in-memory channel.

@@ -1,6 +1,7 @@
 import Foundation
 import ModemAudio
 import Testing
+import ModemTestSupport
 
 @Suite("ALSA capture against a fake device")
 struct ALSACaptureTests {

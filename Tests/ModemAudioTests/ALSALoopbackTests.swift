@@ -1,6 +1,7 @@
 import Foundation
 import ModemAudio
 import Testing
+import ModemTestSupport
 
 /// Records from an ALSA capture device on a thread of its own until told to stop, the way a
 /// full-duplex modem reads while it plays.

@@ -1,6 +1,7 @@
 import Foundation
 import ModemAudio
 import Testing
+import ModemTestSupport
 
 @Suite("ALSA playback against a fake device")
 struct ALSAPlaybackTests {

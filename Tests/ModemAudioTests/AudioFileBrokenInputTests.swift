@@ -1,6 +1,7 @@
 import Foundation
 import ModemAudio
 import Testing
+import ModemTestSupport
 
 @Suite("Audio files: broken and unusual input")
 struct AudioFileBrokenInputTests {

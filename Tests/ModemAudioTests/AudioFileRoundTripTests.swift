@@ -2,6 +2,7 @@ import CSndFile
 import Foundation
 import ModemAudio
 import Testing
+import ModemTestSupport
 
 @Suite("Audio files: round trips")
 struct AudioFileRoundTripTests {

@@ -50,24 +50,6 @@ enum WAVBytes {
     static func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8((v >> (8 * UInt32($0))) & 0xff) } }
 }
 
-/// A small deterministic pseudo-random generator (so failures reproduce).
-struct TestRandom {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state = state &* 6364136223846793005 &+ 1442695040888963407
-        var z = state
-        z = (z ^ (z >> 33)) &* 0xff51afd7ed558ccd
-        return z ^ (z >> 33)
-    }
-    /// Uniform in `range`.
-    mutating func int16(in range: ClosedRange<Int16>) -> Int16 {
-        let span = UInt64(Int(range.upperBound) - Int(range.lowerBound) + 1)
-        return Int16(Int(range.lowerBound) + Int(next() % span))
-    }
-    mutating func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8(truncatingIfNeeded: next()) } }
-}
-
 /// Reads a whole source in blocks of `blockSize` samples.
 func readAll(_ source: AudioSource, blockSize: Int = 4096) throws -> [Float] {
     var result: [Float] = []

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ModemTestSupport
 
 /// White Gaussian noise from `modem impair --snr` (full-band SNR, seeded), 1200 baud, 1000 bytes.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ModemTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -85,14 +86,15 @@ struct TNCCLITests {
         let port = try await tnc.listeningPort()   // announced even with -q, because the port was 0
         // The good client connects first: with --input, decoding starts at the first connection, and
         // a client that connects after the (fast) decode has nothing left to receive.
-        let good = try TNCTestConnection(port: port)
-        let bad = try TNCTestConnection(port: port)
-        bad.send([UInt8](repeating: 0x7F, count: 10_000) + [0xC0, 0x00, 0xDB, 0x00, 0xC0])
+        let good = try KISSTestClient(port: port)
+        let bad = try KISSTestClient(port: port)
+        try bad.send([UInt8](repeating: 0x7F, count: 10_000) + [0xC0, 0x00, 0xDB, 0x00, 0xC0])
         bad.close()
         var received: [UInt8] = []
         let deadline = Date().addingTimeInterval(5)
         while Date() < deadline, received.filter({ $0 == 0xC0 }).count < 4 {
-            received += good.receive()
+            good.receive()
+            received = good.receivedBytes
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(received.filter { $0 == 0xC0 }.count == 4, "two KISS frames expected, got \(received.count) bytes")
@@ -114,7 +116,7 @@ struct TNCCLITests {
                                  in: dir, name: "tnc")
         defer { tnc.kill() }
         let port = try await tnc.listeningPort()
-        let client = try TNCTestConnection(port: port)
+        let client = try KISSTestClient(port: port)
         // FEND, data frame on port 0: N0CALL>APRS:null (addresses shifted left, SSID bytes with the end bit).
         var frame: [UInt8] = [0xC0, 0x00]
         frame += "APRS  ".utf8.map { (c: UInt8) -> UInt8 in c << 1 }
@@ -123,7 +125,7 @@ struct TNCCLITests {
         frame += [0x61, 0x03, 0xF0]
         frame += Array("null".utf8)
         frame.append(0xC0)
-        client.send(frame)
+        try client.send(frame)
         #expect(await tnc.waitForStderr(timeout: 5) { $0.contains("tx N0CALL>APRS:null") }, "\(tnc.stderrText)")
         client.close()
         tnc.signal(SIGINT)
@@ -287,35 +289,3 @@ final class TNCTestListener {
     func close() { Glibc.close(fd) }
 }
 
-/// A plain TCP connection to 127.0.0.1 for the tests, non-blocking reads.
-final class TNCTestConnection {
-    private var fd: Int32
-    init(port: Int) throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.fd = fd
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else { throw HarnessError("connect to 127.0.0.1:\(port): errno \(errno)") }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-    }
-    func send(_ bytes: [UInt8]) {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n > 0 { offset += n } else if errno == EAGAIN { usleep(1000) } else { return }
-        }
-    }
-    func receive() -> [UInt8] {
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        return n > 0 ? Array(buffer[0..<n]) : []
-    }
-    func close() {
-        if fd >= 0 { Glibc.close(fd); fd = -1 }
-    }
-}

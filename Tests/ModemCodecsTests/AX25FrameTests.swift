@@ -1,4 +1,5 @@
 import Testing
+import ModemTestSupport
 import ModemCodecs
 
 @Suite("AX.25 frames and the TNC2 monitor format")
@@ -118,7 +119,7 @@ struct AX25FrameTests {
         #expect(try AX25Address(parsing: "CQ-0").description == "CQ")
         #expect(try AX25Address(parsing: "A-15").ssid == 15)
 
-        var random = HDLCTestRandom(seed: 30)
+        var random = TestRandom(seed: 30)
         for _ in 0..<200 {
             let callsign = String((0..<Int.random(in: 1...6, using: &random)).map { _ in
                 Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789").randomElement(using: &random)!

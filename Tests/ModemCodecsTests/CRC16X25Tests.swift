@@ -1,4 +1,5 @@
 import Testing
+import ModemTestSupport
 import ModemCodecs
 
 @Suite("CRC-16/X.25")
@@ -59,7 +60,7 @@ struct CRC16X25Tests {
 
     @Test("random frames with their FCS appended are valid")
     func randomFrames() {
-        var random = HDLCTestRandom(seed: 1)
+        var random = TestRandom(seed: 1)
         for length in 0..<64 {
             let payload = random.bytes(length)
             #expect(CRC16X25.isValidFrame(payload + CRC16X25.fcsBytes(of: payload)))

@@ -1,10 +1,11 @@
 import Testing
+import ModemTestSupport
 import ModemCodecs
 
 /// Encodes `frames` as one transmission and returns the line levels (NRZI), with junk around.
 private func lineLevels(
     _ frames: [[UInt8]], leadingFlags: Int = 4, junkBefore: Int = 0, junkAfter: Int = 0,
-    using random: inout HDLCTestRandom
+    using random: inout TestRandom
 ) -> [Bool] {
     let bits = HDLCEncoder(leadingFlags: leadingFlags, trailingFlags: 2).encode(frames: frames)
     var nrzi = NRZIEncoder()
@@ -84,7 +85,7 @@ struct HDLCCodecTests {
         #expect(decoder.decode(hdlcBits("0001")) == hdlcBits("0110"))
         #expect(decoder.previousLevel == true)
 
-        var random = HDLCTestRandom(seed: 2)
+        var random = TestRandom(seed: 2)
         let bits = random.bits(1000)
         for initial in [false, true] {
             var encoder = NRZIEncoder(initialLevel: initial)
@@ -106,7 +107,7 @@ struct HDLCCodecTests {
 
     @Test("random frames round trip through encoder, NRZI and decoder: all at once, bit by bit, in pieces, with junk")
     func roundTrip() {
-        var random = HDLCTestRandom(seed: 3)
+        var random = TestRandom(seed: 3)
         for trial in 0..<20 {
             let frames = (0..<Int.random(in: 1...4, using: &random)).map { _ in
                 hdlcRandomAX25Bytes(infoLength: Int.random(in: 0...256, using: &random), using: &random)
@@ -135,7 +136,7 @@ struct HDLCCodecTests {
 
     @Test("frames are found among random noise bits; noise never makes a frame")
     func noise() {
-        var random = HDLCTestRandom(seed: 4)
+        var random = TestRandom(seed: 4)
         var decoder = HDLCDecoder()
         #expect(decoder.decode(random.bits(200_000)).compactMap(\.frame).isEmpty)
         #expect(decoder.statistics.frames == 0)
@@ -149,7 +150,7 @@ struct HDLCCodecTests {
 
     @Test("abort: seven 1s end a frame, counted once; mark idle is quiet; the next frame decodes")
     func abort() {
-        var random = HDLCTestRandom(seed: 5)
+        var random = TestRandom(seed: 5)
         let first = hdlcRandomAX25Bytes(infoLength: 20, using: &random)
         let second = hdlcRandomAX25Bytes(infoLength: 20, using: &random)
         let cut = Array(HDLCEncoder.stuffedBits(of: first).prefix(100))
@@ -171,7 +172,7 @@ struct HDLCCodecTests {
 
     @Test("bad FCS: counted, returned as a candidate, not as a frame; reportsCandidates false only counts")
     func crcFailure() {
-        var random = HDLCTestRandom(seed: 6)
+        var random = TestRandom(seed: 6)
         let payload = hdlcRandomAX25Bytes(infoLength: 30, using: &random)
         var bad = payload + CRC16X25.fcsBytes(of: payload)
         bad[20] ^= 0x10
@@ -194,7 +195,7 @@ struct HDLCCodecTests {
 
     @Test("length limits: too short and too long are counted and dropped; limits are configurable")
     func lengthLimits() {
-        var random = HDLCTestRandom(seed: 7)
+        var random = TestRandom(seed: 7)
         let short = random.bytes(5)
         let long = hdlcRandomAX25Bytes(infoLength: 100, using: &random)
         let good = hdlcRandomAX25Bytes(infoLength: 10, using: &random)
@@ -223,7 +224,7 @@ struct HDLCCodecTests {
 
     @Test("idle flags, shared zeros and short noise between flags are quiet")
     func idle() {
-        var random = HDLCTestRandom(seed: 8)
+        var random = TestRandom(seed: 8)
         let frame = hdlcRandomAX25Bytes(infoLength: 12, using: &random)
         let body = HDLCEncoder.stuffedBits(of: frame + CRC16X25.fcsBytes(of: frame))
         // Flags sharing their zero: 0111111011111101111110.
@@ -241,7 +242,7 @@ struct HDLCCodecTests {
 
     @Test("misaligned frames are counted and offered for repair")
     func misaligned() {
-        var random = HDLCTestRandom(seed: 9)
+        var random = TestRandom(seed: 9)
         let frame = hdlcRandomAX25Bytes(infoLength: 30, using: &random)
         let body = HDLCEncoder.stuffedBits(of: frame + CRC16X25.fcsBytes(of: frame))
         var dropped = body
@@ -254,7 +255,7 @@ struct HDLCCodecTests {
 
     @Test("several frames in one transmission, one flag apart")
     func severalFrames() {
-        var random = HDLCTestRandom(seed: 10)
+        var random = TestRandom(seed: 10)
         let frames = (0..<5).map { _ in hdlcRandomAX25Bytes(infoLength: 8, using: &random) }
         let bits = HDLCEncoder(leadingFlags: 10, trailingFlags: 3).encode(frames: frames)
         var decoder = HDLCDecoder()

@@ -1,4 +1,5 @@
 import Testing
+import ModemTestSupport
 import ModemCodecs
 
 /// The stuffed bits between the flags of `payload` with its FCS.
@@ -21,7 +22,7 @@ private func receive(_ body: [Bool], flipping flips: [Int]) -> (HDLCDecoderOutpu
 struct HDLCRepairTests {
     @Test("every single flipped bit that leaves the flags alone is repaired, including stuffing changes")
     func everySingleBit() {
-        var random = HDLCTestRandom(seed: 20)
+        var random = TestRandom(seed: 20)
         // 0xFF and 0x7E bytes make many bits sensitive to stuffing.
         let payload = hdlcRandomAX25Bytes(infoLength: 12, using: &random) + [0xFF, 0x7E, 0xFF, 0x3F, 0xFC]
         let bits = body(payload)
@@ -47,7 +48,7 @@ struct HDLCRepairTests {
 
     @Test("one wrong line level (two adjacent wrong bits after NRZI) is repaired with adjacent pairs")
     func oneLineLevel() {
-        var random = HDLCTestRandom(seed: 21)
+        var random = TestRandom(seed: 21)
         let payload = hdlcRandomAX25Bytes(infoLength: 40, using: &random)
         let bits = HDLCEncoder(leadingFlags: 4).encode(payload)
         var encoder = NRZIEncoder()
@@ -77,7 +78,7 @@ struct HDLCRepairTests {
 
     @Test("two separated flipped bits are found by the syndrome search")
     func separatedPairs() {
-        var random = HDLCTestRandom(seed: 22)
+        var random = TestRandom(seed: 22)
         let payload = hdlcRandomAX25Bytes(infoLength: 60, using: &random)
         let bits = body(payload)
         var found = 0
@@ -100,7 +101,7 @@ struct HDLCRepairTests {
 
     @Test("a plausibility test rejects lucky repairs of random bytes")
     func plausibility() {
-        var random = HDLCTestRandom(seed: 23)
+        var random = TestRandom(seed: 23)
         // Random bytes between flags (not a frame at all, a wrong FCS): two-bit "repair" passes the FCS
         // for about half of them (those whose syndrome has even weight), but the bytes are not AX.25.
         var lucky = 0
@@ -116,7 +117,7 @@ struct HDLCRepairTests {
 
     @Test("a good frame given as a candidate needs no flips; nothing to repair gives nil")
     func edges() {
-        var random = HDLCTestRandom(seed: 24)
+        var random = TestRandom(seed: 24)
         let payload = hdlcRandomAX25Bytes(infoLength: 5, using: &random)
         let candidate = HDLCFrameCandidate(rawBits: body(payload), startBitIndex: 100)
         // Already good: the search is about flips, so a flip that keeps it good is not expected; what

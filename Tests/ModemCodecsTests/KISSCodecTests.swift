@@ -1,4 +1,5 @@
 import Testing
+import ModemTestSupport
 import ModemCodecs
 
 @Suite("KISS encoder and decoder")
@@ -30,7 +31,7 @@ struct KISSCodecTests {
 
     @Test("random frames round trip: all at once, byte by byte, in random chunks, with garbage before")
     func roundTrip() {
-        var random = HDLCTestRandom(seed: 40)
+        var random = TestRandom(seed: 40)
         var frames: [KISSFrame] = []
         for _ in 0..<200 {
             let command = KISSCommand.allCases.randomElement(using: &random)!

@@ -1,20 +1,7 @@
 import Foundation
 import Testing
 @testable import ModemDSP
-
-/// Character error rate by longest common subsequence: 1 − matched / expected.
-func characterErrorRate(expected: [UInt8], got: [UInt8]) -> Double {
-    guard !expected.isEmpty else { return got.isEmpty ? 0 : 1 }
-    var prev = [Int](repeating: 0, count: got.count + 1)
-    var cur = prev
-    for a in expected {
-        for (j, b) in got.enumerated() {
-            cur[j + 1] = a == b ? prev[j] + 1 : max(prev[j + 1], cur[j])
-        }
-        swap(&prev, &cur)
-    }
-    return 1 - Double(prev[got.count]) / Double(expected.count)
-}
+import ModemTestSupport
 
 func printableText(_ n: Int, seed: UInt64) -> [UInt8] {
     var rng = TestRandom(seed: seed)

@@ -1,9 +1,9 @@
 import Testing
 import Foundation
 @testable import ModemDSP
+import ModemTestSupport
 
 /// The tests' seeded generator.
-typealias TestRandom = SplitMix64
 
 /// Modulates 8N1 characters (start, 8 data, stop) with a mark leader and trailer.
 func modulate8N1(_ bytes: [UInt8], config: FSKConfiguration, leaderBits: Double = 2, amplitude: Float = 0.7) -> [Float] {

@@ -1,4 +1,5 @@
 import Testing
+import ModemTestSupport
 import ModemCodecs
 
 /// A bit-at-a-time CRC-32 (ISO-HDLC) written from its definition, independent of the table-driven one.

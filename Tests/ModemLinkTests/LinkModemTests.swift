@@ -1,4 +1,5 @@
 import Testing
+import ModemTestSupport
 import ModemCodecs
 import ModemLink
 

@@ -56,24 +56,24 @@ struct BERPlot {
             let y = Int(py(pow(10, Double(d))).rounded())
             img.horizontalLine(y: y, from: left, to: left + plotW, color: grid)
             let label = d == 0 ? "1" : "1e\(d)"
-            Font5x7.draw(label, x: left - 10 - Font5x7.measure(label, scale: 2), y: y - 7, color: axis, scale: 2, into: &img)
+            PlotFont.draw(label, x: left - 10 - PlotFont.width(of: label, scale: 2), y: y - 7, color: axis, scale: 2, into: &img)
         }
         var x = xRange.lowerBound
         while x <= xRange.upperBound + 1e-9 {
             let xp = Int(px(x).rounded())
             img.verticalLine(x: xp, from: top, to: top + plotH, color: grid)
             let label = String(Int(x.rounded()))
-            Font5x7.draw(label, x: xp - Font5x7.measure(label, scale: 2) / 2, y: top + plotH + 10, color: axis, scale: 2, into: &img)
+            PlotFont.draw(label, x: xp - PlotFont.width(of: label, scale: 2) / 2, y: top + plotH + 10, color: axis, scale: 2, into: &img)
             x += 1
         }
         img.strokeRectangle(x: left, y: top, width: plotW + 1, height: plotH + 1, color: axis)
 
         // Titles.
-        Font5x7.draw(title, x: left + (plotW - Font5x7.measure(title, scale: 2)) / 2, y: 16, color: axis, scale: 2, into: &img)
+        PlotFont.draw(title, x: left + (plotW - PlotFont.width(of: title, scale: 2)) / 2, y: 16, color: axis, scale: 2, into: &img)
         let xl = "Eb/N0 (dB)"
-        Font5x7.draw(xl, x: left + (plotW - Font5x7.measure(xl, scale: 2)) / 2, y: height - 30, color: axis, scale: 2, into: &img)
+        PlotFont.draw(xl, x: left + (plotW - PlotFont.width(of: xl, scale: 2)) / 2, y: height - 30, color: axis, scale: 2, into: &img)
         let yl = "bit error rate"
-        Font5x7.drawVertical(yl, x: 16, y: top + (plotH + Font5x7.measure(yl, scale: 2)) / 2, color: axis, scale: 2, into: &img)
+        PlotFont.drawVertical(yl, x: 16, y: top + (plotH + PlotFont.width(of: yl, scale: 2)) / 2, color: axis, scale: 2, into: &img)
 
         // Series.
         for s in series {
@@ -94,7 +94,7 @@ struct BERPlot {
 
         // Legend, bottom left inside the plot (BER curves fall from the top left, so that corner is empty).
         let rowH = 22
-        let legendW = (series.map { Font5x7.measure($0.label, scale: 2) }.max() ?? 0) + 64
+        let legendW = (series.map { PlotFont.width(of: $0.label, scale: 2) }.max() ?? 0) + 64
         let legendH = rowH * series.count + 12
         let lx = left + 12, ly = top + plotH - legendH - 12
         img.fill(x: lx, y: ly, width: legendW, height: legendH, color: .white)
@@ -109,7 +109,7 @@ struct BERPlot {
             case .filledMarkers, .hollowMarkers:
                 marker(at: (Double(lx + 26), cy), color: s.color, filled: s.style == .filledMarkers, into: &img)
             }
-            Font5x7.draw(s.label, x: lx + 54, y: Int(cy) - 7, color: axis, scale: 2, into: &img)
+            PlotFont.draw(s.label, x: lx + 54, y: Int(cy) - 7, color: axis, scale: 2, into: &img)
         }
         return img
     }

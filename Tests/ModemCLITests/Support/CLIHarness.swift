@@ -152,8 +152,8 @@ func runProcess(_ executable: String, _ arguments: [String], stdinFile: String? 
                 timeout: Double = 30) async throws -> ProcessResult {
     let scratch = try Scratch("ModemCLITests-proc")
     let outPath = scratch.file("stdout"), errPath = scratch.file("stderr")
-    FileManager.default.createFile(atPath: outPath, contents: nil)
-    FileManager.default.createFile(atPath: errPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
     let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     let inHandle: FileHandle

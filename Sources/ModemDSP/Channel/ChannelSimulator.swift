@@ -1,0 +1,169 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Impairments a channel simulator applies, in the order listed.
+public struct ChannelImpairments: Sendable, Hashable {
+    /// Sample-clock error of the receiving end in parts per million (-50000...50000, so a baud-rate
+    /// error of a few percent can be modelled too; 0 = none).
+    /// Positive means the receiver's clock runs fast, so it sees the signal stretched.
+    public var clockDriftPPM: Double = 0
+    /// Band-pass edges in Hz (e.g. 300...3400 for a telephone line), or nil for none.
+    public var bandPass: ClosedRange<Double>? = nil
+    /// De-emphasis corner in Hz (a first-order low-pass, -6 dB/octave above it), or nil.
+    public var deEmphasisCorner: Double? = nil
+    /// Gain applied to the signal, in dB (-80...40).
+    public var gainDB: Double = 0
+    /// White Gaussian noise RMS level relative to full scale, as a linear amplitude (0 = none).
+    public var noiseRMS: Double = 0
+    /// Mains hum frequency in Hz (50 or 60 typically) and its peak amplitude (linear, full scale 1).
+    public var hum: (frequency: Double, amplitude: Double)? = nil
+    /// A constant offset added to every sample (linear, full scale 1).
+    public var dcOffset: Double = 0
+    /// Seed of the noise generator; the same seed gives the same noise.
+    public var seed: UInt64 = 1
+
+    /// No impairment.
+    public init() {}
+
+    public static func == (a: ChannelImpairments, b: ChannelImpairments) -> Bool {
+        a.clockDriftPPM == b.clockDriftPPM && a.bandPass == b.bandPass && a.deEmphasisCorner == b.deEmphasisCorner
+            && a.gainDB == b.gainDB && a.noiseRMS == b.noiseRMS && a.hum?.frequency == b.hum?.frequency
+            && a.hum?.amplitude == b.hum?.amplitude && a.dcOffset == b.dcOffset && a.seed == b.seed
+    }
+
+    public func hash(into h: inout Hasher) {
+        h.combine(clockDriftPPM); h.combine(gainDB); h.combine(noiseRMS); h.combine(dcOffset); h.combine(seed)
+    }
+}
+
+/// A streaming audio channel simulator for tests and benchmarks: clock drift, band limits,
+/// de-emphasis, gain, white noise, hum and DC offset. Deterministic for a given seed.
+public struct ChannelSimulator: Sendable {
+    /// The impairments applied.
+    public let impairments: ChannelImpairments
+    /// Sample rate in Hz.
+    public let sampleRate: Double
+
+    private var rng: SplitMix64
+    private var filters: [Biquad] = []
+    private var deemph: (a: Float, state: Float)?
+    private var humPhase: Double = 0
+    // Resampler state: output time in input samples, and the last input samples.
+    private var readPosition: Double = 0
+    private var history: [Float] = []
+    private var historyStart = 0
+    private let step: Double
+
+    /// Creates a simulator.
+    /// - Parameters:
+    ///   - impairments: what to apply.
+    ///   - sampleRate: samples per second, Hz (8000...192000).
+    public init(impairments: ChannelImpairments, sampleRate: Double) {
+        precondition(sampleRate >= 1000, "sampleRate must be at least 1000 Hz")
+        precondition(abs(impairments.clockDriftPPM) <= 50000, "clockDriftPPM must be within ±50000 (5 %)")
+        self.impairments = impairments
+        self.sampleRate = sampleRate
+        rng = SplitMix64(seed: impairments.seed)
+        if let band = impairments.bandPass {
+            // Fourth-order Butterworth-like edges: two second-order sections per edge.
+            for _ in 0..<2 {
+                filters.append(Biquad.highPass(cutoff: band.lowerBound, q: 0.7071, sampleRate: sampleRate))
+                filters.append(Biquad.lowPass(cutoff: min(band.upperBound, sampleRate * 0.45), q: 0.7071, sampleRate: sampleRate))
+            }
+        }
+        if let c = impairments.deEmphasisCorner {
+            deemph = (Float(1 - exp(-2 * Double.pi * c / sampleRate)), 0)
+        }
+        // The receiver takes 1 + ppm·1e-6 of its samples per input sample.
+        step = 1 / (1 + impairments.clockDriftPPM * 1e-6)
+    }
+
+    /// Gaussian noise samples with unit variance, for callers that add noise themselves.
+    public mutating func gaussian() -> Float { Float(rng.gaussian()) }
+
+    /// Passes `input` through the channel and returns the output (its length differs from the
+    /// input's by the clock drift).
+    public mutating func process(_ input: [Float]) -> [Float] {
+        var x = input
+        if impairments.clockDriftPPM != 0 { x = resample(x) }
+        for i in filters.indices { filters[i].process(&x) }
+        if var d = deemph {
+            for i in x.indices { d.state += d.a * (x[i] - d.state); x[i] = d.state }
+            deemph = d
+        }
+        let g = Float(pow(10, impairments.gainDB / 20))
+        let n = Float(impairments.noiseRMS)
+        let dc = Float(impairments.dcOffset)
+        let humW = 2 * Double.pi * (impairments.hum?.frequency ?? 0) / sampleRate
+        let humA = impairments.hum?.amplitude ?? 0
+        for i in x.indices {
+            var v = x[i] * g + dc
+            if n > 0 { v += n * Float(rng.gaussian()) }
+            if humA > 0 {
+                v += Float(humA * sin(humPhase))
+                humPhase += humW
+                if humPhase > 2 * Double.pi { humPhase -= 2 * Double.pi }
+            }
+            x[i] = v
+        }
+        return x
+    }
+
+    private mutating func resample(_ input: [Float]) -> [Float] {
+        history.append(contentsOf: input)
+        var out: [Float] = []
+        out.reserveCapacity(Int(Double(input.count) / step) + 2)
+        // Cubic (Catmull-Rom) interpolation needs one sample before and two after.
+        while true {
+            let i = Int(readPosition)
+            let rel = i - historyStart
+            if rel + 2 >= history.count { break }
+            let f = Float(readPosition - Double(i))
+            let p0 = rel > 0 ? history[rel - 1] : history[rel]
+            let p1 = history[rel], p2 = history[rel + 1], p3 = history[rel + 2]
+            let a = -0.5 * p0 + 1.5 * p1 - 1.5 * p2 + 0.5 * p3
+            let b = p0 - 2.5 * p1 + 2 * p2 - 0.5 * p3
+            let c = -0.5 * p0 + 0.5 * p2
+            out.append(((a * f + b) * f + c) * f + p1)
+            readPosition += step
+        }
+        let keepFrom = max(0, Int(readPosition) - 1 - historyStart)
+        if keepFrom > 0 {
+            history.removeFirst(keepFrom)
+            historyStart += keepFrom
+        }
+        return out
+    }
+}
+
+/// A second-order IIR section (RBJ cookbook coefficients), direct form I.
+struct Biquad: Sendable {
+    var b0: Float, b1: Float, b2: Float, a1: Float, a2: Float
+    var x1: Float = 0, x2: Float = 0, y1: Float = 0, y2: Float = 0
+
+    static func lowPass(cutoff: Double, q: Double, sampleRate: Double) -> Biquad {
+        let w = 2 * Double.pi * cutoff / sampleRate
+        let alpha = sin(w) / (2 * q), c = cos(w), a0 = 1 + alpha
+        return Biquad(b0: Float((1 - c) / 2 / a0), b1: Float((1 - c) / a0), b2: Float((1 - c) / 2 / a0),
+                      a1: Float(-2 * c / a0), a2: Float((1 - alpha) / a0))
+    }
+
+    static func highPass(cutoff: Double, q: Double, sampleRate: Double) -> Biquad {
+        let w = 2 * Double.pi * cutoff / sampleRate
+        let alpha = sin(w) / (2 * q), c = cos(w), a0 = 1 + alpha
+        return Biquad(b0: Float((1 + c) / 2 / a0), b1: Float(-(1 + c) / a0), b2: Float((1 + c) / 2 / a0),
+                      a1: Float(-2 * c / a0), a2: Float((1 - alpha) / a0))
+    }
+
+    mutating func process(_ x: inout [Float]) {
+        for i in x.indices {
+            let v = x[i]
+            let y = b0 * v + b1 * x1 + b2 * x2 - a1 * y1 - a2 * y2
+            x2 = x1; x1 = v; y2 = y1; y1 = y
+            x[i] = y
+        }
+    }
+}

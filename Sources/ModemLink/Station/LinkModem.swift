@@ -1,0 +1,117 @@
+import ModemAudio
+import ModemCodecs
+import ModemDSP
+import ModemPipelines
+
+/// Frames to audio and back for one end of the link: HDLC (flags, bit stuffing, FCS-16) with NRZI on
+/// AFSK at the configured baud rate (Bell 202 tones at 1200), the ``LinkFrame`` (with its CRC-32)
+/// inside each HDLC frame. A transmission is a preamble of flags, the frames with flags between them,
+/// and closing flags; frames queued while one is being played join it without a new preamble.
+public final class LinkModem {
+    /// Samples per second, in Hz.
+    public let sampleRate: Int
+    /// The protocol parameters (baud rate, preamble).
+    public let configuration: LinkConfiguration
+    /// Frames decoded (valid CRC-32) so far.
+    public private(set) var framesDecoded = 0
+    /// HDLC frames whose FCS failed (channel damage, including noise that happened to fall between
+    /// two flag patterns).
+    public var framesDamaged: Int { receiver.currentStatistics.crcFailures }
+    /// Frames with a good FCS that are not link frames of this version (another protocol, or a bad CRC-32).
+    public private(set) var framesForeign = 0
+
+    private var modulator: HDLCModulator
+    private var carrier: CarrierDetector
+    private let receiver: PacketReceiver
+    private var queue: [Float] = []
+    private var queueRead = 0
+    /// Output samples handed out so far.
+    private var emitted = 0
+    /// Where each frame's bits are in the output (absolute sample indices).
+    private var spans: [Range<Int>] = []
+    private let preambleFlags: Int
+    private let separatingFlags = 3
+
+    /// Creates a modem.
+    /// - Parameters:
+    ///   - configuration: baud rate and preamble.
+    ///   - sampleRate: audio rate in Hz (8000...192000).
+    ///   - amplitude: peak level of the tones, 0 < a <= 1 (default 0.5).
+    /// - Throws: ``ModemSettingsError`` when the baud rate does not fit the sample rate.
+    public init(configuration: LinkConfiguration, sampleRate: Int, amplitude: Float = 0.5) throws {
+        guard amplitude > 0, amplitude <= 1 else { throw ModemSettingsError("amplitude must be in 0 < a <= 1, got \(amplitude)") }
+        let settings = try ModemSettings(baudRate: configuration.baudRate)
+        modulator = try HDLCModulator(settings: settings, sampleRate: sampleRate, amplitude: amplitude)
+        carrier = CarrierDetector(configuration: try settings.configuration(sampleRate: sampleRate))
+        self.sampleRate = sampleRate
+        self.configuration = configuration
+        preambleFlags = max(2, Int((configuration.preambleSeconds * configuration.baudRate / 8).rounded()))
+        let longest = LinkFrame.overhead + configuration.framePayload + 2
+        let format = PacketFormat(minimumLength: LinkFrame.overhead + 2, maximumLength: longest * 6 / 5,
+                                  accepts: { (try? LinkFrame(decoding: $0)) != nil })
+        // Three fixed space weights and one that follows the tone levels (de-emphasised lines).
+        var slicers: [FSKBitDemodulator.Slicer] = [-6.0, 0, 6].map { .init(balanceDB: $0, windowBits: 1.3) }
+        slicers.append(.init(balanceDB: 0, windowBits: 1.3, adaptive: true))
+        receiver = try PacketReceiver(settings: settings, sampleRate: sampleRate, slicers: slicers, repairs: true, format: format)
+    }
+
+    /// Whether the line's tones are heard now (``CarrierDetector``): the carrier sense for shared media.
+    public var hearsCarrier: Bool { carrier.isBusy }
+
+    /// Whether queued audio has not all been handed out yet.
+    public var isTransmitting: Bool { queueRead < queue.count }
+
+    /// Queues frames for sending: after what is already queued (no new preamble), or as a new
+    /// transmission.
+    public func send(_ frames: [LinkFrame]) {
+        guard !frames.isEmpty else { return }
+        // Joining a transmission: its closing flags are already queued; with these they separate.
+        let leading = isTransmitting ? separatingFlags - 1 : preambleFlags
+        // The output index of the first new sample.
+        let base = emitted - queueRead
+        let frameSpans = modulator.append(frames: frames.map { $0.encode() }, leadingFlags: leading,
+                                          separatingFlags: separatingFlags, trailingFlags: 2, to: &queue)
+        spans += frameSpans.map { base + $0.lowerBound ..< base + $0.upperBound }
+    }
+
+    /// Hands out the next `count` samples to play (silence when nothing is queued), with the spans of
+    /// frames among them (relative to the block), and whether the transmission ended in this block.
+    public func output(count: Int) -> (samples: [Float], frameSpans: [Range<Int>], finished: Bool) {
+        var out = [Float](repeating: 0, count: count)
+        let wasTransmitting = isTransmitting
+        let n = min(count, queue.count - queueRead)
+        if n > 0 {
+            for i in 0..<n { out[i] = queue[queueRead + i] }
+            queueRead += n
+        }
+        let blockStart = emitted
+        emitted += count
+        var rel: [Range<Int>] = []
+        for s in spans where s.lowerBound < emitted && s.upperBound > blockStart {
+            rel.append(max(0, s.lowerBound - blockStart) ..< min(count, s.upperBound - blockStart))
+        }
+        spans.removeAll { $0.upperBound <= emitted }
+        if queueRead == queue.count && queueRead > 0 {
+            queue.removeAll(keepingCapacity: true)
+            queueRead = 0
+        }
+        return (out, rel, wasTransmitting && !isTransmitting)
+    }
+
+    /// Demodulates received audio; returns the frames it completed and whether frames with a good FCS
+    /// that are not link frames were heard (a peer speaking something else).
+    public func receive(_ samples: UnsafeBufferPointer<Float>) -> (frames: [LinkFrame], heardForeign: Bool) {
+        let before = framesForeign
+        carrier.process(samples)
+        var frames: [LinkFrame] = []
+        for p in receiver.process(samples) {
+            if let f = try? LinkFrame(decoding: p.bytes) {
+                frames.append(f)
+                framesDecoded += 1
+            } else {
+                framesForeign += 1
+            }
+        }
+        return (frames, framesForeign != before)
+    }
+}

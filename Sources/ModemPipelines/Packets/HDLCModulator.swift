@@ -1,0 +1,95 @@
+import ModemCodecs
+import ModemDSP
+
+/// HDLC frames to audio: the one transmit path for packets over the modem, used by
+/// ``PacketTransmitter``, the KISS TNC and the channel protocol's link modem.
+///
+/// A call appends one run of flags and frames: leading flags, each frame (its FCS computed and
+/// appended, bit-stuffed) with flags between frames, trailing flags, all NRZI-coded; on AFSK for the
+/// tone profiles, or scrambled (G3RUH, x¹⁷ + x¹² + 1) as filtered NRZ baseband for `g3ruh`. The line
+/// level (NRZI), the scrambler and the modulator's phase carry over from one call to the next, so a
+/// call can continue a transmission that is still being played.
+public struct HDLCModulator: Sendable {
+    /// Samples per second, in Hz.
+    public let sampleRate: Int
+    /// Line rate, in baud.
+    public let baudRate: Double
+
+    private var afsk: FSKModulator?
+    private var baseband: BasebandModulator?
+    private var scrambler = G3RUHScrambler()
+    private var nrzi = NRZIEncoder()
+    private let encoder = HDLCEncoder()
+
+    /// Creates a modulator.
+    /// - Parameters:
+    ///   - settings: tones and baud (a tone profile, or `g3ruh` for baseband).
+    ///   - sampleRate: output rate in Hz (8000...192000; at least 4 samples per bit for baseband).
+    ///   - amplitude: peak level, 0 < a <= 1.
+    /// - Throws: ``ModemSettingsError`` when the settings do not fit the sample rate or the amplitude
+    ///   is out of range.
+    public init(settings: ModemSettings, sampleRate: Int, amplitude: Float) throws {
+        guard amplitude > 0, amplitude <= 1 else { throw ModemSettingsError("amplitude must be in 0 < a <= 1, got \(amplitude)") }
+        if settings.isBaseband {
+            guard (8000...192_000).contains(sampleRate), settings.baudRate * 4 <= Double(sampleRate) else {
+                throw ModemSettingsError("\(settings.baudRate) baud baseband needs a sample rate of at least \(Int(settings.baudRate * 4)) Hz (8000...192000)")
+            }
+            baseband = BasebandModulator(sampleRate: Double(sampleRate), baudRate: settings.baudRate, amplitude: amplitude)
+        } else {
+            afsk = FSKModulator(configuration: try settings.configuration(sampleRate: sampleRate), amplitude: amplitude)
+        }
+        self.sampleRate = sampleRate
+        baudRate = settings.baudRate
+    }
+
+    /// The number of flags (8 bits each) that fill `milliseconds` at the line's baud rate, at least `minimum`.
+    public func flags(milliseconds: Double, minimum: Int) -> Int {
+        max(minimum, Int((milliseconds / 1000 * baudRate / 8).rounded()))
+    }
+
+    /// Appends the audio of flags and frames to `samples`.
+    /// - Parameters:
+    ///   - frames: the frames' bytes without FCS (it is computed here).
+    ///   - leadingFlags: flags before the first frame (the preamble, TXDELAY), 0 or more.
+    ///   - separatingFlags: flags between two frames, at least 1.
+    ///   - trailingFlags: flags after the last frame (TXTAIL), 0 or more.
+    ///   - gapSeconds: silence after the flags, in seconds (0 or more).
+    ///   - samples: where the audio goes.
+    /// - Returns: where each frame's bits are, as indices into `samples`.
+    @discardableResult
+    public mutating func append(frames: [[UInt8]], leadingFlags: Int, separatingFlags: Int = 1, trailingFlags: Int,
+                                gapSeconds: Double = 0, to samples: inout [Float]) -> [Range<Int>] {
+        precondition(separatingFlags >= 1, "HDLCModulator separatingFlags must be at least 1, got \(separatingFlags)")
+        var bits: [Bool] = []
+        bits.reserveCapacity((leadingFlags + trailingFlags) * 8 + frames.reduce(0) { $0 + ($1.count + 2) * 10 + separatingFlags * 8 })
+        var frameBits: [Range<Int>] = []
+        HDLCEncoder.appendFlags(leadingFlags, to: &bits)
+        for (i, frame) in frames.enumerated() {
+            if i > 0 { HDLCEncoder.appendFlags(separatingFlags, to: &bits) }
+            let start = bits.count
+            encoder.appendFrame(frame, to: &bits)
+            frameBits.append(start..<bits.count)
+        }
+        HDLCEncoder.appendFlags(trailingFlags, to: &bits)
+
+        let base = samples.count
+        let levels = nrzi.encode(bits)
+        if baseband != nil {
+            baseband!.appendBits(scrambler.scramble(levels), to: &samples)
+            if gapSeconds > 0 { baseband!.appendSilence(seconds: gapSeconds, to: &samples) }
+        } else {
+            afsk!.appendBits(levels, to: &samples)
+            if gapSeconds > 0 { afsk!.appendSilence(seconds: gapSeconds, to: &samples) }
+        }
+        let samplesPerBit = Double(sampleRate) / baudRate
+        return frameBits.map { base + Int(Double($0.lowerBound) * samplesPerBit) ..< base + Int(Double($0.upperBound) * samplesPerBit) }
+    }
+
+    /// Forgets the line level, the scrambler and the phase, as at creation.
+    public mutating func reset() {
+        nrzi.reset()
+        scrambler = G3RUHScrambler()
+        afsk?.reset()
+        if let b = baseband { baseband = BasebandModulator(sampleRate: b.sampleRate, baudRate: b.baudRate, amplitude: b.amplitude) }
+    }
+}

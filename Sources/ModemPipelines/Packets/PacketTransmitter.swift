@@ -1,0 +1,53 @@
+import ModemAudio
+import ModemCodecs
+import ModemDSP
+
+/// Sends AX.25 frames as HDLC (NRZI, bit stuffing, FCS) over AFSK, or over G3RUH scrambled baseband
+/// for the `g3ruh` profile, each as its own transmission:
+/// a preamble of flags (TXDELAY), the frame, closing flags, then a short silence.
+public final class PacketTransmitter {
+    /// Where the audio goes.
+    public let sink: any AudioSink
+    /// Flags sent before each frame so receivers can lock (the TXDELAY).
+    public let preambleFlags: Int
+    /// Silence after each transmission, in seconds.
+    public let gapSeconds: Double
+    /// Frames sent so far.
+    public private(set) var framesSent = 0
+
+    private var modulator: HDLCModulator
+    private var finished = false
+
+    /// Creates a transmitter.
+    /// - Parameters:
+    ///   - settings: tones and baud.
+    ///   - sink: the destination; its sample rate is used.
+    ///   - amplitude: peak level, 0 < a <= 1.
+    ///   - preambleMilliseconds: flags before each frame, in ms (default 300, as Dire Wolf's TXDELAY 30).
+    ///   - gapSeconds: silence after each frame (default 0.5 s).
+    /// - Throws: ``ModemSettingsError`` when the settings do not fit the sink's sample rate.
+    public init(settings: ModemSettings, sink: any AudioSink, amplitude: Float = 0.7,
+                preambleMilliseconds: Double = 300, gapSeconds: Double = 0.5) throws {
+        modulator = try HDLCModulator(settings: settings, sampleRate: sink.sampleRate, amplitude: amplitude)
+        self.sink = sink
+        preambleFlags = modulator.flags(milliseconds: preambleMilliseconds, minimum: 1)
+        self.gapSeconds = max(0, gapSeconds)
+    }
+
+    /// Sends one frame (its FCS is computed and appended).
+    public func send(_ frame: AX25Frame) throws {
+        precondition(!finished, "send after finish")
+        var samples: [Float] = []
+        modulator.append(frames: [frame.encode()], leadingFlags: preambleFlags, trailingFlags: 3, gapSeconds: gapSeconds,
+                         to: &samples)
+        try samples.withUnsafeBufferPointer { try sink.write($0) }
+        framesSent += 1
+    }
+
+    /// Finishes the sink (drains a device, finalises a file).
+    public func finish() throws {
+        guard !finished else { return }
+        finished = true
+        try sink.finish()
+    }
+}

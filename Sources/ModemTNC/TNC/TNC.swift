@@ -1,0 +1,334 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ModemAudio
+import ModemCodecs
+import ModemPipelines
+import ModemDSP
+
+/// A KISS TNC: a packet receiver and transmitter behind a ``KISSServer``, all in one thread.
+///
+/// Each ``step(timeoutMilliseconds:)`` polls the network (accepting clients, reading their KISS
+/// frames, writing what is queued for them), then reads one block of audio and decodes it, sending
+/// every frame to every connected client as a KISS data frame (port 0), then transmits what
+/// clients sent. ``run(shouldStop:)`` loops until asked to stop and ``finish()`` closes the
+/// sockets and finishes the output (a WAV file's header is written then).
+///
+/// - With a file input, reading waits for the first client (``TNCOptions/waitsForFirstClient``),
+///   then goes at full speed, ``TNCOptions/blockSeconds`` of audio between polls; at the end of
+///   the file the TNC keeps serving (transmitting) until stopped.
+/// - Client data frames (port 0, valid AX.25) are queued (at most
+///   ``TNCOptions/maximumQueuedFrames``) and modulated with the current TXDELAY and TXTAIL. To a
+///   file, they are written at once; to a channel (``TNCOptions/outputIsChannel``), after
+///   p-persistent CSMA. KISS parameter frames set TXDELAY, persistence, slot time, TXTAIL and
+///   duplex for everyone (there is one radio).
+/// - Frames that are not AX.25, on another KISS port, or beyond the queue are rejected and counted;
+///   garbage is counted by each client's KISS decoder; neither affects other clients.
+public final class TNC {
+    /// Tones and baud.
+    public let settings: ModemSettings
+    /// The audio received.
+    public let source: any AudioSource
+    /// Where transmitted audio goes (nil: receive only; client frames are rejected).
+    public let sink: (any AudioSink)?
+    /// The KISS server.
+    public let server: KISSServer
+    /// How it runs.
+    public let options: TNCOptions
+    /// The transmit parameters now (clients change them with KISS parameter frames).
+    public private(set) var parameters: TNCParameters
+    /// Whether the input is being read (after the first client, with ``TNCOptions/waitsForFirstClient``).
+    public private(set) var isDecoding: Bool
+    /// Whether the input has ended.
+    public private(set) var inputEnded = false
+    /// Whether ``finish()`` was called.
+    public private(set) var isFinished = false
+
+    private let receiver: PacketReceiver
+    private var modulator: HDLCModulator?
+    private var carrier: CarrierDetector?
+    private var access = TNCChannelAccess()
+    private var generator: SplitMix64
+    private var queue: [(bytes: [UInt8], line: String, from: KISSClientInfo)] = []
+    private var pendingAudio: [Float] = []
+    private var pendingOffset = 0
+    private var block: [Float]
+    private var outputBlock: [Float] = []
+    private var samplesCaptured = 0
+    private var primed = false
+    private var readingStarted: Double?
+    private var statistics = TNCStatistics()
+    private let onEvent: (TNCEvent) -> Void
+
+    /// Creates a TNC; nothing happens until ``step(timeoutMilliseconds:)`` or ``run(shouldStop:)``.
+    /// - Parameters:
+    ///   - settings: tones and baud (framing ignored: AX.25).
+    ///   - source: the audio to decode (a file or a capture device).
+    ///   - sink: where to transmit (a file or a playback device), or nil to receive only. With
+    ///     ``TNCOptions/outputIsChannel``, it must run at the source's sample rate.
+    ///   - server: a listening KISS server (the TNC closes it in ``finish()``).
+    ///   - options: how to run.
+    ///   - onEvent: receives what happens, for a log.
+    /// - Throws: ``ModemSettingsError`` when the settings do not fit the source's or the sink's
+    ///   sample rate, or a channel output's rate differs from the input's.
+    public init(settings: ModemSettings, source: any AudioSource, sink: (any AudioSink)?, server: KISSServer,
+                options: TNCOptions = TNCOptions(), onEvent: @escaping (TNCEvent) -> Void = { _ in }) throws {
+        options.validate()
+        self.settings = settings
+        self.source = source
+        self.sink = sink
+        self.server = server
+        self.options = options
+        self.onEvent = onEvent
+        parameters = options.parameters
+        isDecoding = !options.waitsForFirstClient
+        receiver = try PacketReceiver(settings: settings, sampleRate: source.sampleRate)
+        // Baseband (G3RUH) has no tones to listen for: its channel is never seen busy.
+        carrier = settings.isBaseband ? nil
+            : CarrierDetector(configuration: try settings.configuration(sampleRate: source.sampleRate))
+        if let sink {
+            if settings.isBaseband {
+                throw ModemSettingsError("the TNC transmits AFSK only; \(settings.summary) can be received but not sent")
+            }
+            if options.outputIsChannel, sink.sampleRate != source.sampleRate {
+                throw ModemSettingsError("the output runs at \(sink.sampleRate) Hz and the input at \(source.sampleRate) Hz; a channel output must match its input")
+            }
+            modulator = try HDLCModulator(settings: settings, sampleRate: sink.sampleRate, amplitude: options.amplitude)
+        }
+        generator = SplitMix64(seed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max))
+        block = [Float](repeating: 0, count: max(1, Int(options.blockSeconds * Double(source.sampleRate))))
+    }
+
+    /// The counts so far.
+    public var currentStatistics: TNCStatistics {
+        var s = statistics
+        if !inputEnded, !isFinished { s.receiver = receiver.currentStatistics }
+        s.clientsServed = server.clientsServed
+        s.clientsDroppedAsSlow = server.clientsDroppedAsSlow
+        s.clientsRefused = server.clientsRefused
+        s.kiss = server.kissStatistics
+        s.slotsWaited = access.slotsWaited
+        s.busyDeferrals = access.busyDeferrals
+        s.audioSeconds = Double(samplesCaptured) / Double(source.sampleRate)
+        return s
+    }
+
+    /// Frames waiting to be transmitted.
+    public var queuedFrames: Int { queue.count }
+
+    /// One round: network, one block of audio, transmissions.
+    /// - Parameter timeoutMilliseconds: how long to wait for the network when there is no audio to
+    ///   read (default ``TNCOptions/idlePollMilliseconds``); while decoding it does not wait.
+    /// - Throws: ``AudioError`` when reading or writing audio fails, ``KISSServerError`` when
+    ///   `poll` fails.
+    public func step(timeoutMilliseconds: Int? = nil) throws {
+        precondition(!isFinished, "TNC.step after finish")
+        let reading = isDecoding && !inputEnded
+        var timeout = reading ? 0 : (timeoutMilliseconds ?? options.idlePollMilliseconds)
+        if reading, options.pacesInputToRealTime {
+            // Ahead of the wall clock (a virtual device): wait on the network instead.
+            let now = Self.monotonicSeconds()
+            let start = readingStarted ?? now
+            readingStarted = start
+            let ahead = Double(samplesCaptured) / Double(source.sampleRate) - (now - start)
+            if ahead > 0.1 { timeout = min(options.idlePollMilliseconds, Int((ahead - 0.05) * 1000)) }
+        }
+        for event in try server.poll(timeoutMilliseconds: timeout) { handle(event) }
+        var captured = 0
+        if isDecoding, !inputEnded { captured = try readBlock() }
+        try transmit(captured: captured)
+    }
+
+    /// Steps until `shouldStop` returns true (polled between steps; a signal also cuts the wait for
+    /// the network short), then ``finish()``es. On an error, finishes too (the output stays valid)
+    /// and rethrows.
+    /// - Returns: the counts.
+    public func run(shouldStop: () -> Bool) throws -> TNCStatistics {
+        do {
+            while !shouldStop() { try step() }
+        } catch {
+            _ = try? finish()
+            throw error
+        }
+        return try finish()
+    }
+
+    /// Closes the server and every connection, plays out a transmission in progress, and finishes
+    /// the output (drains a device, writes a file's header). Frames still waiting for the channel
+    /// are dropped (counted as rejected). Calling it again returns the same counts.
+    /// - Throws: ``AudioError`` when finishing the output fails.
+    @discardableResult
+    public func finish() throws -> TNCStatistics {
+        guard !isFinished else { return currentStatistics }
+        if !inputEnded {
+            // Frames the receiver still holds go out before the connections close.
+            deliver(receiver.flush())
+            statistics.receiver = receiver.finish()
+        }
+        isFinished = true
+        server.close()
+        for item in queue {
+            statistics.framesRejected += 1
+            onEvent(.rejected(from: item.from, reason: "stopped before the channel was free"))
+        }
+        queue.removeAll()
+        if let sink {
+            if pendingOffset < pendingAudio.count {
+                try pendingAudio[pendingOffset...].withUnsafeBufferPointer { try sink.write($0) }
+                pendingOffset = pendingAudio.count
+            }
+            try sink.finish()
+        }
+        return currentStatistics
+    }
+
+    static func monotonicSeconds() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    // MARK: - Network
+
+    private func handle(_ event: KISSServerEvent) {
+        switch event {
+        case .connected(let client):
+            onEvent(.clientConnected(client, clients: server.connectedClients.count))
+            if !isDecoding {
+                isDecoding = true
+                onEvent(.decodingStarted)
+            }
+        case .refused(let peer, let clients):
+            onEvent(.clientRefused(peer: peer, clients: clients))
+        case .firstGarbage(let client, let s):
+            onEvent(.clientGarbage(client, statistics: s))
+        case .disconnected(let client, let reason, let s):
+            onEvent(.clientLeft(client, reason: reason, statistics: s, clients: server.connectedClients.count))
+        case .frame(let frame, let client):
+            handle(frame, from: client)
+        }
+    }
+
+    private func handle(_ frame: KISSFrame, from client: KISSClientInfo) {
+        switch frame.command {
+        case .dataFrame:
+            guard frame.port == 0 else {
+                return reject(client, "KISS port \(frame.port): this TNC has one radio channel, port 0")
+            }
+            guard let ax25 = try? AX25Frame(decoding: frame.payload) else {
+                return reject(client, "not an AX.25 frame (\(frame.payload.count) bytes)")
+            }
+            guard sink != nil else { return reject(client, "this TNC has no output to transmit to") }
+            guard queue.count < options.maximumQueuedFrames else {
+                return reject(client, "the transmit queue is full (\(queue.count) frames waiting)")
+            }
+            queue.append((frame.payload, ax25.monitorLine(), client))
+        case .txDelay, .persistence, .slotTime, .txTail, .fullDuplex:
+            if let change = parameters.apply(frame) {
+                statistics.parametersSet += 1
+                onEvent(.parameterSet(from: client, change: change))
+            } else {
+                onEvent(.ignored(from: client, command: frame.command))
+            }
+        case .setHardware, .exitKISS:
+            onEvent(.ignored(from: client, command: frame.command))
+        }
+    }
+
+    private func reject(_ client: KISSClientInfo, _ reason: String) {
+        statistics.framesRejected += 1
+        onEvent(.rejected(from: client, reason: reason))
+    }
+
+    // MARK: - Audio
+
+    /// Reads and decodes one block; returns the samples read (0 at the end of the input).
+    private func readBlock() throws -> Int {
+        let n = try block.withUnsafeMutableBufferPointer { try source.read(into: $0) }
+        if n == 0 {
+            inputEnded = true
+            // The demodulator looks a few bits ahead: a frame that ends with the file would stay
+            // inside it. Silence after the end lets it out, as a radio going quiet would.
+            let tail = [Float](repeating: 0, count: max(Int(Double(source.sampleRate) * 0.1),
+                                                        Int(64 * Double(source.sampleRate) / settings.baudRate)))
+            deliver(tail.withUnsafeBufferPointer { receiver.process($0) })
+            deliver(receiver.flush())
+            statistics.receiver = receiver.finish()
+            onEvent(.inputEnded(statistics.receiver))
+            return 0
+        }
+        samplesCaptured += n
+        let packets = block.withUnsafeBufferPointer { whole -> [ReceivedPacket] in
+            let samples = UnsafeBufferPointer(rebasing: whole[0..<n])
+            if options.outputIsChannel { carrier?.process(samples) }
+            return receiver.process(samples)
+        }
+        deliver(packets)
+        return n
+    }
+
+    /// Sends decoded frames to every client.
+    private func deliver(_ packets: [ReceivedPacket]) {
+        for packet in packets {
+            let clients = server.broadcast(.data(packet.bytes))
+            statistics.framesToClients += clients
+            onEvent(.received(packet, clients: clients))
+        }
+    }
+
+    private func modulate(_ bytes: [UInt8], gapSeconds: Double) -> [Float] {
+        var samples: [Float] = []
+        let m = modulator!
+        modulator!.append(frames: [bytes], leadingFlags: m.flags(milliseconds: parameters.txDelayMilliseconds, minimum: 1),
+                          trailingFlags: m.flags(milliseconds: parameters.txTailMilliseconds, minimum: 3),
+                          gapSeconds: gapSeconds, to: &samples)
+        return samples
+    }
+
+    private func transmit(captured: Int) throws {
+        guard let sink, modulator != nil else { return }
+        if !options.outputIsChannel || inputEnded {
+            // A file (or a channel whose input ended): each frame at once, no channel access.
+            while !queue.isEmpty {
+                let item = queue.removeFirst()
+                let samples = modulate(item.bytes, gapSeconds: options.gapSeconds)
+                try samples.withUnsafeBufferPointer { try sink.write($0) }
+                statistics.framesTransmitted += 1
+                onEvent(.transmitted(monitorLine: item.line, from: item.from))
+            }
+            return
+        }
+        // A channel: as many samples out as came in, transmissions after CSMA, silence otherwise.
+        guard captured > 0 else { return }
+        if !primed {
+            // A little silence first, so the device has some margin against underruns.
+            primed = true
+            let margin = [Float](repeating: 0, count: sink.sampleRate / 20)
+            try margin.withUnsafeBufferPointer { try sink.write($0) }
+        }
+        if pendingOffset >= pendingAudio.count, !queue.isEmpty {
+            let action = access.decide(now: samplesCaptured, channelBusy: carrier?.isBusy ?? false, parameters: parameters,
+                                       sampleRate: source.sampleRate, using: &generator)
+            if action == .transmit {
+                access.reset()
+                let item = queue.removeFirst()
+                pendingAudio = modulate(item.bytes, gapSeconds: 0)
+                pendingOffset = 0
+                statistics.framesTransmitted += 1
+                onEvent(.transmitted(monitorLine: item.line, from: item.from))
+            }
+        }
+        if outputBlock.count != captured { outputBlock = [Float](repeating: 0, count: captured) }
+        let take = min(captured, pendingAudio.count - pendingOffset)
+        outputBlock.withUnsafeMutableBufferPointer { out in
+            for i in 0..<take { out[i] = pendingAudio[pendingOffset + i] }
+            for i in take..<captured { out[i] = 0 }
+        }
+        pendingOffset += take
+        if pendingOffset >= pendingAudio.count, !pendingAudio.isEmpty {
+            pendingAudio.removeAll()
+            pendingOffset = 0
+        }
+        try outputBlock.withUnsafeBufferPointer { try sink.write($0) }
+    }
+}

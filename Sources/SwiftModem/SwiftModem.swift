@@ -1,0 +1,11 @@
+// The umbrella module: one import for users who want the whole library.
+//
+// Each layer is also a module of its own (see docs/ARCHITECTURE.md); import those directly to depend
+// on less. This file only re-exports them.
+@_exported import ModemAudio
+@_exported import ModemCodecs
+@_exported import ModemDSP
+@_exported import ModemLink
+@_exported import ModemPipelines
+@_exported import ModemPlot
+@_exported import ModemTNC

@@ -1,0 +1,97 @@
+import Foundation
+import ModemCodecs
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A test's failure outside an expectation (a socket call that failed), with what went wrong.
+public struct TestSupportError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// A KISS client for the tests: a TCP connection to 127.0.0.1, non-blocking after connect, which
+/// keeps every byte received and decodes them as KISS frames.
+public final class KISSTestClient {
+    private var fd: Int32
+    private var decoder = KISSDecoder()
+    /// Every byte received so far.
+    public private(set) var receivedBytes: [UInt8] = []
+    /// KISS frames received so far.
+    public private(set) var frames: [KISSFrame] = []
+    /// Whether the server closed the connection.
+    public private(set) var closedByServer = false
+
+    /// Connects to 127.0.0.1:`port`; `receiveBufferBytes` shrinks the kernel's receive buffer
+    /// (before connecting).
+    public init(port: Int, receiveBufferBytes: Int? = nil) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw TestSupportError("socket: errno \(errno)") }
+        if let bytes = receiveBufferBytes {
+            var value = Int32(bytes)
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else {
+            let code = errno
+            Glibc.close(fd)
+            throw TestSupportError("connect to 127.0.0.1:\(port): errno \(code)")
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+    }
+
+    deinit { close() }
+
+    /// Sends all of `bytes`, waiting up to 5 s for room in the kernel's buffer.
+    public func send(_ bytes: [UInt8]) throws {
+        var offset = 0
+        let deadline = Date().addingTimeInterval(5)
+        while offset < bytes.count {
+            guard fd >= 0 else { throw TestSupportError("send on a closed connection") }
+            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n > 0 { offset += n; continue }
+            if n < 0, errno == EAGAIN || errno == EINTR, Date() < deadline { usleep(1000); continue }
+            throw TestSupportError("send: errno \(errno)")
+        }
+    }
+
+    /// Reads what has arrived (without waiting); returns the number of bytes.
+    @discardableResult
+    public func receive() -> Int {
+        guard fd >= 0 else { return 0 }
+        var total = 0
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n > 0 {
+                total += n
+                receivedBytes += buffer[0..<n]
+                frames += decoder.decode(buffer[0..<n])
+                continue
+            }
+            if n == 0 { closedByServer = true }
+            if n < 0, errno != EAGAIN, errno != EINTR { closedByServer = true }
+            return total
+        }
+    }
+
+    /// The payloads of the data frames received.
+    public var dataPayloads: [[UInt8]] { frames.filter { $0.command == .dataFrame }.map(\.payload) }
+
+    /// Closes the connection; `reset` makes it abortive (RST, as a crashed client).
+    public func close(reset: Bool = false) {
+        guard fd >= 0 else { return }
+        if reset {
+            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        }
+        Glibc.close(fd)
+        fd = -1
+    }
+}
