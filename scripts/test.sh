@@ -14,7 +14,8 @@ trap 'rm -f "$log"' EXIT
 # preconditions but is optimised, so the CLI tests decode at the speed users get (a debug build of the
 # demodulators is 15x slower, which turns the 30 s limits of the CLI tests into timeouts on a loaded
 # machine). Build first, so a compile error is shown whole rather than as the tail of a test run.
-config=(-c release -Xswiftc -enable-testing)
+# Its own build folder, so the ordinary release build (benchmarks, `modem` itself) is not rebuilt each time.
+config=(-c release -Xswiftc -enable-testing --scratch-path .build-tests)
 if ! swift build "${config[@]}" --build-tests >"$log" 2>&1; then
   grep -E 'error:|warning: unable' "$log" | head -n 40 || tail -n 40 "$log"
   echo "test.sh: the build failed" >&2

@@ -28,6 +28,13 @@ public struct ChannelImpairments: Sendable, Hashable {
     /// No impairment.
     public init() {}
 
+    /// The white-noise RMS (linear, full scale 1) that gives a full-band signal-to-noise ratio of
+    /// `snrDB` (noise power over 0...fs/2) for a signal of mean power `signalPower` (mean square,
+    /// full scale 1) after a gain of `gainDB`.
+    public static func noiseRMS(snrDB: Double, signalPower: Double, gainDB: Double = 0) -> Double {
+        (signalPower * pow(10, gainDB / 10) / pow(10, snrDB / 10)).squareRoot()
+    }
+
     public static func == (a: ChannelImpairments, b: ChannelImpairments) -> Bool {
         a.clockDriftPPM == b.clockDriftPPM && a.bandPass == b.bandPass && a.deEmphasisCorner == b.deEmphasisCorner
             && a.gainDB == b.gainDB && a.noiseRMS == b.noiseRMS && a.hum?.frequency == b.hum?.frequency

@@ -106,7 +106,7 @@ public final class LoopbackMedium: LinkMedium {
             var c = ChannelImpairments()
             c.clockDriftPPM = drift
             if let snr = impairments.snrDB {
-                c.noiseRMS = (signalAmplitude * signalAmplitude / 2 / pow(10, snr / 10)).squareRoot()
+                c.noiseRMS = ChannelImpairments.noiseRMS(snrDB: snr, signalPower: signalAmplitude * signalAmplitude / 2)
             }
             c.seed = seed
             return ChannelSimulator(impairments: c, sampleRate: Double(sampleRate))

@@ -39,8 +39,7 @@ public enum FileImpairment {
         var imp = impairments
         if let snrDB {
             let (p, _) = try signalPower(path: input, channel: channel)
-            let g = pow(10, imp.gainDB / 10)
-            imp.noiseRMS = (p * g / pow(10, snrDB / 10)).squareRoot()
+            imp.noiseRMS = ChannelImpairments.noiseRMS(snrDB: snrDB, signalPower: p, gainDB: imp.gainDB)
         }
         let r = try AudioFileReader(path: input, channel: channel)
         let w = try AudioFileWriter(path: output, sampleRate: r.sampleRate, format: format)
