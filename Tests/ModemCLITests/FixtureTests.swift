@@ -65,11 +65,23 @@ struct FixtureTests {
         #expect(!loud.stderr.isEmpty, "no diagnostics on standard error without -q")
     }
 
-    @Test("Recorded AX.25 fixtures are present (for the packet-radio work)")
-    func recorded() {
-        for name in ["ISSpkt.wav", "ideal.wav", "ttwr.wav", "README.md"] {
-            #expect(FileManager.default.fileExists(atPath: Paths.packageRoot + "/Fixtures/recorded/" + name),
-                    "Fixtures/recorded/\(name) is missing")
-        }
+    /// The one frame in each recorded off-air fixture, as Dire Wolf's `atest` decodes it (checked by
+    /// hand with `atest -h`: one packet per file, these addresses and this text).
+    static let recordedFrames: [(file: String, line: String)] = [
+        ("ISSpkt.wav", "RS0ISS>CQ:>ARISS - International Space Station"),
+        ("ideal.wav", "KI5TOF>APRS:>hello world!"),
+        ("ttwr.wav", "KI5TOF>APRS:>hello world!"),
+    ]
+
+    @Test("Recorded AX.25 fixtures: modem rx decodes exactly the frame atest finds in each",
+          arguments: recordedFrames.map(\.file))
+    func recorded(_ file: String) async throws {
+        let path = Paths.packageRoot + "/Fixtures/recorded/" + file
+        #expect(FileManager.default.fileExists(atPath: path), "Fixtures/recorded/\(file) is missing")
+        let expected = try #require(Self.recordedFrames.first { $0.file == file }).line
+        let result = try await modem(["rx", "-q", "--profile", "bell202", "--framing", "ax25", path])
+        expectSuccess(result)
+        let lines = String(decoding: result.stdout, as: UTF8.self).split(separator: "\n").map(String.init)
+        #expect(lines == [expected], "\(file): \(lines)")
     }
 }

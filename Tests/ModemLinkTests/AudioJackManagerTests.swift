@@ -13,6 +13,14 @@ private final class Recorder: CommunicationCallback {
     func onProgress(bytes: Int, total: Int) {}
 }
 
+/// Runs a blocking facade call on a thread of its own: blocking a thread of Swift concurrency's small
+/// cooperative pool (2 threads on 2 cores, shared by tests running in parallel) can deadlock.
+private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { (c: CheckedContinuation<T, Never>) in
+        Thread { c.resume(returning: body()) }.start()
+    }
+}
+
 /// A phone manager and a device emulator joined by two in-memory audio lines (lockstep, channel time).
 private func rig(_ config: LinkConfiguration, handler: @escaping DeviceEmulator.Handler = { $0 }) throws
     -> (AudioJackManager, DeviceEmulator) {
@@ -30,15 +38,15 @@ struct AudioJackManagerTests {
         let (phone, device) = try rig(LinkConfiguration()) { Array($0.reversed()) }
         defer { device.stop() }
         #expect(phone.state == .waitingDevice)
-        #expect(await phone.open() == 0)
+        try await phone.open()
         #expect(phone.state == .idle)
         let request: [UInt8] = Array(0..<200).map { UInt8($0) }
-        let reply = try await phone.exchange(request, timeout: 30)
+        let reply = try await phone.exchange(request, timeout: .seconds(30))
         #expect(reply == request.reversed())
         #expect(device.requestsHandled == 1)
         await phone.close()
         #expect(phone.state == .waitingDevice)
-        await #expect(throws: ExchangeFailure.refused(-2)) { try await phone.exchange([1], timeout: 5) }
+        await #expect(throws: LinkError.notOpened) { try await phone.exchange([1], timeout: .seconds(5)) }
     }
 
     @Test("return codes of calls in the wrong state, and oversized data")
@@ -46,15 +54,24 @@ struct AudioJackManagerTests {
         let config = LinkConfiguration(maximumMessageSize: 100)
         let (phone, device) = try rig(config)
         defer { device.stop() }
-        #expect(await phone.cancel() == -2)
-        await #expect(throws: ExchangeFailure.refused(-2)) { try await phone.exchange([1], timeout: 5) }
-        #expect(await phone.open() == 0)
-        #expect(await phone.cancel() == -1)
-        await #expect(throws: ExchangeFailure.refused(-3)) { try await phone.exchange(Array(repeating: 0, count: 101), timeout: 5) }
+        await #expect(throws: LinkError.notOpened) { try await phone.cancel() }
+        #expect(await onThread { phone.cancelExchange() } == -2)
+        await #expect(throws: LinkError.notOpened) { try await phone.exchange([1], timeout: .seconds(5)) }
+        try await phone.open()
+        await #expect(throws: LinkError.nothingToCancel) { try await phone.cancel() }
+        #expect(await onThread { phone.cancelExchange() } == -1)
+        await #expect(throws: LinkError.messageTooLarge(size: 101, maximum: 100)) {
+            try await phone.exchange(Array(repeating: 0, count: 101), timeout: .seconds(5))
+        }
+        await #expect(throws: LinkError.invalidTimeout) { try await phone.exchange([1], timeout: .zero) }
+        let recorder0 = Recorder()
+        #expect(await onThread { phone.exchangeData(Array(repeating: 0, count: 101), timeout: 5, callback: recorder0) } == -3)
+        #expect(await onThread { phone.exchangeData([1], timeout: -1, callback: recorder0) } == -1)
+        #expect(recorder0.calls.withLock { $0 }.isEmpty)
         // The facade: one exchange at a time.
         let recorder = Recorder()
-        #expect(phone.exchangeData(Array(repeating: 7, count: 50), timeout: 30, callback: recorder) == 0)
-        #expect(phone.exchangeData([1], timeout: 30, callback: recorder) == -1)
+        #expect(await onThread { phone.exchangeData(Array(repeating: 7, count: 50), timeout: 30, callback: recorder) } == 0)
+        #expect(await onThread { phone.exchangeData([1], timeout: 30, callback: recorder) } == -1)
         for _ in 0..<2000 where !recorder.calls.withLock({ $0.contains("receive 50") }) { try await Task.sleep(for: .milliseconds(5)) }
         #expect(recorder.calls.withLock { $0 } == ["sendOK", "receive 50"])
         await phone.closeResources()
@@ -81,17 +98,21 @@ struct AudioJackManagerTests {
         drain.start()
         defer { stop.store(true, ordering: .relaxed); silence.close(); toDevice.close() }
         let phone = AudioJackManager(configuration: LinkConfiguration(), openOutput: { toDevice.sink }, openInput: { silence.source })
-        #expect(await phone.open() == -4)
-        await #expect(throws: ExchangeFailure.refused(-4)) { try await phone.exchange([1], timeout: 5) }
+        await #expect(throws: LinkError.noDevice) { try await phone.open() }
+        await #expect(throws: LinkError.noDevice) { try await phone.exchange([1], timeout: .seconds(5)) }
+        #expect(await onThread { phone.cancelExchange() } == -4)
     }
 
     @Test("an output that cannot be opened gives -1, an input -2")
     func openFailures() async {
         struct Failure: Error {}
         let a = AudioJackManager(configuration: LinkConfiguration(), openOutput: { throw Failure() }, openInput: { AudioPipe(sampleRate: 16000).source })
-        #expect(await a.open() == -1)
+        await #expect(throws: LinkError.outputUnavailable("Failure()")) { try await a.open() }
+        #expect(await onThread { a.openDevice() } == -1)
         let b = AudioJackManager(configuration: LinkConfiguration(), openOutput: { AudioPipe(sampleRate: 16000).sink }, openInput: { throw Failure() })
-        #expect(await b.open() == -2)
+        await #expect(throws: LinkError.inputUnavailable("Failure()")) { try await b.open() }
+        #expect(await onThread { b.openDevice() } == -2)
+        #expect(b.state == .waitingDevice)
     }
 
     @Test("duplex: the device sends on its own initiative, the phone's message is acknowledged")
@@ -99,9 +120,9 @@ struct AudioJackManagerTests {
         let config = LinkConfiguration(mode: .duplex)
         let (phone, device) = try rig(config)
         defer { device.stop() }
-        #expect(await phone.open() == 0)
+        try await phone.open()
         device.send(Array("hello phone".utf8), timeout: 30)
-        let reply = try await phone.exchange(Array("hello device".utf8), timeout: 30)
+        let reply = try await phone.exchange(Array("hello device".utf8), timeout: .seconds(30))
         #expect(reply.isEmpty)
         var got: [UInt8]?
         for await e in phone.events {
@@ -109,5 +130,63 @@ struct AudioJackManagerTests {
         }
         #expect(got == Array("hello phone".utf8))
         await phone.close()
+    }
+
+    @Test("concurrent opens create one transport: one open succeeds, the others are refused as busy",
+          .timeLimit(.minutes(2)))
+    func concurrentOpens() async throws {
+        let toDevice = AudioPipe(sampleRate: 16000), toPhone = AudioPipe(sampleRate: 16000)
+        let config = LinkConfiguration()
+        let device = try DeviceEmulator(configuration: config, sink: toPhone.sink, source: toDevice.source)
+        device.start()
+        defer { device.stop() }
+        // Opening the output is slow and waits a little for a second caller, so that opens that
+        // both got past the check would both get here (as a sound card's open can take a while).
+        let outputs = Atomic<Int>(0), inputs = Atomic<Int>(0)
+        let phone = AudioJackManager(configuration: config, openOutput: {
+            let n = outputs.add(1, ordering: .sequentiallyConsistent).newValue
+            for _ in 0..<50 where n == 1 && outputs.load(ordering: .sequentiallyConsistent) == 1 { Thread.sleep(forTimeInterval: 0.002) }
+            return toDevice.sink
+        }, openInput: {
+            inputs.add(1, ordering: .sequentiallyConsistent)
+            return toPhone.source
+        })
+        let callers = 64
+        let results = await withTaskGroup(of: LinkError?.self) { group in
+            for _ in 0..<callers {
+                group.addTask {
+                    do throws(LinkError) { try await phone.open(); return nil } catch { return error }
+                }
+            }
+            var all: [LinkError?] = []
+            for await r in group { all.append(r) }
+            return all
+        }
+        #expect(outputs.load(ordering: .sequentiallyConsistent) == 1)
+        #expect(inputs.load(ordering: .sequentiallyConsistent) == 1)
+        #expect(results.filter { $0 == nil }.count >= 1)
+        #expect(results.allSatisfy { $0 == nil || $0 == .busy })
+        #expect(phone.state == .idle)
+        // The one transport works.
+        let reply = try await phone.exchange([1, 2, 3], timeout: .seconds(30))
+        #expect(reply == [1, 2, 3])
+        await phone.close()
+        #expect(phone.state == .waitingDevice)
+    }
+
+    @Test("LinkError keeps the seed's integer codes")
+    func returnCodes() {
+        #expect(LinkError.outputUnavailable("x").returnCode == -1)
+        #expect(LinkError.busy.returnCode == -1)
+        #expect(LinkError.nothingToCancel.returnCode == -1)
+        #expect(LinkError.inputUnavailable("x").returnCode == -2)
+        #expect(LinkError.notOpened.returnCode == -2)
+        #expect(LinkError.handshakeFailed.returnCode == -3)
+        #expect(LinkError.alreadyCancelling.returnCode == -3)
+        #expect(LinkError.messageTooLarge(size: 2, maximum: 1).returnCode == -3)
+        #expect(LinkError.noDevice.returnCode == -4)
+        #expect(LinkError.timedOut.returnCode == 5)
+        #expect(LinkError.cancelled.returnCode == 12)
+        #expect(LinkError.failed(.captureRead, "x").returnCode == 10)
     }
 }

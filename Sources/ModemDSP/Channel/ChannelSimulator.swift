@@ -6,8 +6,8 @@ import Darwin
 
 /// Impairments a channel simulator applies, in the order listed.
 public struct ChannelImpairments: Sendable, Hashable {
-    /// Sample-clock error of the receiving end in parts per million (-50000...50000, so a baud-rate
-    /// error of a few percent can be modelled too; 0 = none).
+    /// Sample-clock error of the receiving end in parts per million (-50000...50000; 0 = none): sound-card
+    /// drift is within ±1000, ±30000 models a 3 % baud-rate error.
     /// Positive means the receiver's clock runs fast, so it sees the signal stretched.
     public var clockDriftPPM: Double = 0
     /// Band-pass edges in Hz (e.g. 300...3400 for a telephone line), or nil for none.

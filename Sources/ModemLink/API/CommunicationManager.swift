@@ -27,24 +27,6 @@ public struct DeviceInfo: Sendable, Hashable {
 /// Events of a ``CommunicationManager``: the seed's callbacks as values.
 public typealias CommunicationEvent = LinkEvent
 
-/// How an exchange failed (thrown by ``CommunicationManager/exchange(_:timeout:)``).
-public enum ExchangeFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    /// The call was refused with the seed's return code (-1 busy, -2 not opened, -3 too large, -4 no device).
-    case refused(Int32)
-    /// The exchange ran out of time (the seed's `onTimeout`, code 5).
-    case timeout
-    /// The exchange ended with an error code (12: it was cancelled).
-    case error(CommunicationError, String)
-
-    public var description: String {
-        switch self {
-        case .refused(let c): return "exchange refused with code \(c)"
-        case .timeout: return "exchange timed out"
-        case .error(let e, let m): return "exchange failed with code \(e.rawValue): \(m)"
-        }
-    }
-}
-
 /// The seed's callbacks (`CommunicationCallBack`), for the callback-style facade.
 public protocol CommunicationCallback: AnyObject, Sendable {
     /// The data was sent and acknowledged.
@@ -60,24 +42,54 @@ public protocol CommunicationCallback: AnyObject, Sendable {
 }
 
 /// The phone side of the Communication API (the seed's `CommunicationManagerBase`): open a device,
-/// exchange data, cancel, close. ``AudioJackManager`` implements it over any audio transport;
-/// a Bluetooth manager would implement it over RFCOMM.
+/// exchange data, cancel, close. It says nothing about the transport: ``AudioJackManager`` implements
+/// it over any audio output and input, a Bluetooth manager will implement it over a byte stream
+/// (RFCOMM) with the same state machine, calls, errors and events.
+///
+/// Calls fail by throwing ``LinkError`` (each case is one of the seed's return codes or callbacks,
+/// see ``LinkError/returnCode``); what happens on the link afterwards arrives on ``events``.
+///
+/// Contract for implementations:
+/// - Every method may be called from any task or thread; concurrent calls are serialised so that at
+///   most one open, one exchange and one cancel are under way at once (the others throw
+///   ``LinkError/busy``, or ``LinkError/alreadyCancelling`` for a cancel). Opening twice at once
+///   never creates a second transport.
+/// - ``open()`` brings the transport up and runs the handshake; calling it while opened runs a new
+///   handshake on the same transport.
+/// - After ``close()`` or ``closeResources()`` the manager is closed and may be opened again.
+/// - ``state`` and ``deviceName`` may be read at any time; they follow the link without awaiting.
 public protocol CommunicationManager: AnyObject, Sendable {
+    /// How the device is connected.
+    var channel: DeviceCommunicationChannel { get }
     /// The events of the link (every callback of the seed, as values).
     var events: AsyncStream<CommunicationEvent> { get }
-    /// The phone state.
+    /// The phone state (the seed's phone state machine, the same for every channel).
     var state: PhoneStateMachine.State { get }
-    /// Opens the device and runs the handshake: 0, -1 (output could not be opened), -2 (input could
-    /// not be opened), -3 (handshake failed), -4 (no device).
-    func open() async -> Int32
+    /// The name the device gave at the last successful handshake.
+    var deviceName: String? { get }
+    /// Opens the transport and runs the handshake; returns once the device answered.
+    /// - Throws: ``LinkError/outputUnavailable(_:)``, ``LinkError/inputUnavailable(_:)`` (the
+    ///   transport could not be opened), ``LinkError/handshakeFailed``, ``LinkError/noDevice``,
+    ///   ``LinkError/busy`` (another open is under way), ``LinkError/failed(_:_:)`` (the transport
+    ///   failed during the handshake).
+    func open() async throws(LinkError)
     /// Exchanges data. Master-slave: sends the request, returns the reply. Duplex: sends a message,
-    /// returns an empty array once it was acknowledged.
-    func exchange(_ data: [UInt8], timeout: Double) async throws(ExchangeFailure) -> [UInt8]
-    /// Cancels the exchange under way (non-blocking; the outcome is error 12 or 13 as an event):
-    /// 0, -1 (nothing to cancel), -2 (not opened), -3 (already cancelling), -4 (no device).
-    func cancel() async -> Int32
-    /// Sends the close signal (up to 3 times) and releases the audio resources.
+    /// returns an empty array once it was acknowledged (the device's own messages come as events).
+    /// - Parameters:
+    ///   - data: the message, at most the configured maximum message size.
+    ///   - timeout: the time the whole exchange may take (positive).
+    /// - Throws: refused at once: ``LinkError/notOpened``, ``LinkError/noDevice``, ``LinkError/busy``,
+    ///   ``LinkError/messageTooLarge(size:maximum:)``, ``LinkError/invalidTimeout``; ended later:
+    ///   ``LinkError/timedOut``, ``LinkError/cancelled``, ``LinkError/failed(_:_:)``.
+    func exchange(_ data: [UInt8], timeout: Duration) async throws(LinkError) -> [UInt8]
+    /// Asks the device to cancel the exchange under way and returns without waiting for its answer:
+    /// the exchange then ends with ``LinkError/cancelled`` (error 12 as an event), or the event
+    /// error 13 says the cancel failed.
+    /// - Throws: ``LinkError/nothingToCancel``, ``LinkError/notOpened``, ``LinkError/noDevice``,
+    ///   ``LinkError/alreadyCancelling``.
+    func cancel() async throws(LinkError)
+    /// Sends the close signal (up to 3 times) and releases the transport.
     func close() async
-    /// Releases the audio resources without powering the device off.
+    /// Releases the transport without powering the device off.
     func closeResources() async
 }

@@ -12,7 +12,7 @@ import Synchronization
 /// let phone = AudioJackManager(configuration: config, openOutput: { phoneToDevice.sink },
 ///                              openInput: { deviceToPhone.source })
 /// ```
-public final class DeviceEmulator: @unchecked Sendable {
+public final class DeviceEmulator: Sendable {
     /// What the device answers to a request (master-slave). Runs on the emulator's thread.
     public typealias Handler = @Sendable ([UInt8]) -> [UInt8]
 
@@ -46,7 +46,9 @@ public final class DeviceEmulator: @unchecked Sendable {
         let mode = configuration.mode
         // Weak capture is impossible before init ends; the driver calls back into the station it owns.
         let box = StationBox()
-        driver = LinkDriver(station: station, sink: sink, source: source, onEvent: { e in
+        driver = LinkDriver(station: station, sink: sink, source: source,
+                            observe: { m in counts.value.withLock { $0.state = m.state } },
+                            onEvent: { e in
             cont.yield(e)
             if case .received(let m, let data) = e, mode == .masterSlave {
                 counts.value.withLock { $0.requests += 1 }
@@ -54,8 +56,7 @@ public final class DeviceEmulator: @unchecked Sendable {
                 box.reply(reply, to: m)
             }
         }, onFailure: { code, message in cont.yield(.error(code, message)) })
-        driver.observe = { m in counts.value.withLock { $0.state = m.state } }
-        box.driver = driver
+        box.attach(driver)
     }
 
     /// Starts answering.
@@ -87,9 +88,11 @@ private final class EmulatorCounts: Sendable {
 
 /// Lets the emulator's event callback reach the station through the driver (replies are queued on
 /// the driver thread, which is the thread the callback runs on).
-private final class StationBox: @unchecked Sendable {
-    var driver: LinkDriver<DeviceStateMachine>?
+private final class StationBox: Sendable {
+    private let driver = Mutex<LinkDriver<DeviceStateMachine>?>(nil)
+    func attach(_ d: LinkDriver<DeviceStateMachine>) { driver.withLock { $0 = d } }
     func reply(_ data: [UInt8], to message: UInt16) {
-        driver?.perform { st, now in st.perform(st.machine.reply(data, to: message, now: now).actions) }
+        let d = driver.withLock { $0 }
+        d?.perform { st, now in st.perform(st.machine.reply(data, to: message, now: now).actions) }
     }
 }

@@ -60,3 +60,66 @@ public enum ReturnCode {
     /// No device detected.
     public static let noDevice: Int32 = -4
 }
+
+/// Why a call of a ``CommunicationManager`` failed: the seed's negative return codes and its
+/// failure callbacks (`onTimeout`, `onError`) as one typed error.
+public enum LinkError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// `open`: the output (the sending side of the transport) could not be opened (seed: -1).
+    case outputUnavailable(String)
+    /// `open`: the input (the receiving side of the transport) could not be opened (seed: -2).
+    case inputUnavailable(String)
+    /// `open`: something answered that is not this protocol or this version (seed: -3).
+    case handshakeFailed
+    /// Nothing answered the handshake; later calls get this too until an open succeeds (seed: -4).
+    case noDevice
+    /// `exchange`, `cancel`: the device is not opened (seed: -2).
+    case notOpened
+    /// `open`: an open is under way; `exchange`: an exchange (or a cancel) is under way (seed: -1).
+    case busy
+    /// `exchange`: the message is larger than the configured maximum (seed: -3, an extension).
+    case messageTooLarge(size: Int, maximum: Int)
+    /// `exchange`: the timeout is not a positive, finite duration (seed: -1, it has no own code).
+    case invalidTimeout
+    /// `cancel`: no exchange is under way (seed: -1).
+    case nothingToCancel
+    /// `cancel`: a cancel is already under way (seed: -3).
+    case alreadyCancelling
+    /// The exchange ran out of time (seed: `onTimeout`, error 5).
+    case timedOut
+    /// The exchange was cancelled by ``CommunicationManager/cancel()`` (seed: error 12).
+    case cancelled
+    /// The exchange, or the transport under it, failed with one of the seed's error codes.
+    case failed(CommunicationError, String)
+
+    /// The seed's integer for this failure: the negative return code of the call that was refused,
+    /// or the positive error code that `onError`/`onTimeout` report for an exchange that ended badly.
+    public var returnCode: Int32 {
+        switch self {
+        case .outputUnavailable, .busy, .invalidTimeout, .nothingToCancel: return ReturnCode.busyOrOutput
+        case .inputUnavailable, .notOpened: return ReturnCode.notOpenedOrInput
+        case .handshakeFailed, .messageTooLarge, .alreadyCancelling: return ReturnCode.handshakeFailedOrCancelling
+        case .noDevice: return ReturnCode.noDevice
+        case .timedOut: return CommunicationError.timeout.rawValue
+        case .cancelled: return CommunicationError.cancelSucceeded.rawValue
+        case .failed(let code, _): return code.rawValue
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .outputUnavailable(let m): return "the output could not be opened: \(m)"
+        case .inputUnavailable(let m): return "the input could not be opened: \(m)"
+        case .handshakeFailed: return "the handshake failed (another protocol or version answered)"
+        case .noDevice: return "no device answered"
+        case .notOpened: return "the device is not opened"
+        case .busy: return "another call of the same kind is under way"
+        case .messageTooLarge(let size, let maximum): return "the message has \(size) bytes, more than the maximum \(maximum)"
+        case .invalidTimeout: return "the timeout must be a positive, finite duration"
+        case .nothingToCancel: return "no exchange to cancel"
+        case .alreadyCancelling: return "a cancel is already under way"
+        case .timedOut: return "the exchange timed out"
+        case .cancelled: return "the exchange was cancelled"
+        case .failed(let code, let m): return "error \(code.rawValue): \(m)"
+        }
+    }
+}

@@ -8,6 +8,13 @@ import Synchronization
 ///
 /// Calls into the station from other threads go through ``perform(_:)``, which runs a closure on the
 /// driver thread between blocks. Events are handed to `onEvent` on the driver thread.
+///
+/// Everything the driver is built with is fixed at ``init(station:sink:source:observe:onEvent:onFailure:)``;
+/// ``start()`` runs the thread once (later calls do nothing), ``stop()`` ends it.
+///
+/// `@unchecked Sendable`: the station, sink and source are not `Sendable`; they are used from the driver
+/// thread only once ``start()`` ran (before that, only from the thread that created the driver). The
+/// request queue is a `Mutex`, the thread and its end are guarded by a condition lock.
 public final class LinkDriver<Machine: LinkMachine>: @unchecked Sendable {
     /// The output.
     public let sink: any AudioSink
@@ -16,36 +23,43 @@ public final class LinkDriver<Machine: LinkMachine>: @unchecked Sendable {
     private let station: LinkStation<Machine>
     private let onEvent: @Sendable (LinkEvent) -> Void
     private let onFailure: @Sendable (CommunicationError, String) -> Void
-    /// Called on the driver thread after each block with the machine (to mirror its state).
-    public var observe: (@Sendable (Machine) -> Void)?
+    private let observe: (@Sendable (Machine) -> Void)?
     private let requests = Mutex<[@Sendable (LinkStation<Machine>, Double) -> Void]>([])
     private let stopFlag = Atomic<Bool>(false)
+    /// Guards `started` and `done`.
     private let finished = NSCondition()
+    private var started = false
     private var done = false
-    private var thread: Thread?
 
     /// Creates a driver (not started).
     /// - Parameters:
     ///   - station: the station, used from the driver thread only from now on.
     ///   - sink: where the station's audio is played.
     ///   - source: what the station hears.
+    ///   - observe: called on the driver thread with the machine before events are handed out
+    ///     (to mirror its state).
     ///   - onEvent: the station's events, called on the driver thread.
     ///   - onFailure: called once if the audio fails (codes 9 playback, 10 capture); the driver then stops.
     public init(station: LinkStation<Machine>, sink: any AudioSink, source: any AudioSource,
+                observe: (@Sendable (Machine) -> Void)? = nil,
                 onEvent: @escaping @Sendable (LinkEvent) -> Void,
                 onFailure: @escaping @Sendable (CommunicationError, String) -> Void) {
         self.station = station
         self.sink = sink
         self.source = source
+        self.observe = observe
         self.onEvent = onEvent
         self.onFailure = onFailure
     }
 
-    /// Starts the driver thread.
+    /// Starts the driver thread (once: a driver that was started, or stopped, is not started again).
     public func start() {
+        finished.lock()
+        defer { finished.unlock() }
+        guard !started, !stopFlag.load(ordering: .relaxed) else { return }
+        started = true
         let t = Thread { [self] in self.loop() }
         t.name = "modem-link"
-        thread = t
         t.start()
     }
 
@@ -60,14 +74,14 @@ public final class LinkDriver<Machine: LinkMachine>: @unchecked Sendable {
         (source as? AudioPipeEnd)?.interrupt()
         (sink as? AudioPipeEnd)?.interrupt()
         finished.lock()
-        while !done && thread != nil { finished.wait() }
+        while started && !done { finished.wait() }
         finished.unlock()
     }
 
-    /// Whether the loop has ended.
+    /// Whether the loop was started and has not ended.
     public var isRunning: Bool {
         finished.lock(); defer { finished.unlock() }
-        return thread != nil && !done
+        return started && !done
     }
 
     /// Mirrors the machine, then hands out its events (so a waiter woken by an event sees the new state).
