@@ -52,7 +52,7 @@ let package = Package(
         // Tests: one target per layer, the CLI as a process, and what the tests share.
         .target(
             name: "ModemTestSupport",
-            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"],
+            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines"],
             path: "Tests/ModemTestSupport"
         ),
         .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP", "ModemTestSupport"]),

@@ -2,7 +2,9 @@ import Foundation
 import Testing
 import ModemAudio
 import ModemCodecs
-import SwiftModem
+import ModemDSP
+import ModemPipelines
+import ModemTestSupport
 
 /// A recorded off-air fixture and the one frame in it, as Dire Wolf's `atest` decodes it
 /// (`atest -h FILE`, checked by hand: one packet from each file, these bytes).
@@ -33,9 +35,9 @@ struct RecordedFixture: Sendable, CustomTestStringConvertible {
 
 /// Decodes `samples` with a fresh receiver, fed in blocks of `chunk` samples (all at once when nil),
 /// then half a second of silence; returns the packets and the counts.
-private func receive(_ samples: [Float], sampleRate: Int, settings: ModemSettings = TNCFixtures.settings,
+private func receive(_ samples: [Float], sampleRate: Int, settings: ModemSettings = PacketTestFixtures.settings,
                      chunk: Int? = nil, repairs: Bool = true) throws -> ([ReceivedPacket], PacketStatistics) {
-    let receiver = try PacketReceiver(settings: settings, source: TNCMemorySource([], sampleRate: sampleRate), repairs: repairs)
+    let receiver = try PacketReceiver(settings: settings, source: MemorySource([], sampleRate: sampleRate), repairs: repairs)
     var packets: [ReceivedPacket] = []
     let all = samples + [Float](repeating: 0, count: sampleRate / 2)
     let step = chunk ?? all.count
@@ -50,9 +52,9 @@ private func receive(_ samples: [Float], sampleRate: Int, settings: ModemSetting
 }
 
 /// Audio of `lines` from our transmitter at `sampleRate`.
-private func transmit(_ lines: [String], sampleRate: Int, settings: ModemSettings = TNCFixtures.settings,
+private func transmit(_ lines: [String], sampleRate: Int, settings: ModemSettings = PacketTestFixtures.settings,
                       gap: Double = 0.2) throws -> [Float] {
-    let sink = TNCMemorySink(sampleRate: sampleRate)
+    let sink = MemorySink(sampleRate: sampleRate)
     let tx = try PacketTransmitter(settings: settings, sink: sink, preambleMilliseconds: 100, gapSeconds: gap)
     for line in lines { try tx.send(try AX25Frame(monitorLine: line)) }
     try tx.finish()
@@ -65,7 +67,7 @@ struct PacketReceiverTests {
     func recorded(_ fixture: RecordedFixture) throws {
         let reader = try AudioFileReader(path: fixture.path)
         #expect(reader.sampleRate == fixture.sampleRate)
-        let receiver = try PacketReceiver(settings: TNCFixtures.settings, source: reader)
+        let receiver = try PacketReceiver(settings: PacketTestFixtures.settings, source: reader)
         var packets: [ReceivedPacket] = []
         let stats = try receiver.run(onPacket: { packets.append($0) })
         try #require(packets.count == 1, "\(fixture.file): \(packets.map(\.monitorLine))")
@@ -80,7 +82,7 @@ struct PacketReceiverTests {
     @Test("round trip at several sample rates, odd ones included: every frame once, in order",
           arguments: [8000, 11025, 22050, 44100, 48000])
     func roundTrip(sampleRate: Int) throws {
-        let lines = TNCFixtures.lines
+        let lines = PacketTestFixtures.lines
         let (packets, stats) = try receive(try transmit(lines, sampleRate: sampleRate), sampleRate: sampleRate)
         #expect(packets.map(\.monitorLine) == lines)
         #expect(packets.allSatisfy { $0.repairedBits == 0 })
@@ -95,7 +97,7 @@ struct PacketReceiverTests {
           arguments: [1, 7, 333, 4097])
     func chunking(chunk: Int) throws {
         let rate = 22050
-        let audio = try transmit(Array(TNCFixtures.lines.prefix(3)), sampleRate: rate)
+        let audio = try transmit(Array(PacketTestFixtures.lines.prefix(3)), sampleRate: rate)
         let (whole, _) = try receive(audio, sampleRate: rate)
         let (parts, _) = try receive(audio, sampleRate: rate, chunk: chunk)
         #expect(whole.count == 3)
@@ -106,14 +108,14 @@ struct PacketReceiverTests {
     @Test("run() over a source gives what process() gives")
     func runMatchesProcess() throws {
         let rate = 44100
-        let audio = try transmit(TNCFixtures.lines, sampleRate: rate)
+        let audio = try transmit(PacketTestFixtures.lines, sampleRate: rate)
         let (processed, _) = try receive(audio, sampleRate: rate)
-        let receiver = try PacketReceiver(settings: TNCFixtures.settings,
-                                          source: TNCMemorySource(audio + [Float](repeating: 0, count: rate / 2), sampleRate: rate))
+        let receiver = try PacketReceiver(settings: PacketTestFixtures.settings,
+                                          source: MemorySource(audio + [Float](repeating: 0, count: rate / 2), sampleRate: rate))
         var ran: [ReceivedPacket] = []
         let stats = try receiver.run(onPacket: { ran.append($0) })
         #expect(ran.map(\.bytes) == processed.map(\.bytes))
-        #expect(stats.decoded == TNCFixtures.lines.count)
+        #expect(stats.decoded == PacketTestFixtures.lines.count)
     }
 
     @Test("noise alone and silence alone decode to nothing")
@@ -152,7 +154,7 @@ struct PacketReceiverTests {
     func baseband(sampleRate: Int) throws {
         let settings = try ModemSettings(profile: "g3ruh", framing: "ax25")
         #expect(settings.isBaseband)
-        let lines = Array(TNCFixtures.lines.prefix(3))
+        let lines = Array(PacketTestFixtures.lines.prefix(3))
         let audio = try transmit(lines, sampleRate: sampleRate, settings: settings)
         let (packets, _) = try receive(audio, sampleRate: sampleRate, settings: settings)
         #expect(packets.map(\.monitorLine) == lines)
@@ -164,7 +166,7 @@ struct PacketReceiverTests {
     func badSettings() throws {
         let settings = try ModemSettings(profile: "g3ruh", framing: "ax25")
         #expect(throws: ModemSettingsError.self) {
-            try PacketReceiver(settings: settings, source: TNCMemorySource([], sampleRate: 22050))
+            try PacketReceiver(settings: settings, source: MemorySource([], sampleRate: 22050))
         }
     }
 }

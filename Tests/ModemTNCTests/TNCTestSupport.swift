@@ -10,15 +10,9 @@ import Glibc
 #endif
 
 enum TNCFixtures {
-    static let settings = try! ModemSettings(profile: "bell202", framing: "ax25")
-    static let lines = [
-        "N0CALL>APRS:first frame of the tnc test",
-        "WB2OSZ-15>TEST,WIDE1-1,WIDE2-2:The quick brown fox jumps over the lazy dog 0123456789",
-        "K1ABC-7>APZ123,RELAY*,WIDE2-1:!4237.14N/07120.83W>mobile",
-        "Q1XYZ>CQ:binary <0x01><0x02><0xc0><0xdb>",
-        "N0CALL-9>APRS:fifth and last",
-    ]
-    static var frames: [AX25Frame] { lines.map { try! AX25Frame(monitorLine: $0) } }
+    static let settings = PacketTestFixtures.settings
+    static let lines = PacketTestFixtures.lines
+    static var frames: [AX25Frame] { PacketTestFixtures.frames }
 
     /// A WAV file of `lines` made with ``PacketTransmitter``; returns its path (caller removes it).
     static func wav(lines: [String] = lines, sampleRate: Int = 44100, name: String) throws -> String {
