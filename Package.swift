@@ -21,8 +21,7 @@ let package = Package(
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .target(
             name: "ModemDSP",
-            dependencies: ["CFFTW"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
+            dependencies: ["CFFTW"]
         ),
         .target(name: "ModemCodecs"),
         .target(name: "ModemAudio", dependencies: ["CALSA", "CSndFile"]),
