@@ -32,6 +32,19 @@ public struct PacketStatistics: Sendable {
     public var crcFailures = 0
     /// Copies of frames already delivered that other slicers decoded too (not delivered again).
     public var duplicates = 0
+    /// Repairs that made a frame pass its FCS but were rejected because the result is implausible
+    /// (for AX.25 see ``AX25Plausibility``): each is a CRC collision, a frame that was never sent.
+    public var implausibleRepairs = 0
+    /// Those by reason (for AX.25 the ``AX25Plausibility/Problem`` names: malformed, address, control,
+    /// pid, info).
+    public var implausibleByReason: [String: Int] = [:]
+    /// Repair positions tried (each inverts one line bit and checks the FCS; on a frame that cannot be
+    /// repaired each is a 1 in 65,536 chance that it passes its FCS anyway).
+    public var repairTrials = 0
+    /// Of those, the positions tried on damaged frames whose bits de-stuff to whole bytes. On the others
+    /// (misaligned) only a flip that adds or removes a stuffing bit can give whole bytes, so almost all
+    /// false FCS passes come from these: expect about `alignedRepairTrials / 65536` of them.
+    public var alignedRepairTrials = 0
     /// Samples read.
     public var samples = 0
 }
@@ -41,7 +54,7 @@ public struct PacketStatistics: Sendable {
 /// Several slicers decode in parallel (different space weights for de-emphasised audio, different
 /// window lengths); each has its own PLL, NRZI decoder and HDLC decoder. A frame that fails its
 /// FCS is repaired by inverting single line bits (two adjacent bits after NRZI) when that yields a
-/// valid AX.25 frame; repaired frames are counted apart. A frame decoded by several slicers is
+/// plausible AX.25 frame (``AX25Plausibility``); repaired frames and rejected repairs are counted apart. A frame decoded by several slicers is
 /// delivered once, in the order frames end on the air (held for a few frame-lengths of audio first).
 /// What frames a ``PacketReceiver`` looks for: their length limits and what makes a repaired frame
 /// believable.
@@ -52,20 +65,35 @@ public struct PacketFormat: Sendable {
     public var maximumLength: Int
     /// Whether frames are AX.25 (decoded into ``ReceivedPacket/frame``).
     public var isAX25: Bool
-    /// Whether bytes (without the FCS) are acceptable as a repaired frame.
-    public var accepts: @Sendable ([UInt8]) -> Bool
+    /// Why bytes (without the FCS) are not acceptable as a repaired frame: a short reason for the
+    /// statistics, or `nil` when they are acceptable.
+    public var problem: @Sendable ([UInt8]) -> String?
 
-    /// Creates a format.
+    /// Whether bytes (without the FCS) are acceptable as a repaired frame.
+    public var accepts: @Sendable ([UInt8]) -> Bool {
+        let problem = self.problem
+        return { problem($0) == nil }
+    }
+
+    /// Creates a format whose repaired frames are judged by a yes/no test (a rejection is counted as
+    /// `"implausible"`).
     public init(minimumLength: Int, maximumLength: Int, isAX25: Bool = false, accepts: @escaping @Sendable ([UInt8]) -> Bool) {
+        self.init(minimumLength: minimumLength, maximumLength: maximumLength, isAX25: isAX25,
+                  problem: { accepts($0) ? nil : "implausible" })
+    }
+
+    /// Creates a format whose repaired frames are judged by `problem` (nil: acceptable).
+    public init(minimumLength: Int, maximumLength: Int, isAX25: Bool = false, problem: @escaping @Sendable ([UInt8]) -> String?) {
         self.minimumLength = minimumLength
         self.maximumLength = maximumLength
         self.isAX25 = isAX25
-        self.accepts = accepts
+        self.problem = problem
     }
 
-    /// AX.25 frames; a repair must decode as an ``AX25Frame`` and be at most 400 bytes long.
+    /// AX.25 frames up to 400 bytes; a repaired frame must pass ``AX25Plausibility`` (strict callsigns,
+    /// reserved SSID bits, control and PID values AX.25 defines, text under PID 0xF0).
     public static let ax25 = PacketFormat(minimumLength: HDLCDecoder.ax25MinimumLength, maximumLength: 400, isAX25: true,
-                                          accepts: { (try? AX25Frame(decoding: $0)) != nil })
+                                          problem: { AX25Plausibility.problem(in: $0)?.rawValue })
 }
 
 public final class PacketReceiver {
@@ -287,13 +315,26 @@ public final class PacketReceiver {
                 if repairs {
                     let pattern = baseband != nil ? [0, 1, 12, 13, 17, 18] : [0, 1]
                     var tried: [[Bool]] = []
+                    let problem = format.problem
                     for c in cluster.sorted(by: { $0.slicer < $1.slicer }).prefix(Self.repairAttempts) {
                         // Slicers often hand in the same bits: their repair would fail alike.
                         if tried.contains(c.candidate.rawBits) { continue }
                         tried.append(c.candidate.rawBits)
+                        // Every FCS pass that fails the plausibility test is a CRC collision: count it.
+                        var rejected: [String] = []
                         // exhaustive: false makes 9600 about 35 % faster but loses a frame on the noise test.
-                        if let fixed = c.candidate.repair(pattern: pattern, exhaustive: true,
-                                                          isAcceptable: format.accepts) {
+                        let fixed = c.candidate.repair(pattern: pattern, exhaustive: true) { bytes in
+                            guard let reason = problem(bytes) else { return true }
+                            rejected.append(reason)
+                            return false
+                        }
+                        statistics.implausibleRepairs += rejected.count
+                        for r in rejected { statistics.implausibleByReason[r, default: 0] += 1 }
+                        let trials = fixed.map { ($0.flippedBitIndices.first ?? c.candidate.startBitIndex) - c.candidate.startBitIndex + 1 }
+                            ?? c.candidate.rawBits.count
+                        statistics.repairTrials += trials
+                        if !c.candidate.isMisaligned { statistics.alignedRepairTrials += trials }
+                        if let fixed {
                             hold(fixed.bytes, end: c.end, repaired: 1, slicer: c.slicer)
                             fixedOne = true
                             break
