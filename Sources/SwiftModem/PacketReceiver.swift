@@ -155,6 +155,7 @@ public final class PacketReceiver {
         self.source = source
         self.repairs = repairs
         self.format = format
+        repairPositions = format.isAX25 ? 32 : Int.max
         let count: Int
         if settings.isBaseband {
             let rate = Double(source.sampleRate)
@@ -321,8 +322,9 @@ public final class PacketReceiver {
     /// -4...-2 dB (scripts/bench-ax25-corrupt.sh) all positions gave 1222 true frames and 11 false FCS
     /// passes (all rejected by ``AX25Plausibility``), 64: 1211 and 2, 32: 1201 and 1, 16: 1187 and 0;
     /// `gen_packets -n 100` gave 80 at 1200 baud and 78 at 300 with any of these. The baseband (G3RUH)
-    /// path has no confidences and tries every position.
-    public var repairPositions = 32
+    /// path has no confidences and tries every position. Formats other than AX.25 (the link modem's
+    /// frames) default to `Int.max`: every position, in line order, as before.
+    public var repairPositions: Int
 
     /// The indices of the `count` smallest values, in increasing order of value.
     static func leastConfident(_ values: [Float], count: Int) -> [Int] {
@@ -358,7 +360,8 @@ public final class PacketReceiver {
                         var rejected: [String] = []
                         // exhaustive: false makes 9600 about 35 % faster but loses a frame on the noise test.
                         // AFSK: only the line bits the slicer was least sure of (see repairPositions).
-                        let positions = c.confidence.map { Self.leastConfident($0, count: repairPositions) }
+                        let positions = repairPositions == Int.max ? nil
+                            : c.confidence.map { Self.leastConfident($0, count: repairPositions) }
                         let fixed = c.candidate.repair(pattern: pattern, exhaustive: true, positions: positions) { bytes in
                             guard let reason = problem(bytes) else { return true }
                             rejected.append(reason)
