@@ -3,17 +3,18 @@
 #
 #   scripts/bench-ax25-corrupt.sh                  # 12 files x 60 frames at -4/-3/-2 dB (about 1 minute)
 #   FILES=24 scripts/bench-ax25-corrupt.sh         # more files (seeds 1...FILES)
+#   FIRST=101 FILES=60 scripts/bench-ax25-corrupt.sh   # other files: seeds 101...160
 #   SNRS="-5 -4 -3 -2" scripts/bench-ax25-corrupt.sh
 #   MODEM=/path/to/modem scripts/bench-ax25-corrupt.sh   # skip the build, use this binary
 #   KEEP=DIR scripts/bench-ax25-corrupt.sh         # keep the files (texts, WAVs, outputs) in DIR
 #
-# For file i (seed i, i = 1...FILES):
+# For file i (seed i, i = FIRST...FIRST+FILES-1, FIRST = 1 by default):
 #   1. FRAMES frames of random text (python3 `random` seeded with i, never used elsewhere): random
 #      callsigns and SSIDs, destinations, 0-3 digipeaters (sometimes one marked repeated), an
 #      information field of 8-90 printable ASCII characters; written as TNC2 monitor lines;
 #   2. `modem tx --profile bell202 --framing ax25 --rate 44100` makes the clean WAV;
 #   3. `modem impair --snr S --seed i --format s16` adds white noise, S taken in turn from SNRS
-#      (file 1 at the first, file 2 at the second, ...);
+#      (the first file at the first, the second at the second, ...);
 #   4. decoded by `modem rx --profile bell202 --framing ax25 --stats` and `atest -P E+ -F 1`
 #      (atest's "[n] SRC>DST...:info" lines);
 #   5. per tool and file, the unique decoded lines are counted as true (exactly one of the sent lines)
@@ -24,6 +25,7 @@ set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FILES="${FILES:-12}"
+FIRST="${FIRST:-1}"
 FRAMES="${FRAMES:-60}"
 SNRS="${SNRS:--4 -3 -2}"
 SCRATCH="${SCRATCH:-$ROOT/.build}"
@@ -70,11 +72,11 @@ for b in sorted(bad):
 EOF
 
 read -r -a snrs <<< "$SNRS"
-echo "== $FILES files x $FRAMES frames, white noise at SNR ${snrs[*]} dB (file i: seed i, SNR in turn)"
+echo "== $FILES files x $FRAMES frames (seeds $FIRST...$((FIRST + FILES - 1))), white noise at SNR ${snrs[*]} dB (file i: seed i, SNR in turn)"
 t_ours=0; c_ours=0; t_dw=0; c_dw=0
 : > "$WORK/corrupt.txt"; : > "$WORK/stats.txt"
-for ((i = 1; i <= FILES; i++)); do
-    s=${snrs[$(((i - 1) % ${#snrs[@]}))]}
+for ((i = FIRST; i < FIRST + FILES; i++)); do
+    s=${snrs[$(((i - FIRST) % ${#snrs[@]}))]}
     python3 "$WORK/gen.py" "$i" "$FRAMES" > "$WORK/f$i.txt"
     "$MODEM" tx --profile bell202 --framing ax25 --rate 44100 -q --out "$WORK/c$i.wav" "$WORK/f$i.txt"
     "$MODEM" impair "$WORK/c$i.wav" "$WORK/n$i.wav" --snr "$s" --seed "$i" --format s16

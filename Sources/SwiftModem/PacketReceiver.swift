@@ -53,9 +53,10 @@ public struct PacketStatistics: Sendable {
 ///
 /// Several slicers decode in parallel (different space weights for de-emphasised audio, different
 /// window lengths); each has its own PLL, NRZI decoder and HDLC decoder. A frame that fails its
-/// FCS is repaired by inverting single line bits (two adjacent bits after NRZI) when that yields a
-/// plausible AX.25 frame (``AX25Plausibility``); repaired frames and rejected repairs are counted apart. A frame decoded by several slicers is
-/// delivered once, in the order frames end on the air (held for a few frame-lengths of audio first).
+/// FCS is repaired by inverting single line bits (two adjacent bits after NRZI; for AX.25 only the
+/// least confident ones, ``PacketReceiver/repairPositions``) when that yields a plausible AX.25 frame
+/// (``AX25Plausibility``); repaired frames and rejected repairs are counted apart. A frame decoded by
+/// several slicers is delivered once, in the order frames end on the air (held for a few frame-lengths of audio first).
 /// What frames a ``PacketReceiver`` looks for: their length limits and what makes a repaired frame
 /// believable.
 public struct PacketFormat: Sendable {
