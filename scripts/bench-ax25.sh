@@ -6,6 +6,7 @@
 #   RUNS=3 scripts/bench-ax25.sh          # fewer timed runs per command on the short files (default 5)
 #   LONG_RUNS=5 scripts/bench-ax25.sh     # more timed runs on the 20-copy file (default 3: atest takes ~11 s a run)
 #   SKIP_LONG=1 scripts/bench-ax25.sh     # skip the 20-copy file
+#   SKIP_CORRUPT=1 scripts/bench-ax25.sh  # skip the true/corrupt sweep (step 7)
 #
 # What it does:
 #   1. builds `modem` in release mode (scratch dir .build-bench) and prints the machine (date, cores, load);
@@ -26,7 +27,10 @@
 #      loop over `date +%s.%N`; prints the ratio ours/atest (the issue's target: at most 0.2);
 #   5. the same on a long file, the 1200 baud file 20 times over (sox, 1563 s), median of LONG_RUNS runs
 #      without a warm-up (the file has just been written), counting the frames of the timed runs;
-#   6. prints a table of everything.
+#   6. prints a table of everything;
+#   7. true and corrupt frames, ours and `atest -P E+ -F 1`, on 12 files of 60 frames of random text
+#      through white noise at -4/-3/-2 dB: scripts/bench-ax25-corrupt.sh with the same binary
+#      (about 45 s; SKIP_CORRUPT=1 skips it, CORRUPT_FILES=N changes the number of files).
 # Needs: swift, gen_packets and atest (Dire Wolf), multimon-ng, sox (soxi), python3; optional: hyperfine.
 set -euo pipefail
 
@@ -184,3 +188,8 @@ for row in "${SPEED_ROWS[@]}"; do
     IFS='|' read -r fl us cmd dw r <<< "$row"
     echo "| $fl | $us | \`$cmd\` | $dw | $r |"
 done
+if [ "${SKIP_CORRUPT:-0}" != 1 ]; then
+    echo
+    echo "== true and corrupt frames (scripts/bench-ax25-corrupt.sh, FILES=${CORRUPT_FILES:-12}; target: 0 corrupt, true >= atest's)"
+    FILES="${CORRUPT_FILES:-12}" MODEM="$MODEM" bash "$ROOT/scripts/bench-ax25-corrupt.sh" | grep -v '^file '
+fi

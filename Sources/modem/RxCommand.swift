@@ -1,5 +1,6 @@
 import ArgumentParser
 import ModemAudio
+import ModemCodecs
 import ModemDSP
 import SwiftModem
 #if canImport(Glibc)
@@ -38,7 +39,7 @@ struct RxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Threads for decoding a long file (1 or 2).", valueName: "N"))
     var threads: Int = 2
 
-    @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures) on standard error.")
+    @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures, repairs rejected as implausible) on standard error.")
     var stats_ = false
 
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
@@ -117,6 +118,10 @@ struct RxCommand: AsyncParsableCommand {
                 progress.clear()
                 if stats_ {
                     printError("modem rx: \(stats.decoded) frames decoded (\(stats.repaired) repaired by inverting one bit), \(stats.crcFailures) CRC failures, \(stats.duplicates) duplicates from other slicers")
+                    // Repairs that passed the FCS but not the plausibility test: CRC collisions, never sent.
+                    let reasons = AX25Plausibility.Problem.allCases
+                        .map { "\($0) \(stats.implausibleByReason[$0.rawValue, default: 0])" }.joined(separator: ", ")
+                    printError("modem rx: \(stats.implausibleRepairs) repairs rejected as implausible (\(reasons)) in \(stats.repairTrials) repair trials (\(stats.alignedRepairTrials) on whole-byte frames)")
                 }
                 if capture == nil, stats.samples == 0 {
                     throw CLIError("\(name): contains no audio samples (empty data, or a header that claims data the file does not hold)")

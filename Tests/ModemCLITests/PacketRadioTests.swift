@@ -94,6 +94,29 @@ struct PacketRadioTests {
         #expect(Set(rx.stdoutText.split(separator: "\n")).count >= 64, "\(rx.stdoutText.split(separator: "\n").count) frames")
     }
 
+    /// Frames of random text through white noise: no decoded frame may be one that was never sent.
+    /// The three files are those of `scripts/bench-ax25-corrupt.sh` (files 7, 16 and 26, 60 frames each)
+    /// on which the receiver delivered a corrupt frame before repaired frames had to pass
+    /// ``AX25Plausibility`` (a CRC collision with a line bit inverted, e.g. `JD8RH-7>BCACON,...` for
+    /// `BEACON`, with control characters in the text).
+    @Test("Seeded white noise: every decoded frame is one that was sent (no CRC-collision repairs)",
+          arguments: [(7, "-4", 8), (16, "-4", 12), (26, "-3", 40)])
+    func noCorruptFrames(file: Int, snr: String, minimum: Int) async throws {
+        let dir = try Scratch()
+        let input = Paths.packageRoot + "/Fixtures/ax25/noise-frames-\(file).txt"
+        let sent = Set(try String(contentsOfFile: input, encoding: .utf8).split(separator: "\n").map(String.init))
+        #expect(sent.count == 60)
+        #expect(try await modem(["tx", "--profile", "bell202", "--framing", "ax25", "--rate", "44100", "--out", dir.file("c.wav"), "-q", input]).succeeded)
+        let impaired = try await modem(["impair", dir.file("c.wav"), dir.file("n.wav"), "--snr", snr, "--seed", "\(file)", "--format", "s16"])
+        #expect(impaired.succeeded, "\(impaired)")
+        let rx = try await modem(["rx", "--profile", "bell202", "--framing", "ax25", "--stats", dir.file("n.wav")], timeout: 120)
+        #expect(rx.succeeded, "\(rx)")
+        let decoded = Set(rx.stdoutText.split(separator: "\n").map(String.init))
+        #expect(decoded.isSubset(of: sent), "corrupt frames: \(decoded.subtracting(sent)); \(rx.stderrText)")
+        #expect(decoded.count >= minimum, "decoded \(decoded.count); \(rx.stderrText)")
+        #expect(rx.stderrText.contains("repairs rejected as implausible"), "\(rx.stderrText)")
+    }
+
     @Test("A malformed monitor line is reported with its line number and skipped")
     func malformedLine() async throws {
         let dir = try Scratch()

@@ -1,3 +1,4 @@
+import Foundation
 import ModemDSP
 
 /// The tests' seeded random generator (SplitMix64 underneath), so every failure reproduces.
@@ -28,6 +29,12 @@ public struct TestRandom: RandomNumberGenerator, Sendable {
     /// An integer uniform in `range`.
     public mutating func int16(in range: ClosedRange<Int16>) -> Int16 {
         Int16.random(in: range, using: &self)
+    }
+
+    /// A standard normal deviate (Box-Muller on two uniform draws).
+    public mutating func gaussian() -> Float {
+        let u = Double.random(in: Double.ulpOfOne..<1, using: &self), v = Double.random(in: 0..<1, using: &self)
+        return Float((-2 * log(u)).squareRoot() * cos(2 * Double.pi * v))
     }
 
     /// Uniform white noise in -amplitude...amplitude.

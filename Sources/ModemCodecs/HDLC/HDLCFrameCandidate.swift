@@ -11,13 +11,28 @@
 /// everything after it (that is how a frame becomes misaligned), and flipping bits of the de-stuffed
 /// bytes could never undo that.
 ///
-/// A 16-bit FCS cannot tell a true repair from a lucky one. Its generator has the factor x + 1, so it
-/// catches every odd number of wrong bits, and a damaged frame of n received bits can be "repaired" by
-/// some single flip with a probability of about n / 32768 (when its syndrome has odd weight, half the
-/// time), and by some pair of flips about half the time once n is a few hundred. So pass `isAcceptable` a plausibility test (for AX.25, that the bytes decode as an
-/// ``AX25Frame``, whose decoding checks the address characters), count repaired frames apart, and prefer
-/// single-bit repair. An NRZI line where one level was misjudged shows two *adjacent* wrong bits, which
-/// `adjacentPairsOnly` covers at a much lower risk than all pairs.
+/// A 16-bit FCS cannot tell a true repair from a lucky one: on a damaged frame that no repair of the
+/// level can truly fix, every trial (one set of inverted bits) passes the FCS with probability about
+/// 1 / 65,536, so a level's false-pass rate is its number of trials over 65,536. For a frame of n received
+/// bits (about 830 for 100 bytes) that is:
+///
+/// | level | trials | false passes per damaged whole-byte frame, n = 830 |
+/// | --- | --- | --- |
+/// | one bit (`maxBitFlips: 1`) | n | 1.3 % |
+/// | one NRZI line bit (`pattern: [0, 1]`), one G3RUH line bit (6-bit pattern) | n | 1.3 % |
+/// | one bit or two adjacent bits (`adjacentPairsOnly`) | 2n | 2.5 % |
+/// | any one or two bits | n + n(n - 1)/2 | nearly every frame (5 false passes expected) |
+///
+/// (A frame whose de-stuffed length is not whole bytes can only be fixed by flips that change the
+/// stuffing, about 1 in 8 of those give whole bytes, so it is at much lower risk.) The generator's
+/// factor x + 1 makes this depend on parity: a trial that leaves an even number of wrong bits passes
+/// with probability 1/32,768, one that leaves an odd number never does. Measured in
+/// `RepairFalseAcceptTests` (1,500 frames of 830 bits each): one line bit on even damage 1.8 × 1/65,536
+/// per trial, one bit on odd damage 1.6 ×, either with the parity wrong 0. So pass `isAcceptable`
+/// a plausibility test (for AX.25, ``AX25Plausibility``), count repaired frames apart, and keep to the
+/// single-trial-per-bit levels: an NRZI line where one level was misjudged shows two *adjacent* wrong
+/// bits, which `pattern: [0, 1]` covers at the risk of single-bit repair. Two separated bits are not
+/// worth their risk.
 public struct HDLCFrameCandidate: Sendable, Hashable {
     /// The received bits between the flags, still bit-stuffed, in line order (`true` = 1).
     public var rawBits: [Bool]
@@ -120,17 +135,23 @@ public struct HDLCFrameCandidate: Sendable, Hashable {
     /// positions cost one de-stuffing pass each, or are skipped when `exhaustive` is false (faster,
     /// and such repairs are rare: a flip that changes the stuffing shifts the rest of the frame).
     /// Every result is checked in full (FCS, length, `isAcceptable`).
-    /// - Returns: The first repaired frame found, or `nil`.
-    public func repair(pattern: [Int], exhaustive: Bool = true,
+    ///
+    /// `positions`, when given, limits the search to those positions (indices into ``rawBits``; others
+    /// are ignored): for example the received bits the demodulator was least sure of. Each position
+    /// tried is one more 1 in 65,536 chance that a frame that cannot be repaired passes its FCS, so
+    /// fewer positions mean proportionally fewer false repairs.
+    /// - Returns: The first repaired frame found (in the order of `positions`, else line order), or `nil`.
+    public func repair(pattern: [Int], exhaustive: Bool = true, positions: [Int]? = nil,
                        isAcceptable: (_ bytes: [UInt8]) -> Bool = { _ in true }) -> HDLCFrame? {
         precondition(!pattern.isEmpty && pattern.allSatisfy { $0 >= 0 }, "repair pattern offsets must be non-negative")
         let lengths = minimumLength...max(minimumLength, maximumLength)
+        let order = positions?.filter { rawBits.indices.contains($0) } ?? Array(rawBits.indices)
         if exhaustive, let fast = HDLCIncrementalRepair(rawBits: rawBits) {
             // Each position costs a few bit steps: de-stuffing resumes from the unmodified frame's
             // state just before the first flip and rejoins it a few bits after the last one.
             var offsets = Array(Set(pattern)).sorted()
             var flips = offsets
-            for position in rawBits.indices {
+            for position in order {
                 flips.removeAll(keepingCapacity: true)
                 for o in offsets where position + o < rawBits.count { flips.append(position + o) }
                 guard fast.passes(flips: flips, lengths: lengths) else { continue }
@@ -153,7 +174,7 @@ public struct HDLCFrameCandidate: Sendable, Hashable {
             return HDLCFrame(bytes: body, fcs: fcs, startBitIndex: startBitIndex, endBitIndex: endBitIndex,
                              flippedBitIndices: flips.map { startBitIndex + $0 })
         }
-        for position in rawBits.indices {
+        for position in order {
             let flips = pattern.map { position + $0 }.filter { $0 < bits.count }
             // Flips that leave the stuffing alone change the CRC by known amounts (the register is
             // linear): the syndrome says at once whether the pattern can fix the frame here, and
