@@ -186,18 +186,21 @@ struct ToneCorrelator {
                         var sxa: Float = 0, sxb: Float = 0, sxxa: Float = 0, sxxb: Float = 0
                         var ref = SIMD4<Float>()
                         let base = t0 + i
+                        // Pointers and wrapping index steps: k stays below d, so nothing can
+                        // overflow, and the loop carries no overflow checks.
+                        let xs = x + i, ts = tab.baseAddress! + base
                         var k = 0
-                        while k + 1 < d {
-                            let v0 = x[i + k], v1 = x[i + k + 1]
-                            pa += tab[base + k] * v0
-                            pb += tab[base + k + 1] * v1
+                        while k &+ 1 < d {
+                            let v0 = xs[k], v1 = xs[k &+ 1]
+                            pa += ts[k] * v0
+                            pb += ts[k &+ 1] * v1
                             sxa += v0; sxb += v1
                             sxxa += v0 * v0; sxxb += v1 * v1
-                            k += 2
+                            k &+= 2
                         }
                         if k < d {
-                            let v0 = x[i + k]
-                            pa += tab[base + k] * v0; sxa += v0; sxxa += v0 * v0
+                            let v0 = xs[k]
+                            pa += ts[k] * v0; sxa += v0; sxxa += v0 * v0
                         }
                         let p = pa + pb, sx = sxa + sxb, sxx = sxxa + sxxb
                         if periodic {
