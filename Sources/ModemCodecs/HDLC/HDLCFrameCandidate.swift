@@ -155,25 +155,14 @@ public struct HDLCFrameCandidate: Sendable, Hashable {
                 flips.removeAll(keepingCapacity: true)
                 for o in offsets where position + o < rawBits.count { flips.append(position + o) }
                 guard fast.passes(flips: flips, lengths: lengths) else { continue }
-                if let frame = verify(flips, lengths: lengths, isAcceptable: isAcceptable) { return frame }
+                var bits = rawBits
+                if let frame = verify(flips, in: &bits, lengths: lengths, isAcceptable: isAcceptable) { return frame }
             }
             offsets.removeAll()
             return nil
         }
         let search = HDLCRepairSearch(rawBits: rawBits, lengths: lengths)
         var bits = rawBits
-        func attempt(_ flips: [Int]) -> HDLCFrame? {
-            for f in flips { bits[f].toggle() }
-            defer { for f in flips { bits[f].toggle() } }
-            guard let d = HDLCRepairSearch.destuff(bits, mapping: false), d.isAligned,
-                  lengths.contains(d.bytes.count), d.syndrome == 0 else { return nil }
-            let count = d.bytes.count
-            let body = Array(d.bytes[0..<(count - 2)])
-            guard isAcceptable(body) else { return nil }
-            let fcs = UInt16(d.bytes[count - 2]) | UInt16(d.bytes[count - 1]) << 8
-            return HDLCFrame(bytes: body, fcs: fcs, startBitIndex: startBitIndex, endBitIndex: endBitIndex,
-                             flippedBitIndices: flips.map { startBitIndex + $0 })
-        }
         for position in order {
             let flips = pattern.map { position + $0 }.filter { $0 < bits.count }
             // Flips that leave the stuffing alone change the CRC by known amounts (the register is
@@ -195,15 +184,17 @@ public struct HDLCFrameCandidate: Sendable, Hashable {
                     continue
                 }
             }
-            if let frame = attempt(flips) { return frame }
+            if let frame = verify(flips, in: &bits, lengths: lengths, isAcceptable: isAcceptable) { return frame }
         }
         return nil
     }
 
-    /// The frame that inverting `flips` gives, checked in full (FCS, length, `isAcceptable`).
-    private func verify(_ flips: [Int], lengths: ClosedRange<Int>, isAcceptable: (_ bytes: [UInt8]) -> Bool) -> HDLCFrame? {
-        var bits = rawBits
+    /// The frame that inverting `flips` in `bits` (a copy of ``rawBits``, left as it was) gives, checked
+    /// in full (FCS, length, `isAcceptable`).
+    private func verify(_ flips: [Int], in bits: inout [Bool], lengths: ClosedRange<Int>,
+                        isAcceptable: (_ bytes: [UInt8]) -> Bool) -> HDLCFrame? {
         for f in flips { bits[f].toggle() }
+        defer { for f in flips { bits[f].toggle() } }
         guard let d = HDLCRepairSearch.destuff(bits, mapping: false), d.isAligned,
               lengths.contains(d.bytes.count), d.syndrome == 0 else { return nil }
         let count = d.bytes.count
