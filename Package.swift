@@ -19,11 +19,7 @@ let package = Package(
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
-        .target(
-            name: "ModemDSP",
-            dependencies: ["CFFTW"],
-            swiftSettings: [.unsafeFlags(["-Ounchecked"])]
-        ),
+        .target(name: "ModemDSP", dependencies: ["CFFTW"]),
         .target(name: "ModemCodecs"),
         .target(name: "ModemAudio", dependencies: ["CALSA", "CSndFile"]),
         .target(name: "SwiftModem", dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"]),
