@@ -62,11 +62,13 @@ struct RxCommand: AsyncParsableCommand {
             installStopHandlers()
             var totalSamples: Int64 = 0
             var capture: ALSACapture?
-            let name = input ?? device!
+            var reader: AudioFileReader?
+            let name = input == "-" ? "standard input" : input ?? device!
             let sampleRate: Int
             if let input {
-                // The header, for the sample rate, the progress display and early errors.
+                // Opened once: a pipe or standard input cannot be opened again.
                 let header = try AudioFileReader(path: input, channel: channel)
+                reader = header
                 totalSamples = header.declaredFrameCount
                 sampleRate = header.sampleRate
             } else {
@@ -107,7 +109,7 @@ struct RxCommand: AsyncParsableCommand {
             let shouldStop = { stopRequested.load(ordering: .relaxed) }
             if case .ax25 = settings.framing {
                 // Packet radio: one monitor-format line per frame.
-                let source: any AudioSource = try capture ?? AudioFileReader(path: input!, channel: channel)
+                let source: any AudioSource = capture ?? reader!
                 let receiver = try PacketReceiver(settings: settings, source: source)
                 let stats = try receiver.run(shouldStop: shouldStop, onPacket: { packet in
                     try out.write(Array((packet.monitorLine + "\n").utf8))
@@ -124,8 +126,8 @@ struct RxCommand: AsyncParsableCommand {
                 return
             }
             let summary: ReceiverSummary
-            if let input {
-                summary = try Receiver.decodeFile(path: input, channel: channel, settings: settings, threads: threads,
+            if let reader {
+                summary = try Receiver.decodeFile(reader: reader, settings: settings, threads: threads,
                                                   shouldStop: shouldStop, onBytes: onBytes, onEvent: onEvent, onProgress: onProgress)
             } else {
                 summary = try Receiver(settings: settings, source: capture!, blockSize: 2400).run(
