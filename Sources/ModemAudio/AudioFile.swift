@@ -1,7 +1,11 @@
 import CSndFile
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// Temporary files of open writers, for ``AudioFileWriter/removeTemporaryFiles()``.
+private let openTemporaryFiles = Mutex<Set<String>>([])
 
 /// Sample encodings for files written by ``AudioFileWriter``.
 public enum AudioSampleFormat: String, Sendable, CaseIterable {
@@ -303,12 +307,22 @@ public final class AudioFileWriter: AudioSink {
         // libsndfile owns (and closes) the descriptor from here, whether or not the open succeeds.
         guard let h = sf_open_fd(fd, Int32(SFM_WRITE), &info, Int32(SF_TRUE)) else {
             let msg = String(cString: sf_strerror(nil))
-            if let temporaryPath { unlink(temporaryPath) }
+            if let temporaryPath { Self.discard(temporaryPath) }
             throw AudioError(.cannotOpen, subject: name, message: "cannot create: \(msg)", code: sf_error(nil))
         }
         // Clip instead of wrapping when a float is slightly over full scale.
         sf_command(h, Int32(SFC_SET_CLIPPING), nil, Int32(SF_TRUE))
         handle = h
+    }
+
+    /// Removes the temporary files of every writer not yet finished: for a process about to end
+    /// abruptly (e.g. after a signal), so no half-written file is left behind. Their writers must
+    /// not be used afterwards.
+    public static func removeTemporaryFiles() {
+        openTemporaryFiles.withLock { paths in
+            for p in paths { unlink(p) }
+            paths.removeAll()
+        }
     }
 
     /// Creates an empty file beside `path` (same folder, so a rename replaces `path` atomically).
@@ -324,16 +338,24 @@ public final class AudioFileWriter: AudioSink {
             throw AudioError(.cannotOpen, subject: path, message: "cannot create: \(why)", code: e)
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        let made = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        openTemporaryFiles.withLock { _ = $0.insert(made) }
         // mkstemp makes the file 0600; give it the usual mode (0666 less the umask).
         let mask = umask(0)
         umask(mask)
         fchmod(fd, 0o666 & ~mask)
-        return (fd, String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        return (fd, made)
     }
 
     deinit {
         if let handle { sf_close(handle) }
-        if let temporaryPath { unlink(temporaryPath) }
+        if let temporaryPath { Self.discard(temporaryPath) }
+    }
+
+    /// Removes a temporary file and forgets it.
+    static func discard(_ path: String) {
+        openTemporaryFiles.withLock { _ = $0.remove(path) }
+        unlink(path)
     }
 
     /// Appends samples to the file.
@@ -386,10 +408,13 @@ public final class AudioFileWriter: AudioSink {
         let failed = sf_error(h) != 0
         let message = String(cString: sf_strerror(h))
         if sf_close(h) != 0 || failed {
+            if let temporaryPath { Self.discard(temporaryPath) }
+            self.temporaryPath = nil
             throw AudioError(.writeFailed, subject: name, message: "writing the file failed: \(message)")
         }
         if let temporaryPath {
             self.temporaryPath = nil
+            openTemporaryFiles.withLock { _ = $0.remove(temporaryPath) }
             if rename(temporaryPath, path) != 0 {
                 let e = errno
                 unlink(temporaryPath)
