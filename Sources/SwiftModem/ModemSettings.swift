@@ -25,6 +25,17 @@ public struct ModemSettings: Sendable, Hashable {
     /// True for baseband signalling (G3RUH 9600): there are no tones.
     public var isBaseband: Bool
 
+    /// Baud rates accepted: from 1 (slower would need hours of audio per character) to 48000
+    /// (a quarter of the highest sample rate, 192 kHz).
+    public static let baudRates: ClosedRange<Double> = 1...48000
+
+    /// Checks a baud rate against ``baudRates``.
+    static func checkBaudRate(_ b: Double) throws(ModemSettingsError) {
+        guard b.isFinite, baudRates.contains(b) else {
+            throw ModemSettingsError("baud rate \(b) is outside \(Int(baudRates.lowerBound))...\(Int(baudRates.upperBound))")
+        }
+    }
+
     /// Resolves settings the way the CLI does.
     /// - Parameters:
     ///   - profile: a profile name (see ``FSKProfile/all``), or nil.
@@ -32,7 +43,8 @@ public struct ModemSettings: Sendable, Hashable {
     ///   - mark: overrides the mark frequency, Hz.
     ///   - space: overrides the space frequency, Hz.
     ///   - framing: `8N1`-style text or `baudot`; default: the profile's framing, else 8N1.
-    /// - Throws: ``ModemSettingsError`` for an unknown profile, conflicting or out-of-range values.
+    /// - Throws: ``ModemSettingsError`` for an unknown profile, conflicting or out-of-range values
+    ///   (a baud rate outside ``baudRates``, a tone that is not a positive frequency below 96 kHz).
     public init(profile: String? = nil, baudRate: Double? = nil, mark: Double? = nil, space: Double? = nil,
                 framing: String? = nil) throws {
         var p: FSKProfile
@@ -43,14 +55,19 @@ public struct ModemSettings: Sendable, Hashable {
             }
             p = found
             if let b = baudRate {
-                guard b.isFinite, b > 0 else { throw ModemSettingsError("baud rate must be a positive number, got \(b)") }
+                try Self.checkBaudRate(b)
                 p.baudRate = b
             }
         } else if let b = baudRate {
-            guard b.isFinite, b > 0 else { throw ModemSettingsError("baud rate must be a positive number, got \(b)") }
+            try Self.checkBaudRate(b)
             p = FSKProfile.forBaudRate(b)
         } else {
             p = .bell202
+        }
+        for (name, f) in [("mark", mark), ("space", space)] {
+            if let f, !(f.isFinite && f > 0 && f < 96000) {
+                throw ModemSettingsError("\(name) frequency \(f) Hz is outside 0 < f < 96000 Hz")
+            }
         }
         if let m = mark { p.markFrequency = m }
         if let s = space { p.spaceFrequency = s }
