@@ -14,6 +14,7 @@ let package = Package(
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
     ],
     targets: [
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
@@ -29,6 +30,7 @@ let package = Package(
             dependencies: [
                 "SwiftModem", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ]
         ),
         .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP"]),
