@@ -70,6 +70,14 @@ public final class AudioFileReader: AudioSource {
     /// file may hold up to 3.4e38) are clipped, so no filter or power sum can overflow.
     public static let sampleLimit: Float = 1000
 
+    /// Asked when a blocking read (a pipe, standard input) is interrupted by a signal whose handler
+    /// does not restart calls: returning true makes ``read(into:)`` throw
+    /// ``AudioError/Kind/readFailed`` at once, instead of waiting on. Nil (the default): reads go on.
+    public var interruptionCheck: (() -> Bool)? {
+        get { input?.interruptionCheck }
+        set { input?.interruptionCheck = newValue }
+    }
+
     private var handle: OpaquePointer?
     private var input: SndFileInput?
     private var interleaved: [Float] = []
@@ -80,10 +88,12 @@ public final class AudioFileReader: AudioSource {
     ///     (standard input). A stream is read once, front to back, as it arrives (WAV with an
     ///     unknown length included); its header may be at most 1 MiB.
     ///   - channel: which channel to read, counted from 0; must exist in the file.
+    ///   - interruptionCheck: see ``interruptionCheck``; given here, it also covers reading the
+    ///     header of a stream.
     /// - Throws: ``AudioError`` naming the file: ``AudioError/Kind/cannotOpen`` (with `errno`) when it
     ///   is missing, unreadable or a directory; ``AudioError/Kind/unsupportedFormat`` when it is empty
     ///   or not audio libsndfile can decode; ``AudioError/Kind/noSuchChannel`` when it lacks `channel`.
-    public init(path: String, channel: Int = 0) throws {
+    public init(path: String, channel: Int = 0, interruptionCheck: (() -> Bool)? = nil) throws {
         self.path = path
         guard !path.isEmpty, !path.utf8.contains(0) else {
             throw AudioError(.cannotOpen, subject: path.isEmpty ? "(empty path)" : path, message: "not a valid file path")
@@ -114,7 +124,8 @@ public final class AudioFileReader: AudioSource {
         // From here `input` owns the descriptor and closes it once.
         let input: SndFileInput
         do {
-            input = try SndFileInput(fd: fd, isStream: type != S_IFREG, fileSize: Int64(st.st_size))
+            input = try SndFileInput(fd: fd, isStream: type != S_IFREG, fileSize: Int64(st.st_size),
+                                     interruptionCheck: interruptionCheck)
         } catch {
             throw AudioError(.unsupportedFormat, subject: name, message: "not a readable audio stream: \(error.message)")
         }

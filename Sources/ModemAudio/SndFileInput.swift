@@ -38,20 +38,25 @@ final class SndFileInput {
 
     /// Takes ownership of `fd`. For a stream, reads (and keeps) its header.
     /// - Throws: a message when a stream's header cannot be read or is too large.
-    init(fd: Int32, isStream: Bool, fileSize: Int64) throws(SndFileInputError) {
+    init(fd: Int32, isStream: Bool, fileSize: Int64, interruptionCheck: (() -> Bool)?) throws(SndFileInputError) {
         self.fd = fd
         self.isStream = isStream
         self.length = fileSize
+        self.interruptionCheck = interruptionCheck
         if isStream { try readStreamHeader() }
     }
 
     deinit { _ = close(fd) }
 
-    /// Reads from the descriptor, retrying after EINTR; -1 on error.
+    /// Asked when a read is interrupted by a signal: true ends the read with an error (EINTR).
+    var interruptionCheck: (() -> Bool)?
+
+    /// Reads from the descriptor, retrying after EINTR unless ``interruptionCheck`` says stop;
+    /// -1 on error.
     private func rawRead(_ p: UnsafeMutableRawPointer, _ count: Int) -> Int {
         while true {
             let n = Glibc.read(fd, p, count)
-            if n < 0 && errno == EINTR { continue }
+            if n < 0 && errno == EINTR && !(interruptionCheck?() ?? false) { continue }
             if n < 0 { readErrno = errno }
             return n
         }

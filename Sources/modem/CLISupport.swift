@@ -29,12 +29,17 @@ struct UsageError: Error, CustomStringConvertible {
 
 /// Runs `body`; any error becomes one line on standard error ("modem: <what>") and exit status 1,
 /// or 64 for option errors (``UsageError``, ``ModemSettingsError``, a channel the file lacks).
-/// Usage errors from the argument parser keep their own status (64).
+/// Usage errors from the argument parser keep their own status (64); an error after SIGINT/SIGTERM
+/// is reported as the interruption (130).
 func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let e as ExitCode {
         throw e
+    } catch _ where stopRequested.load(ordering: .relaxed) {
+        // A call cut short by SIGINT/SIGTERM fails; the signal is the news.
+        printError("modem: interrupted")
+        throw ExitCode(interruptedStatus)
     } catch let e as CleanExit {
         throw e
     } catch let e as ValidationError {

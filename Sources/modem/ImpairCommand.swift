@@ -76,6 +76,8 @@ struct ImpairCommand: AsyncParsableCommand {
         }
         _ = try await reportingErrors {
             try checkOutput(output, option: "OUTPUT", notSameAs: [input])
+            // No polling here: a signal ends the run within the grace period, removing the partial output.
+            installStopHandlers()
             try FileImpairment.run(input: input, output: output, impairments: imp, snrDB: snr, channel: channel,
                                      format: format.sampleFormat)
         }

@@ -70,7 +70,8 @@ struct RxCommand: AsyncParsableCommand {
             let sampleRate: Int
             if let input {
                 // Opened once: a pipe or standard input cannot be opened again.
-                let header = try AudioFileReader(path: input, channel: channel)
+                let header = try AudioFileReader(path: input, channel: channel,
+                                                 interruptionCheck: { stopRequested.load(ordering: .relaxed) })
                 reader = header
                 totalSamples = header.declaredFrameCount
                 sampleRate = header.sampleRate

@@ -92,12 +92,12 @@ struct TxCommand: AsyncParsableCommand {
             let amplitude = Float(pow(10, level / 20))
             if case .ax25 = settings.framing {
                 try sendPackets(fd: fd, sink: sink, settings: settings, amplitude: amplitude)
-                if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
                 return
             }
             let tx = try Transmitter(settings: settings, sink: sink, amplitude: amplitude, leaderBits: leader)
             var progress = ProgressLine(enabled: !quiet)
-            var buf = [UInt8](repeating: 0, count: 65536)
+            // Small reads: each is modulated before the next check for a stop request.
+            var buf = [UInt8](repeating: 0, count: 1024)
             var total = 0
             while !stopRequested.load(ordering: .relaxed) {
                 guard let n = try readSome(fd, into: &buf) else { continue }
@@ -106,8 +106,8 @@ struct TxCommand: AsyncParsableCommand {
                 total += n
                 progress.update("modem tx: \(total) bytes, \(String(format1: Double(tx.samplesWritten) / Double(rate))) s of audio")
             }
-            try tx.finish()
             progress.clear()
+            try finishUnlessInterrupted(sink: sink, what: "\(total) bytes") { try tx.finish() }
             if tx.unencodableCount > 0, !quiet {
                 printError("modem tx: \(tx.unencodableCount) character(s) have no Baudot code and were skipped")
             }
@@ -117,10 +117,6 @@ struct TxCommand: AsyncParsableCommand {
             if let p = sink as? ALSAPlayback, p.xrunCount > 0, !quiet {
                 printError("modem tx: \(p.xrunCount) playback underrun(s) recovered")
             }
-            if stopRequested.load(ordering: .relaxed) {
-                printError("modem tx: interrupted after \(total) bytes (the output holds what was sent)")
-                throw ExitCode(interruptedStatus)
-            }
         }
     }
 }
@@ -128,6 +124,15 @@ struct TxCommand: AsyncParsableCommand {
 extension TxCommand {
     /// The longest monitor-format line read (an AX.25 frame is at most a few hundred bytes).
     static let maximumLineBytes = 1 << 16
+
+    /// Finishes the output, or, after SIGINT/SIGTERM, leaves it unfinished (a file is then not
+    /// written at all, an existing one is kept; a sound device stops when the sink is released) and
+    /// exits 130.
+    func finishUnlessInterrupted(sink: any AudioSink, what: String, _ finish: () throws -> Void) throws {
+        guard stopRequested.load(ordering: .relaxed) else { return try finish() }
+        printError("modem tx: interrupted after \(what); \(out.map { "\($0) was left as it was" } ?? "playback stopped")")
+        throw ExitCode(interruptedStatus)
+    }
 
     /// One read from `fd` into `buf`: the count (0 at the end), or nil when a signal interrupted it
     /// (the caller checks ``stopRequested`` and tries again).
@@ -150,7 +155,7 @@ extension TxCommand {
         var pending: [UInt8] = []
         var lineNumber = 0
         var skipped = 0
-        var buf = [UInt8](repeating: 0, count: 65536)
+        var buf = [UInt8](repeating: 0, count: 4096)
         func handle(_ lineBytes: ArraySlice<UInt8>) throws {
             lineNumber += 1
             var text = String(decoding: lineBytes, as: UTF8.self)
@@ -178,8 +183,8 @@ extension TxCommand {
                 throw CLIError("\(name):\(lineNumber + 1): a line longer than \(Self.maximumLineBytes) bytes is not a monitor-format frame")
             }
         }
-        if !pending.isEmpty { try handle(pending[...]) }
-        try tx.finish()
+        if !pending.isEmpty, !stopRequested.load(ordering: .relaxed) { try handle(pending[...]) }
+        try finishUnlessInterrupted(sink: sink, what: "\(tx.framesSent) frame(s)") { try tx.finish() }
         if !quiet {
             printError("modem tx: \(tx.framesSent) frame(s) sent\(skipped > 0 ? ", \(skipped) malformed line(s) skipped" : "")")
         }
