@@ -273,7 +273,9 @@ public final class AudioFileWriter: AudioSink {
     /// Samples written so far.
     public private(set) var samplesWritten: Int64 = 0
     /// The most samples a WAV file of this format holds (its 32-bit sizes, less room for the header).
-    public var maximumSampleCount: Int64 { (Int64(UInt32.max) - 4096) / Int64(format.bytesPerSample) }
+    public var maximumSampleCount: Int64 { sizeLimitBytes / Int64(format.bytesPerSample) }
+    /// Bytes of samples allowed (lowered by tests, to reach the limit without writing 4 GiB).
+    var sizeLimitBytes = Int64(UInt32.max) - 4096
 
     /// Creates a mono WAV file (replacing an existing one only when ``finish()`` succeeds).
     /// - Parameters:
