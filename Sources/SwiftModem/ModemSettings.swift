@@ -29,6 +29,9 @@ public struct ModemSettings: Sendable, Hashable {
     /// (a quarter of the highest sample rate, 192 kHz).
     public static let baudRates: ClosedRange<Double> = 1...48000
 
+    /// The slowest line AX.25 framing is sent at (packet radio uses 300, 1200 and 9600).
+    public static let minimumPacketBaudRate: Double = 100
+
     /// Checks a baud rate against ``baudRates``.
     static func checkBaudRate(_ b: Double) throws(ModemSettingsError) {
         guard b.isFinite, baudRates.contains(b) else {
@@ -77,6 +80,10 @@ public struct ModemSettings: Sendable, Hashable {
         self.profileName = p.name
         self.isBaseband = p.isBaseband
         self.framing = try LineFraming(parsing: framing ?? p.defaultFraming)
+        if !self.framing.isAsynchronous, self.baudRate < Self.minimumPacketBaudRate {
+            // A frame is rendered whole: at 1 baud one would be gigabytes of audio.
+            throw ModemSettingsError("AX.25 framing needs at least \(Int(Self.minimumPacketBaudRate)) baud, got \(self.baudRate)")
+        }
         if isBaseband, self.framing.isAsynchronous {
             throw ModemSettingsError("profile \(p.name) carries AX.25 only (--framing ax25)")
         }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -37,6 +38,10 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
     let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     process.standardOutput = out
     process.standardError = err
+    // The end is timed here, on Foundation's thread: the test's own polling may be starved when
+    // many tests run at once.
+    let ended = EndTime()
+    process.terminationHandler = { _ in ended.mark() }
     try process.run()
     let writer = input.fileHandleForWriting
     let feed = Thread {
@@ -62,13 +67,21 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
         try? await Task.sleep(for: .milliseconds(10))
     }
     process.waitUntilExit()
-    let seconds = Date().timeIntervalSince(signalAfter == nil ? begin : start)
+    let seconds = ended.date().timeIntervalSince(signalAfter == nil ? begin : start)
     if holdStdinOpen { try? writer.close() }
     try? out.close()
     try? err.close()
     return HostileResult(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
                          hung: hung, stdout: stdoutPath == nil ? try readBytes(outPath) : [],
                          stderr: String(decoding: try readBytes(errPath), as: UTF8.self), secondsToEnd: seconds)
+}
+
+/// When a process ended, set from its termination handler.
+final class EndTime: Sendable {
+    private let when = Mutex<Date?>(nil)
+    func mark() { when.withLock { $0 = Date() } }
+    /// The time marked (now, if none was).
+    func date() -> Date { when.withLock { $0 } ?? Date() }
 }
 
 /// A mono 32-bit float WAV of `samples`, by hand.
