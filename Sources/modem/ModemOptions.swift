@@ -81,6 +81,9 @@ struct LinkOptions: ParsableArguments {
     }
 }
 
+/// Sample rates the demodulators take (an input outside them is refused as bad input, status 1).
+let supportedSampleRates = 8000...192_000
+
 /// The longest run a `--seconds` or `--timeout` option accepts: a year. (Beyond it a duration or a
 /// sample count would overflow, and no run of this tool is meant to last longer.)
 let maximumSeconds: Double = 365 * 86400

@@ -79,6 +79,10 @@ struct RxCommand: AsyncParsableCommand {
                 capture = try ALSACapture(device: device!, sampleRate: rate)
                 sampleRate = capture!.sampleRate
             }
+            // A rate no decoder handles is the file's fault (status 1), not the options'.
+            guard supportedSampleRates.contains(sampleRate) else {
+                throw CLIError("\(name): sample rate \(sampleRate) Hz is outside the \(supportedSampleRates.lowerBound)...\(supportedSampleRates.upperBound) Hz that can be decoded")
+            }
             do {
                 if !settings.isBaseband { _ = try settings.configuration(sampleRate: sampleRate) }
             } catch let e as ModemSettingsError {

@@ -135,6 +135,9 @@ struct TNCCommand: AsyncParsableCommand {
             } else {
                 source = try ALSACapture(device: device!, sampleRate: rate ?? 44100)
             }
+            guard supportedSampleRates.contains(source.sampleRate) else {
+                throw CLIError("\(input ?? device!): sample rate \(source.sampleRate) Hz is outside the \(supportedSampleRates.lowerBound)...\(supportedSampleRates.upperBound) Hz that can be decoded")
+            }
             do {
                 _ = try settings.configuration(sampleRate: source.sampleRate)
             } catch let e as ModemSettingsError where !settings.isBaseband {

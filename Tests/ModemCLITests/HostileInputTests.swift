@@ -31,10 +31,10 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
     let input = Pipe()
     process.standardInput = input
     let outPath = stdoutPath ?? dir.file("stdout")
-    if stdoutPath == nil { FileManager.default.createFile(atPath: outPath, contents: nil) }
+    if stdoutPath == nil { _ = FileManager.default.createFile(atPath: outPath, contents: nil) }
     let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
     let errPath = dir.file("stderr")
-    FileManager.default.createFile(atPath: errPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
     process.standardOutput = out
     process.standardError = err
@@ -397,6 +397,21 @@ struct HostileInputTests {
         let args = template.map { $0 == "IN" ? wav : $0 == "TXT" ? txt : $0 == "OUT" ? dir.file("out.wav") : $0 }
         let r = try await modem(args, timeout: 20)
         Self.expectCleanFailure(r, status: 64)
+    }
+
+    @Test("A header with an absurd sample rate or channel count is bad input (status 1), not an option error",
+          arguments: [(UInt32(2_000_000_000), UInt16(1)), (UInt32(1), UInt16(1)), (UInt32(48000), UInt16(60000))])
+    func absurdHeader(_ rate: UInt32, _ channels: UInt16) async throws {
+        let dir = try Scratch()
+        var h: [UInt8] = Array("RIFF".utf8) + le32(36 + 4000) + Array("WAVE".utf8)
+        h += Array("fmt ".utf8) + le32(16) + le16(1) + le16(channels) + le32(rate) + le32(rate &* UInt32(channels) &* 2)
+        h += le16(channels &* 2) + le16(16) + Array("data".utf8) + le32(4000) + [UInt8](repeating: 0, count: 4000)
+        let path = try dir.write("absurd.wav", h)
+        for args in [["rx", "--baud", "300", path], ["analyze", path], ["tnc", "--input", path, "--kiss-port", "0"]] {
+            let r = try await modem(args, timeout: 20)
+            Self.expectCleanFailure(r, status: 1, mentions: ["absurd.wav"])
+            #expect(r.stderrLines.count == 1, "\(r)")
+        }
     }
 
     @Test("Unreadable inputs of every subcommand: a clear error, status 1", arguments: ["rx", "analyze", "impair", "tnc"])
