@@ -6,7 +6,8 @@ import Darwin
 
 /// Impairments a channel simulator applies, in the order listed.
 public struct ChannelImpairments: Sendable, Hashable {
-    /// Sample-clock error of the receiving end in parts per million (-10000...10000; 0 = none).
+    /// Sample-clock error of the receiving end in parts per million (-100000...100000, i.e. up to a
+    /// 10 % rate error; 0 = none).
     /// Positive means the receiver's clock runs fast, so it sees the signal stretched.
     public var clockDriftPPM: Double = 0
     /// Band-pass edges in Hz (e.g. 300...3400 for a telephone line), or nil for none.
@@ -62,7 +63,7 @@ public struct ChannelSimulator: Sendable {
     ///   - sampleRate: samples per second, Hz (8000...192000).
     public init(impairments: ChannelImpairments, sampleRate: Double) {
         precondition(sampleRate >= 1000, "sampleRate must be at least 1000 Hz")
-        precondition(abs(impairments.clockDriftPPM) <= 10000, "clockDriftPPM must be within ±10000")
+        precondition(abs(impairments.clockDriftPPM) <= 100_000, "clockDriftPPM must be within ±100000")
         self.impairments = impairments
         self.sampleRate = sampleRate
         rng = SplitMix64(seed: impairments.seed)
