@@ -255,7 +255,8 @@ public final class AudioFileReader: AudioSource {
 /// A regular file is written under a temporary name in the same folder and renamed over `path`
 /// by ``finish()``: until then (and for ever, when writing fails or the writer is dropped without
 /// ``finish()``) an existing file at `path` is untouched. Other targets (a pipe, a character device
-/// such as `/dev/null`, or `-` for standard output) are written directly.
+/// such as `/dev/null`, or `-` for standard output) are written directly, in order, with the
+/// header's sizes set to "unknown" (0xFFFFFFFF), as streaming writers do.
 ///
 /// A WAV file's sizes are 32-bit: a write that would take the file past 4 GiB fails with an error
 /// (instead of writing sizes that wrap, which readers would take for a sliver of the file).
@@ -270,6 +271,8 @@ public final class AudioFileWriter: AudioSink {
     private var handle: OpaquePointer?
     /// The temporary file renamed to `path` on success (nil when writing directly).
     private var temporaryPath: String?
+    /// The stream written when the target is not a regular file.
+    private var output: SndFileOutput?
     /// Samples written so far.
     public private(set) var samplesWritten: Int64 = 0
     /// The most samples a WAV file of this format holds (its 32-bit sizes, less room for the header).
@@ -317,9 +320,20 @@ public final class AudioFileWriter: AudioSink {
         info.samplerate = Int32(sampleRate)
         info.channels = 1
         info.format = Int32(SF_FORMAT_WAV) | format.sndfileSubtype
-        // libsndfile owns (and closes) the descriptor from here, whether or not the open succeeds.
-        guard let h = sf_open_fd(fd, Int32(SFM_WRITE), &info, Int32(SF_TRUE)) else {
-            let msg = String(cString: sf_strerror(nil))
+        let opened: OpaquePointer?
+        if temporaryPath == nil {
+            // A stream: written in order, the header's sizes "unknown" (see SndFileOutput).
+            let output = SndFileOutput(fd: fd)
+            self.output = output
+            var vio = SndFileOutput.virtualIO
+            opened = sf_open_virtual(&vio, Int32(SFM_WRITE), &info, Unmanaged.passUnretained(output).toOpaque())
+        } else {
+            // libsndfile owns (and closes) the descriptor from here, whether or not the open succeeds.
+            opened = sf_open_fd(fd, Int32(SFM_WRITE), &info, Int32(SF_TRUE))
+        }
+        guard let h = opened else {
+            let e = output?.writeErrno ?? 0
+            let msg = e != 0 ? String(cString: strerror(e)) : String(cString: sf_strerror(nil))
             if let temporaryPath { Self.discard(temporaryPath) }
             throw AudioError(.cannotOpen, subject: name, message: "cannot create: \(msg)", code: sf_error(nil))
         }
@@ -404,8 +418,10 @@ public final class AudioFileWriter: AudioSink {
         }
         samplesWritten += Int64(max(n, 0))
         if n != sf_count_t(samples.count) {
+            let e = output?.writeErrno ?? 0
             throw AudioError(.writeFailed, subject: path == "-" ? "standard output" : path,
-                             message: "write failed: \(String(cString: sf_strerror(h)))", code: sf_error(h))
+                             message: "write failed: \(e != 0 ? String(cString: strerror(e)) : String(cString: sf_strerror(h)))",
+                             code: e != 0 ? e : sf_error(h))
         }
     }
 
@@ -420,7 +436,11 @@ public final class AudioFileWriter: AudioSink {
         sf_write_sync(h)
         let failed = sf_error(h) != 0
         let message = String(cString: sf_strerror(h))
-        if sf_close(h) != 0 || failed {
+        let closed = sf_close(h)
+        if let e = output?.writeErrno, e != 0 {
+            throw AudioError(.writeFailed, subject: name, message: "writing the file failed: \(String(cString: strerror(e)))", code: e)
+        }
+        if closed != 0 || failed {
             if let temporaryPath { Self.discard(temporaryPath) }
             self.temporaryPath = nil
             throw AudioError(.writeFailed, subject: name, message: "writing the file failed: \(message)")

@@ -88,6 +88,37 @@ struct AudioFileHostileTests {
         }
     }
 
+    @Test("A WAV written to a pipe has sizes marked unknown and reads back whole", arguments: AudioSampleFormat.allCases)
+    func writeToPipe(_ format: AudioSampleFormat) throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let collected = SharedBytes()
+        let readFD = fds[0]
+        let drain = Thread {
+            var buf = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = buf.withUnsafeMutableBytes { read(readFD, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                collected.append(buf[0..<n])
+            }
+            close(readFD)
+            collected.finish()
+        }
+        drain.start()
+        let samples = (0..<3000).map { Float(sin(Double($0) * 0.05)) * 0.5 }
+        let w = try AudioFileWriter(path: "/dev/fd/\(fds[1])", sampleRate: 8000, format: format)
+        close(fds[1])
+        try samples.withUnsafeBufferPointer { try w.write($0) }
+        try w.finish()
+        let bytes = collected.wait()
+        #expect(bytes.count >= 44 + 3000 * format.bytesPerSample)
+        #expect(Array(bytes[4..<8]) == [0xFF, 0xFF, 0xFF, 0xFF], "the RIFF size is not 'unknown'")
+        let (got, _) = try Self.readThroughPipe(bytes)
+        #expect(got.count == samples.count)
+        let tolerance: Float = format == .pcm8 ? 0.01 : 1e-4
+        #expect(zip(got, samples).allSatisfy { abs($0 - $1) < tolerance })
+    }
+
     @Test("NaN and infinity read as silence, huge values clipped; the rest is untouched")
     func nonFiniteSamples() throws {
         let folder = try TemporaryFolder()
@@ -187,4 +218,19 @@ struct AudioFileHostileTests {
 /// An atomic counter shared with a thread.
 final class SharedCounter: Sendable {
     let value = Atomic<Int>(0)
+}
+
+/// Bytes collected by a thread, handed over when it is done.
+final class SharedBytes: Sendable {
+    private let state = Mutex<(bytes: [UInt8], done: Bool)>(([], false))
+    func append(_ more: ArraySlice<UInt8>) { state.withLock { $0.bytes += more } }
+    func finish() { state.withLock { $0.done = true } }
+    /// Waits (up to 10 s) until ``finish()``; returns the bytes.
+    func wait() -> [UInt8] {
+        for _ in 0..<1000 {
+            if let bytes = state.withLock({ $0.done ? $0.bytes : nil }) { return bytes }
+            Thread.sleep(forTimeInterval: 0.01)
+        }
+        return state.withLock { $0.bytes }
+    }
 }

@@ -49,25 +49,26 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
         if !holdStdinOpen { try? writer.close() }
     }
     feed.start()
-    var start = Date()
-    var signalled = false
-    var hung = false
+    // The signal and the time limit come from a thread of their own, so they are on time even when
+    // the tests' shared threads are all busy.
     let begin = Date()
-    while process.isRunning {
-        if let after = signalAfter, !signalled, Date().timeIntervalSince(begin) >= after {
-            kill(process.processIdentifier, SIGTERM)
-            signalled = true
-            start = Date()
+    let pid = process.processIdentifier
+    let signalled = EndTime(), killed = EndTime()
+    let timer = Thread {
+        if let after = signalAfter {
+            Thread.sleep(forTimeInterval: after)
+            if !ended.isMarked { kill(pid, SIGTERM); signalled.mark() }
         }
-        if Date().timeIntervalSince(begin) > timeout {
-            hung = true
-            kill(process.processIdentifier, SIGKILL)
-            break
+        while !ended.isMarked {
+            if Date().timeIntervalSince(begin) > timeout { kill(pid, SIGKILL); killed.mark(); break }
+            Thread.sleep(forTimeInterval: 0.01)
         }
-        try? await Task.sleep(for: .milliseconds(10))
     }
+    timer.start()
+    while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
     process.waitUntilExit()
-    let seconds = ended.date().timeIntervalSince(signalAfter == nil ? begin : start)
+    let hung = killed.isMarked
+    let seconds = ended.date().timeIntervalSince(signalAfter == nil ? begin : signalled.date())
     if holdStdinOpen { try? writer.close() }
     try? out.close()
     try? err.close()
@@ -76,10 +77,12 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
                          stderr: String(decoding: try readBytes(errPath), as: UTF8.self), secondsToEnd: seconds)
 }
 
-/// When a process ended, set from its termination handler.
+/// A moment (a process ending, a signal sent), marked from any thread.
 final class EndTime: Sendable {
     private let when = Mutex<Date?>(nil)
     func mark() { when.withLock { $0 = Date() } }
+    /// Whether ``mark()`` was called.
+    var isMarked: Bool { when.withLock { $0 != nil } }
     /// The time marked (now, if none was).
     func date() -> Date { when.withLock { $0 } ?? Date() }
 }
@@ -185,6 +188,24 @@ struct HostileInputTests {
         let r = try await runHostile(["rx", "-q", "--baud", "1200", how == "/dev/stdin" ? "/dev/stdin" : "-"], stdinBytes: bytes, timeout: 20)
         #expect(!r.hung && !r.signaled && r.status == 0, "\(r)")
         #expect(String(decoding: r.stdout, as: UTF8.self) == Self.text, "\(r)")
+    }
+
+    @Test("WAV through a pipe both ways: tx --out - | rx -, impair IN - | rx -, for each sample format",
+          arguments: ["s16", "u8", "s24", "s32", "f32"])
+    func pipeline(_ format: String) async throws {
+        let dir = try Scratch()
+        let txt = try dir.write("in.txt", Self.text)
+        let wav = dir.file("a.wav")
+        try await modemTx(["--baud", "1200"], input: txt, out: wav)
+        let m = try Paths.modem()
+        let script = """
+            set -o pipefail
+            '\(m)' tx -q --baud 1200 --format \(format) --out - '\(txt)' | '\(m)' rx -q --baud 1200 - &&
+            '\(m)' impair --format \(format) '\(wav)' - | '\(m)' rx -q --baud 1200 -
+            """
+        let r = try await runProcess("/bin/bash", ["-c", script], timeout: 60)
+        #expect(r.succeeded, "\(r)")
+        #expect(r.stdoutText == Self.text + Self.text, "\(r)")
     }
 
     /// A FIFO in `dir`, with a thread writing `bytes` into it (then closing, unless `hold`).
@@ -345,6 +366,7 @@ struct HostileInputTests {
     @Test("Outputs that cannot be written: a directory, a missing folder, a full device",
           arguments: [["tx", "--baud", "1200", "--out", "DIR", "TXT"], ["tx", "--baud", "1200", "--out", "MISSING", "TXT"],
                       ["tx", "--baud", "1200", "--out", "/dev/full", "TXT"], ["impair", "IN", "/dev/full"],
+                      ["tx", "--baud", "1200", "--out", "-", "TXT", "STDOUT=/dev/full"],
                       ["analyze", "--png", "DIR", "IN"], ["analyze", "--png", "/dev/full", "IN"]])
     func unwritableOutputs(_ template: [String]) async throws {
         let dir = try Scratch()
@@ -353,7 +375,14 @@ struct HostileInputTests {
         try await modemTx(["--baud", "1200"], input: txt, out: wav)
         let folder = dir.file("folder")
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-        let args = template.map { $0 == "IN" ? wav : $0 == "TXT" ? txt : $0 == "DIR" ? folder : $0 == "MISSING" ? dir.file("no/such/x.wav") : $0 }
+        let args = template.filter { !$0.hasPrefix("STDOUT=") }
+            .map { $0 == "IN" ? wav : $0 == "TXT" ? txt : $0 == "DIR" ? folder : $0 == "MISSING" ? dir.file("no/such/x.wav") : $0 }
+        if template.contains("STDOUT=/dev/full") {
+            let r = try await runHostile(args, stdoutPath: "/dev/full", timeout: 20)
+            #expect(!r.hung && !r.signaled && r.status == 1, "\(r)")
+            #expect(r.stderr.contains("standard output") && r.stderr.contains("No space"), "\(r)")
+            return
+        }
         let r = try await modem(args, timeout: 20)
         Self.expectCleanFailure(r)
         #expect(r.stderrLines.count == 1, "\(r)")
