@@ -320,8 +320,11 @@ public final class AudioFileWriter: AudioSink {
         info.samplerate = Int32(sampleRate)
         info.channels = 1
         info.format = Int32(SF_FORMAT_WAV) | format.sndfileSubtype
+        // Standard output redirected to a regular file can have its header rewritten.
+        var fdStat = stat()
+        let streaming = temporaryPath == nil && !(fstat(fd, &fdStat) == 0 && (fdStat.st_mode & S_IFMT) == S_IFREG)
         let opened: OpaquePointer?
-        if temporaryPath == nil {
+        if streaming {
             // A stream: written in order, the header's sizes "unknown" (see SndFileOutput).
             let output = SndFileOutput(fd: fd)
             self.output = output
