@@ -92,7 +92,8 @@ struct RxCommand: AsyncParsableCommand {
             let limit = seconds.map { Int($0 * rate) }
             var progress = ProgressLine(enabled: !quiet && input != nil)
             var out = StdoutWriter()
-            let live = device != nil
+            // A device or a stream (pipe, standard input) may be live: pass bytes on as they come.
+            let live = device != nil || reader?.isSeekable == false
             let onBytes: ([UInt8]) throws -> Void = { bytes in
                 try out.write(bytes)
                 if live { try out.flush() }
