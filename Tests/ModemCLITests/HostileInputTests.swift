@@ -44,6 +44,9 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
     process.terminationHandler = { _ in ended.mark() }
     try process.run()
     let writer = input.fileHandleForWriting
+    // The child may exit before it has read everything: a write to its closed pipe must fail with
+    // EPIPE here, not kill the test runner with SIGPIPE.
+    signal(SIGPIPE, SIG_IGN)
     let feed = Thread {
         if !stdinBytes.isEmpty { try? writer.write(contentsOf: Data(stdinBytes)) }
         if !holdStdinOpen { try? writer.close() }
@@ -57,6 +60,11 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
     let timer = Thread {
         if let after = signalAfter {
             Thread.sleep(forTimeInterval: after)
+            // A loaded machine may take longer than `after` to start the process: the test is about
+            // a process that has its handlers, so wait (up to the time limit) until it catches SIGTERM.
+            while !ended.isMarked && !catchesSIGTERM(pid) && Date().timeIntervalSince(begin) < timeout {
+                Thread.sleep(forTimeInterval: 0.02)
+            }
             if !ended.isMarked { kill(pid, SIGTERM); signalled.mark() }
         }
         while !ended.isMarked {
@@ -75,6 +83,14 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
     return HostileResult(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
                          hung: hung, stdout: stdoutPath == nil ? try readBytes(outPath) : [],
                          stderr: String(decoding: try readBytes(errPath), as: UTF8.self), secondsToEnd: seconds)
+}
+
+/// Whether process `pid` has a handler for SIGTERM (bit 15 of SigCgt in /proc/PID/status).
+func catchesSIGTERM(_ pid: Int32) -> Bool {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+          let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+    return mask & (1 << (UInt64(SIGTERM) - 1)) != 0
 }
 
 /// A moment (a process ending, a signal sent), marked from any thread.
