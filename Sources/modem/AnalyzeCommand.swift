@@ -31,8 +31,11 @@ struct AnalyzeCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reportingErrors {
+            if let png { try checkOutput(png, option: "--png", notSameAs: [input]) }
+            // No polling here: a signal ends the run within the grace period, removing the partial output.
+            installStopHandlers()
             let report = try analyzeFile(path: input, channel: channel, pngPath: png)
-            for line in report.lines { print(line) }
+            for line in report.lines { try printOutput(line) }
         }
     }
 }

@@ -2,6 +2,9 @@
 import Glibc
 #endif
 import ArgumentParser
+import ModemAudio
+import SwiftModem
+import SystemPackage
 
 /// Writes one line to standard error.
 func printError(_ line: String) {
@@ -13,19 +16,89 @@ func printError(_ line: String) {
 /// Whether standard error is a terminal (progress is only drawn there).
 var stderrIsTerminal: Bool { isatty(2) != 0 }
 
-/// Runs `body`; any error becomes one line on standard error ("modem: <what>") and exit status 1.
-/// Usage errors from the argument parser keep their own status (64).
+/// Exit status for a wrong command line, including option values that do not fit the input
+/// (the argument parser's own status for usage errors, EX_USAGE).
+let usageErrorStatus: Int32 = 64
+
+/// An option value that is wrong, found after parsing (e.g. it does not fit the input file):
+/// reported as one line, exit status 64 like the parser's own usage errors.
+struct UsageError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Runs `body`; any error becomes one line on standard error ("modem: <what>") and exit status 1,
+/// or 64 for option errors (``UsageError``, ``ModemSettingsError``, a channel the file lacks).
+/// Usage errors from the argument parser keep their own status (64); an error after SIGINT/SIGTERM
+/// is reported as the interruption (130).
 func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
     } catch let e as ExitCode {
         throw e
+    } catch _ where stopRequested.load(ordering: .relaxed) {
+        // A call cut short by SIGINT/SIGTERM fails; the signal is the news.
+        printError("modem: interrupted")
+        throw ExitCode(interruptedStatus)
     } catch let e as CleanExit {
         throw e
     } catch let e as ValidationError {
         throw e
+    } catch let e as UsageError {
+        printError("modem: \(e.description)")
+        throw ExitCode(usageErrorStatus)
+    } catch let e as ModemSettingsError {
+        printError("modem: \(e.description)")
+        throw ExitCode(usageErrorStatus)
+    } catch let e as AudioError where e.kind == .noSuchChannel || e.kind == .invalidParameter {
+        printError("modem: \(e)")
+        throw ExitCode(usageErrorStatus)
     } catch {
         printError("modem: \(error)")
         throw ExitCode(1)
+    }
+}
+
+/// Writes text to standard output at once (unbuffered, so a failure is seen here: a full disk,
+/// a closed pipe), retrying after signals.
+/// - Throws: ``CLIError`` naming standard output and the reason.
+func printOutput(_ text: String) throws {
+    var line = text
+    if !line.hasSuffix("\n") { line += "\n" }
+    do {
+        _ = try FileDescriptor.standardOutput.writeAll(Array(line.utf8))
+    } catch let e as Errno {
+        throw CLIError("standard output: write failed: \(e.description)")
+    }
+}
+
+/// Device and inode of an existing file (nil when it does not exist or cannot be examined).
+func fileIdentity(path: String) -> (dev: UInt64, ino: UInt64)? {
+    var st = stat()
+    let rc = path == "-" ? fstat(0, &st) : stat(path, &st)
+    guard rc == 0 else { return nil }
+    return (UInt64(st.st_dev), UInt64(st.st_ino))
+}
+
+/// Refuses an output that is one of the inputs (compared by device and inode, so another name,
+/// a link or `/dev/stdin` for the same file is caught), or a directory. A character device such
+/// as `/dev/null` may be both.
+/// - Parameters:
+///   - output: the output path (`-` is standard output).
+///   - inputs: the input paths (`-` is standard input).
+/// - Throws: ``UsageError`` naming both.
+func checkOutput(_ output: String, option: String, notSameAs inputs: [String]) throws {
+    var st = stat()
+    let rc = output == "-" ? fstat(1, &st) : stat(output, &st)
+    guard rc == 0 else { return }   // it will be created
+    let type = st.st_mode & S_IFMT
+    if type == S_IFDIR { throw UsageError("\(option) \(output): is a directory") }
+    if type == S_IFCHR { return }
+    for input in inputs {
+        guard let id = fileIdentity(path: input) else { continue }
+        if id.dev == UInt64(st.st_dev) && id.ino == UInt64(st.st_ino) {
+            let what = input == "-" ? "standard input" : input
+            throw UsageError("\(option) \(output) is the same file as the input \(what): it would be read while it is written")
+        }
     }
 }

@@ -31,7 +31,9 @@ struct DeviceCommand: AsyncParsableCommand {
     @Flag(help: "The line is shared with the phone (each end hears itself).") var shared = false
 
     func validate() throws {
-        if let seconds { guard seconds.isFinite, seconds > 0 else { throw ValidationError("--seconds must be positive") } }
+        if let seconds {
+            guard seconds > 0, seconds <= maximumSeconds else { throw ValidationError("--seconds must be 0 < s <= \(Int(maximumSeconds)) (a year)") }
+        }
     }
 
     func run() async throws {
@@ -42,7 +44,7 @@ struct DeviceCommand: AsyncParsableCommand {
             let playback = try ALSAPlayback(device: device, sampleRate: link.sampleRate)
             let emulator = try DeviceEmulator(configuration: config, name: name, sharedMedium: shared, sink: playback, source: capture)
             emulator.start()
-            printError("modem device: listening on \(device) (\(link.mode), \(Int(link.baud)) baud); Ctrl-C stops")
+            printError("modem device: listening on \(device) (\(link.mode.rawValue), \(Int(link.baud)) baud); Ctrl-C stops")
             let log = Task {
                 for await e in emulator.events {
                     switch e {

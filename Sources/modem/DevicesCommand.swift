@@ -35,6 +35,11 @@ struct DevicesCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try await reportingErrors { try await list() }
+    }
+
+    /// Prints the list (and the probe's findings).
+    func list() async throws {
         let devices: [ALSADeviceInfo]
         do {
             devices = try ALSADevices.scan()
@@ -45,27 +50,27 @@ struct DevicesCommand: AsyncParsableCommand {
         let playback = devices.filter(\.playback)
         let capture = devices.filter(\.capture)
         if devices.isEmpty {
-            print("""
+            try printOutput("""
             No sound devices found: alsa-lib lists no PCM devices on this machine (no sound card, \
             and no sound server such as PulseAudio or PipeWire running).
             """)
             return
         }
-        print(Self.section("Playback devices (modem tx --device NAME):", playback))
-        print("")
-        print(Self.section("Capture devices (modem rx --device NAME):", capture))
+        try printOutput(Self.section("Playback devices (modem tx --device NAME):", playback))
+        try printOutput("")
+        try printOutput(Self.section("Capture devices (modem rx --device NAME):", capture))
         if !devices.contains(where: { $0.name == "default" }) {
-            print("")
-            print("Note: no 'default' device is configured; pass one of the names above with --device.")
+            try printOutput("")
+            try printOutput("Note: no 'default' device is configured; pass one of the names above with --device.")
         }
         if probe {
             let candidates = devices.filter { $0.playback && $0.capture }.map(\.name)
-            print("")
-            print("Probing \(candidates.count) device(s) for the channel protocol at \(Int(baud)) baud:")
+            try printOutput("")
+            try printOutput("Probing \(candidates.count) device(s) for the channel protocol at \(Int(baud)) baud:")
             let found = await AudioJackManager.searchDevices(
                 candidates: candidates, configuration: LinkConfiguration(baudRate: baud, latencySeconds: 0.3),
-                found: { info in print("  \(info.identifier)  answers: \(info.name ?? "(no name)")") })
-            if found.isEmpty { print("  (no device answered)") }
+                found: { info in try? printOutput("  \(info.identifier)  answers: \(info.name ?? "(no name)")") })
+            if found.isEmpty { try printOutput("  (no device answered)") }
         }
     }
 

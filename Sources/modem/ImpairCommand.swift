@@ -40,14 +40,16 @@ struct ImpairCommand: AsyncParsableCommand {
     var seed: UInt64 = 1
     @Option(help: ArgumentHelp("Channel of the input to use, counted from 0.", valueName: "N"))
     var channel: Int = 0
-    @Option(help: ArgumentHelp("Sample format of the output: u8, s16, s24, s32, f32 (default f32: noise above full scale is kept, not clipped).", valueName: "FMT"))
-    var format: String = "f32"
+    @Option(help: ArgumentHelp("Sample format of the output (default f32: noise above full scale is kept, not clipped).", valueName: "FMT"))
+    var format: SampleFormatArgument = .f32
 
     func validate() throws {
         guard abs(drift) <= 10000 else { throw ValidationError("--drift must be within ±10000 ppm") }
         guard (-80...40).contains(gain) else { throw ValidationError("--gain must be -80...40 dB") }
         guard abs(dc) <= 1 else { throw ValidationError("--dc must be -1...1") }
-        guard AudioSampleFormat(rawValue: format) != nil else { throw ValidationError("--format '\(format)' is not one of u8, s16, s24, s32, f32") }
+        guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
+        guard drift.isFinite, gain.isFinite, dc.isFinite else { throw ValidationError("--drift, --gain and --dc must be numbers") }
+        if let deemphasis { guard deemphasis.isFinite, deemphasis > 0, deemphasis <= 96000 else { throw ValidationError("--deemphasis must be 0 < Hz <= 96000") } }
         if let snr { guard snr.isFinite, (-40...100).contains(snr) else { throw ValidationError("--snr must be -40...100 dB") } }
     }
 
@@ -60,21 +62,24 @@ struct ImpairCommand: AsyncParsableCommand {
         imp.deEmphasisCorner = deemphasis
         if let band {
             let parts = band.split(separator: "-").compactMap { Double($0) }
-            guard parts.count == 2, parts[0] > 0, parts[1] > parts[0] else {
+            guard parts.count == 2, parts[0] > 0, parts[1] > parts[0], parts[1] <= 96000 else {
                 throw ValidationError("--band '\(band)' is not LO-HI in Hz, e.g. 300-3400")
             }
             imp.bandPass = parts[0]...parts[1]
         }
         if let hum {
             let parts = hum.split(separator: ":").compactMap { Double($0) }
-            guard parts.count == 2, parts[0] > 0, parts[1] <= 0 else {
+            guard parts.count == 2, parts[0] > 0, parts[0] <= 96000, parts[1] <= 0, parts[1] >= -200 else {
                 throw ValidationError("--hum '\(hum)' is not HZ:DBFS, e.g. 50:-20")
             }
             imp.hum = (parts[0], pow(10, parts[1] / 20))
         }
         _ = try await reportingErrors {
+            try checkOutput(output, option: "OUTPUT", notSameAs: [input])
+            // No polling here: a signal ends the run within the grace period, removing the partial output.
+            installStopHandlers()
             try FileImpairment.run(input: input, output: output, impairments: imp, snrDB: snr, channel: channel,
-                                     format: AudioSampleFormat(rawValue: format)!)
+                                     format: format.sampleFormat)
         }
     }
 }

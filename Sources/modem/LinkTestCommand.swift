@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ModemAudio
 import ModemDSP
 import ModemLink
@@ -42,8 +43,12 @@ struct LinkTestCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seed of payloads, noise and loss.", valueName: "S")) var seed: UInt64 = 1
     @Option(help: ArgumentHelp("Exchange timeout in seconds (default: from the size and baud rate).", valueName: "SECONDS"))
     var timeout: Double?
-    @Option(help: ArgumentHelp("Payload bytes per frame (1...2048).", valueName: "BYTES")) var framePayload: Int = 1024
+    @Option(help: ArgumentHelp("Payload bytes per frame (\(Self.framePayloads.lowerBound)...\(Self.framePayloads.upperBound)).", valueName: "BYTES")) var framePayload: Int = 1024
     @Flag(help: "Print one JSON line with the counts instead of the text summary.") var json = false
+
+    /// Frame payloads accepted: a message of up to 1 MiB must fit in fewer than 65535 fragments
+    /// (the protocol's 16-bit fragment count), so at least 17 bytes; at most ``LinkFrame/maximumPayload``.
+    static let framePayloads = ((1 << 20) / 65534 + 1)...2048
 
     func validate() throws {
         guard count >= 0 && count <= 1_000_000 else { throw ValidationError("--count must be 0...1000000") }
@@ -51,8 +56,12 @@ struct LinkTestCommand: AsyncParsableCommand {
         if let snr { guard snr.isFinite, (-40...100).contains(snr) else { throw ValidationError("--snr must be -40...100 dB") } }
         guard (0...1).contains(loss) else { throw ValidationError("--loss must be 0...1") }
         guard abs(drift) <= 10000 else { throw ValidationError("--drift must be within ±10000 ppm") }
-        if let timeout { guard timeout.isFinite, timeout > 0 else { throw ValidationError("--timeout must be a positive number of seconds") } }
-        guard (1...2048).contains(framePayload) else { throw ValidationError("--frame-payload must be 1...2048 bytes") }
+        if let timeout {
+            guard timeout.isFinite, timeout > 0, timeout <= 86400 else { throw ValidationError("--timeout must be 0 < s <= 86400 seconds") }
+        }
+        guard Self.framePayloads.contains(framePayload) else {
+            throw ValidationError("--frame-payload must be \(Self.framePayloads.lowerBound)...\(Self.framePayloads.upperBound) bytes (a 1 MiB message must fit in fewer than 65535 frames)")
+        }
         if channel == .alsa && (snr != nil || loss != 0 || drift != 0) {
             throw ValidationError("--snr, --loss and --drift apply to --channel loopback only")
         }
@@ -80,10 +89,12 @@ struct LinkTestCommand: AsyncParsableCommand {
             })
             if showProgress { printError("\u{1B}[2K") }
             if json {
-                print(report.json)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                try printOutput(String(decoding: try encoder.encode(report), as: UTF8.self))
             } else {
-                print("""
-                \(link.mode) over \(channel.rawValue) at \(Int(link.baud)) baud, \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
+                try printOutput("""
+                \(link.mode.rawValue) over \(channel.rawValue) at \(Int(link.baud)) baud, \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
                 open: \(report.openCode == 0 ? "ok" : "failed (\(report.openCode))")
                 exchanges \(report.exchanges): completed \(report.completed), timed out \(report.timedOut), failed \(report.failed)
                 delivered corrupt \(report.corruptDelivered), duplicated \(report.duplicatesDelivered)
@@ -91,8 +102,9 @@ struct LinkTestCommand: AsyncParsableCommand {
                 frames sent \(report.framesSent), retransmitted \(report.retransmissions), damaged \(report.framesDamaged), lost by the channel \(report.framesLost), duplicates suppressed \(report.duplicateFramesSuppressed)
                 """)
             }
-            if stopRequested.load(ordering: .relaxed) { throw ExitCode(130) }
-            if report.openCode != 0 { throw ExitCode(3) }
+            if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+            // A test in which the line never opened, or nothing got through, failed.
+            if report.openCode != 0 || (count > 0 && report.completed == 0) { throw ExitCode(3) }
         }
     }
 }

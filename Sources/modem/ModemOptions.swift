@@ -1,14 +1,44 @@
 import ArgumentParser
+import ModemAudio
+import ModemDSP
 import ModemLink
 import SwiftModem
 
+/// `--profile`: every named tone plan (``FSKProfile/all``), listed by `--help`.
+enum ProfileArgument: String, CaseIterable, ExpressibleByArgument {
+    case bell103, bell103Answer = "bell103-answer", bell202, v21, v21Answer = "v21-answer", v23, v23Back = "v23-back"
+    case rtty, hf300, g3ruh
+
+    /// Accepts any case, as the profile names always were.
+    init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+
+    /// The profile's name for ``ModemSettings``.
+    var name: String { rawValue }
+}
+
+/// `--format`: the sample encodings of ``AudioSampleFormat``, listed by `--help`.
+enum SampleFormatArgument: String, CaseIterable, ExpressibleByArgument {
+    case u8, s16, s24, s32, f32
+
+    /// The encoding written.
+    var sampleFormat: AudioSampleFormat { AudioSampleFormat(rawValue: rawValue)! }
+}
+
+/// `--mode`: the ways of ``CommunicationMode``, listed by `--help`.
+enum ModeArgument: String, CaseIterable, ExpressibleByArgument {
+    case masterSlave = "master-slave", duplex
+
+    /// The library's mode.
+    var mode: CommunicationMode { CommunicationMode(rawValue: rawValue)! }
+}
+
 /// Line options shared by `tx` and `rx`.
 struct LineOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Baud rate; alone it picks minimodem's default tones for that rate (1200 -> 1200/2200 Hz, 300 -> 1270/1070 Hz).", valueName: "N"))
+    @Option(name: .long, help: ArgumentHelp("Baud rate (\(ModemSettings.baudRates.lowerBound.formatted)...\(ModemSettings.baudRates.upperBound.formatted)); alone it picks minimodem's default tones for that rate (1200 -> 1200/2200 Hz, 300 -> 1270/1070 Hz).", valueName: "N"))
     var baud: Double?
 
-    @Option(name: .long, help: ArgumentHelp("A standard tone plan: bell103, bell103-answer, bell202, v21, v21-answer, v23, v23-back, rtty.", valueName: "P"))
-    var profile: String?
+    @Option(name: .long, help: ArgumentHelp("A standard tone plan (hf300 and g3ruh carry AX.25: --framing ax25).", valueName: "P"))
+    var profile: ProfileArgument?
 
     @Option(name: .long, help: ArgumentHelp("Mark (1, idle) frequency, overrides the profile.", valueName: "HZ"))
     var mark: Double?
@@ -16,7 +46,7 @@ struct LineOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Space (0, start bit) frequency, overrides the profile.", valueName: "HZ"))
     var space: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Character framing: data bits 5-8, parity N/E/O/M/S, stop bits 1/1.5/2 (8N1, 7E1, 8N2, 5N1.5), or 'baudot'. Default: 8N1 (baudot for rtty).", valueName: "F"))
+    @Option(name: .long, help: ArgumentHelp("Character framing: data bits 5-8, parity N/E/O/M/S, stop bits 1/1.5/2 (8N1, 7E1, 8N2, 5N1.5), 'baudot', or 'ax25' (packet radio). Default: the profile's (8N1; baudot for rtty, ax25 for hf300 and g3ruh).", valueName: "F"))
     var framing: String?
 
     func settings() throws -> ModemSettings {
@@ -24,7 +54,7 @@ struct LineOptions: ParsableArguments {
             throw ValidationError("give --baud N or --profile P (e.g. --baud 1200, --profile bell103)")
         }
         do {
-            return try ModemSettings(profile: profile, baudRate: baud, mark: mark, space: space, framing: framing)
+            return try ModemSettings(profile: profile?.name, baudRate: baud, mark: mark, space: space, framing: framing)
         } catch let e as ModemSettingsError {
             throw ValidationError(e.description)
         }
@@ -33,19 +63,32 @@ struct LineOptions: ParsableArguments {
 
 /// Channel-protocol options shared by `link-test` and `device`.
 struct LinkOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("master-slave or duplex.", valueName: "MODE")) var mode: String = "master-slave"
+    @Option(help: ArgumentHelp("How the two ends take turns.", valueName: "MODE")) var mode: ModeArgument = .masterSlave
     @Option(help: ArgumentHelp("Line rate in baud (50...9600; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
     @Option(help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
 
     func validate() throws {
-        guard CommunicationMode(rawValue: mode) != nil else { throw ValidationError("--mode '\(mode)' is not master-slave or duplex") }
         guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
         guard (8000...192_000).contains(sampleRate) else { throw ValidationError("--sample-rate must be 8000...192000 Hz") }
+        guard baud * 4 <= Double(sampleRate) else {
+            throw ValidationError("--baud \(baud.formatted) needs --sample-rate of at least \(Int(baud * 4)) Hz")
+        }
     }
 
     /// The protocol parameters (after ``validate()``).
     func configuration(framePayload: Int = 1024, latencySeconds: Double) -> LinkConfiguration {
-        LinkConfiguration(mode: CommunicationMode(rawValue: mode)!, baudRate: baud, framePayload: framePayload,
-                          latencySeconds: latencySeconds)
+        LinkConfiguration(mode: mode.mode, baudRate: baud, framePayload: framePayload, latencySeconds: latencySeconds)
     }
+}
+
+/// Sample rates the demodulators take (an input outside them is refused as bad input, status 1).
+let supportedSampleRates = 8000...192_000
+
+/// The longest run a `--seconds` or `--timeout` option accepts: a year. (Beyond it a duration or a
+/// sample count would overflow, and no run of this tool is meant to last longer.)
+let maximumSeconds: Double = 365 * 86400
+
+extension Double {
+    /// The number without a trailing ".0" when it is whole.
+    var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
 }

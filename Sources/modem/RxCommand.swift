@@ -3,6 +3,7 @@ import ModemAudio
 import ModemCodecs
 import ModemDSP
 import SwiftModem
+import SystemPackage
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -50,7 +51,9 @@ struct RxCommand: AsyncParsableCommand {
 
     func validate() throws {
         if (input == nil) == (device == nil) { throw ValidationError("give exactly one of an INPUT file or --device NAME") }
-        if let s = seconds { guard s > 0, s.isFinite else { throw ValidationError("--seconds must be a positive number") } }
+        if let s = seconds {
+            guard s > 0, s <= maximumSeconds else { throw ValidationError("--seconds must be 0 < s <= \(Int(maximumSeconds)) (a year)") }
+        }
         if seconds != nil, device == nil { throw ValidationError("--seconds goes with --device") }
         guard (1...2).contains(threads) else { throw ValidationError("--threads must be 1 or 2") }
         guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
@@ -63,27 +66,35 @@ struct RxCommand: AsyncParsableCommand {
             installStopHandlers()
             var totalSamples: Int64 = 0
             var capture: ALSACapture?
-            let name = input ?? device!
+            var reader: AudioFileReader?
+            let name = input == "-" ? "standard input" : input ?? device!
             let sampleRate: Int
             if let input {
-                // The header, for the sample rate, the progress display and early errors.
-                let header = try AudioFileReader(path: input, channel: channel)
+                // Opened once: a pipe or standard input cannot be opened again.
+                let header = try AudioFileReader(path: input, channel: channel,
+                                                 interruptionCheck: { stopRequested.load(ordering: .relaxed) })
+                reader = header
                 totalSamples = header.declaredFrameCount
                 sampleRate = header.sampleRate
             } else {
                 capture = try ALSACapture(device: device!, sampleRate: rate)
                 sampleRate = capture!.sampleRate
             }
+            // A rate no decoder handles is the file's fault (status 1), not the options'.
+            guard supportedSampleRates.contains(sampleRate) else {
+                throw CLIError("\(name): sample rate \(sampleRate) Hz is outside the \(supportedSampleRates.lowerBound)...\(supportedSampleRates.upperBound) Hz that can be decoded")
+            }
             do {
                 if !settings.isBaseband { _ = try settings.configuration(sampleRate: sampleRate) }
             } catch let e as ModemSettingsError {
-                throw CLIError("\(name): \(e.description)")
+                throw UsageError("\(name): \(e.description)")
             }
             let rate = Double(sampleRate)
             let limit = seconds.map { Int($0 * rate) }
             var progress = ProgressLine(enabled: !quiet && input != nil)
             var out = StdoutWriter()
-            let live = device != nil
+            // A device or a stream (pipe, standard input) may be live: pass bytes on as they come.
+            let live = device != nil || reader?.isSeekable == false
             let onBytes: ([UInt8]) throws -> Void = { bytes in
                 try out.write(bytes)
                 if live { try out.flush() }
@@ -98,17 +109,20 @@ struct RxCommand: AsyncParsableCommand {
                     printError("### NOCARRIER at \(String(format1: t)) s: \(b.characters) chars, \(b.framingErrors) framing errors, \(b.parityErrors) parity errors, confidence \(String(format2: Double(b.confidence))), \(String(format1: b.measuredBaudRate)) baud measured, level \(String(format1: Double(b.levelDBFS))) dBFS ###")
                 }
             }
+            var limitReached = false
             let onProgress: (Int) -> Void = { n in
-                if let limit, n >= limit { stopRequested.store(true, ordering: .relaxed) }
+                if let limit, n >= limit { limitReached = true }
                 if totalSamples > 0 {
                     let pct = min(100, Int(Double(n) * 100 / Double(totalSamples)))
                     progress.update("modem rx: \(pct)% (\(String(format1: Double(n) / rate)) of \(String(format1: Double(totalSamples) / rate)) s)")
                 }
             }
-            let shouldStop = { stopRequested.load(ordering: .relaxed) }
+            let shouldStop = { limitReached || stopRequested.load(ordering: .relaxed) }
+            // A signal is how a capture without --seconds ends; anything else it interrupts.
+            let interrupted = { stopRequested.load(ordering: .relaxed) && !(capture != nil && limit == nil) }
             if case .ax25 = settings.framing {
                 // Packet radio: one monitor-format line per frame.
-                let source: any AudioSource = try capture ?? AudioFileReader(path: input!, channel: channel)
+                let source: any AudioSource = capture ?? reader!
                 let receiver = try PacketReceiver(settings: settings, source: source)
                 let stats = try receiver.run(shouldStop: shouldStop, onPacket: { packet in
                     try out.write(Array((packet.monitorLine + "\n").utf8))
@@ -123,14 +137,16 @@ struct RxCommand: AsyncParsableCommand {
                         .map { "\($0) \(stats.implausibleByReason[$0.rawValue, default: 0])" }.joined(separator: ", ")
                     printError("modem rx: \(stats.implausibleRepairs) repairs rejected as implausible (\(reasons)) in \(stats.repairTrials) repair trials (\(stats.alignedRepairTrials) on whole-byte frames)")
                 }
+                if interrupted() { throw ExitCode(interruptedStatus) }
                 if capture == nil, stats.samples == 0 {
                     throw CLIError("\(name): contains no audio samples (empty data, or a header that claims data the file does not hold)")
                 }
+                reportRepairs(reader)
                 return
             }
             let summary: ReceiverSummary
-            if let input {
-                summary = try Receiver.decodeFile(path: input, channel: channel, settings: settings, threads: threads,
+            if let reader {
+                summary = try Receiver.decodeFile(reader: reader, settings: settings, threads: threads,
                                                   shouldStop: shouldStop, onBytes: onBytes, onEvent: onEvent, onProgress: onProgress)
             } else {
                 summary = try Receiver(settings: settings, source: capture!, blockSize: 2400).run(
@@ -138,11 +154,30 @@ struct RxCommand: AsyncParsableCommand {
             }
             try out.flush()
             progress.clear()
+            if interrupted() {
+                if !quiet { printError("modem rx: interrupted") }
+                throw ExitCode(interruptedStatus)
+            }
+            reportRepairs(reader)
             if let capture {
                 if capture.xrunCount > 0, !quiet { printError("modem rx: \(capture.xrunCount) capture overrun(s) recovered") }
             } else if summary.samples == 0 {
                 throw CLIError("\(name): contains no audio samples (empty data, or a header that claims data the file does not hold)")
             }
+        }
+    }
+}
+
+extension RxCommand {
+    /// Says how many samples of the input were not numbers or far beyond full scale (read as
+    /// silence, or clipped).
+    func reportRepairs(_ reader: AudioFileReader?) {
+        guard let reader, !quiet else { return }
+        if reader.nonFiniteSampleCount > 0 {
+            printError("modem rx: \(reader.nonFiniteSampleCount) sample(s) were not finite numbers (NaN or infinity) and were read as silence")
+        }
+        if reader.clippedSampleCount > 0 {
+            printError("modem rx: \(reader.clippedSampleCount) sample(s) beyond ±\(Int(AudioFileReader.sampleLimit))× full scale were clipped")
         }
     }
 }
@@ -157,14 +192,11 @@ struct StdoutWriter {
     }
 
     mutating func flush() throws {
-        var off = 0
-        while off < buffer.count {
-            let n = buffer[off...].withUnsafeBytes { Glibc.write(1, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CLIError("standard output: write failed: \(String(cString: strerror(errno)))")
-            }
-            off += n
+        guard !buffer.isEmpty else { return }
+        do {
+            _ = try FileDescriptor.standardOutput.writeAll(buffer)
+        } catch let e as Errno {
+            throw CLIError("standard output: write failed: \(e.description)")
         }
         buffer.removeAll(keepingCapacity: true)
     }

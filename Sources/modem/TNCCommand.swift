@@ -50,8 +50,8 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Address to listen on: 127.0.0.1 (this machine only), 0.0.0.0 or :: (all interfaces).", valueName: "ADDR"))
     var bind: String = "127.0.0.1"
 
-    @Option(name: .long, help: ArgumentHelp("A tone plan: bell202 (1200 baud AFSK, default), hf300 (300 baud HF); other profiles of `modem rx` work too.", valueName: "P"))
-    var profile: String = "bell202"
+    @Option(name: .long, help: ArgumentHelp("A tone plan: bell202 (1200 baud AFSK, default), hf300 (300 baud HF), g3ruh (9600 baseband, receive only); the others work too.", valueName: "P"))
+    var profile: ProfileArgument = .bell202
 
     @Option(name: .long, help: ArgumentHelp("Baud rate, overrides the profile's.", valueName: "N"))
     var baud: Double?
@@ -68,8 +68,8 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Channel of a multi-channel input file, counted from 0.", valueName: "N"))
     var channel: Int = 0
 
-    @Option(name: .long, help: ArgumentHelp("Sample format of --output: u8, s16, s24, s32, f32.", valueName: "FMT"))
-    var format: String = "s16"
+    @Option(name: .long, help: ArgumentHelp("Sample format of --output.", valueName: "FMT"))
+    var format: SampleFormatArgument = .s16
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Peak level of transmitted audio in dBFS (-60...0).", valueName: "DB"))
     var level: Double = -3
@@ -89,8 +89,11 @@ struct TNCCommand: AsyncParsableCommand {
     @Flag(name: .customLong("full-duplex"), help: "Transmit at once on --device, without waiting for a clear channel.")
     var fullDuplex = false
 
-    @Option(name: .customLong("max-clients"), help: ArgumentHelp("KISS clients served at once (1...1000).", valueName: "N"))
+    @Option(name: .customLong("max-clients"), help: ArgumentHelp("KISS clients served at once (1...1000). When all are taken, a new client replaces one idle for 5 s or more.", valueName: "N"))
     var maxClients: Int = 16
+
+    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Disconnect a client after this many seconds without traffic either way (0: never).", valueName: "SECONDS"))
+    var idleTimeout: Double = 600
 
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
     var quiet = false
@@ -100,19 +103,19 @@ struct TNCCommand: AsyncParsableCommand {
         guard (0...65535).contains(kissPort) else { throw ValidationError("--kiss-port \(kissPort) is not a TCP port (1...65535, or 0 for any free port)") }
         if let rate { guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") } }
         guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
-        guard AudioSampleFormat(rawValue: format) != nil else { throw ValidationError("--format '\(format)' is not one of u8, s16, s24, s32, f32") }
         guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
         for (name, value) in [("--txdelay", txdelay), ("--txtail", txtail), ("--persist", persist), ("--slottime", slottime)] {
             guard (0...255).contains(value) else { throw ValidationError("\(name) \(value) is outside 0...255") }
         }
         guard (1...1000).contains(maxClients) else { throw ValidationError("--max-clients must be 1...1000") }
+        guard idleTimeout >= 0, idleTimeout <= maximumSeconds else { throw ValidationError("--idle-timeout must be 0...\(Int(maximumSeconds)) seconds (0: never)") }
         guard !bind.isEmpty else { throw ValidationError("--bind needs an address, e.g. 127.0.0.1") }
         _ = try settings()
     }
 
     func settings() throws -> ModemSettings {
         do {
-            return try ModemSettings(profile: profile, baudRate: baud, mark: mark, space: space, framing: "ax25")
+            return try ModemSettings(profile: profile.name, baudRate: baud, mark: mark, space: space, framing: "ax25")
         } catch let e as ModemSettingsError {
             throw ValidationError(e.description)
         }
@@ -121,23 +124,29 @@ struct TNCCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try settings()
         try await reportingErrors {
+            if let output { try checkOutput(output, option: "--output", notSameAs: input.map { [$0] } ?? []) }
             installStopHandlers()
             let log: (String) -> Void = { line in if !quiet { printError("modem tnc: \(line)") } }
             // The input first (a missing file is the likeliest mistake), then the port, then the output.
             let source: any AudioSource
             if let input {
-                source = try AudioFileReader(path: input, channel: channel)
+                source = try AudioFileReader(path: input, channel: channel,
+                                             interruptionCheck: { stopRequested.load(ordering: .relaxed) })
             } else {
                 source = try ALSACapture(device: device!, sampleRate: rate ?? 44100)
+            }
+            guard supportedSampleRates.contains(source.sampleRate) else {
+                throw CLIError("\(input ?? device!): sample rate \(source.sampleRate) Hz is outside the \(supportedSampleRates.lowerBound)...\(supportedSampleRates.upperBound) Hz that can be decoded")
             }
             do {
                 _ = try settings.configuration(sampleRate: source.sampleRate)
             } catch let e as ModemSettingsError where !settings.isBaseband {
-                throw CLIError("\(input ?? device!): \(e.description)")
+                throw UsageError("\(input ?? device!): \(e.description)")
             }
             let server: KISSServer
             do {
-                server = try KISSServer(host: bind, port: kissPort, maximumClients: maxClients)
+                server = try KISSServer(host: bind, port: kissPort, maximumClients: maxClients,
+                                        idleTimeoutSeconds: idleTimeout > 0 ? idleTimeout : nil)
             } catch {
                 throw CLIError("\(error)")
             }
@@ -150,7 +159,7 @@ struct TNCCommand: AsyncParsableCommand {
             let sink: (any AudioSink)?
             if let output {
                 sink = try AudioFileWriter(path: output, sampleRate: rate ?? source.sampleRate,
-                                           format: AudioSampleFormat(rawValue: format)!)
+                                           format: format.sampleFormat)
             } else if let device {
                 sink = try ALSAPlayback(device: device, sampleRate: source.sampleRate)
                 options.outputIsChannel = true

@@ -6,6 +6,7 @@ import ModemAudio
 import ModemDSP
 import ModemCodecs
 import SwiftModem
+import SystemPackage
 
 struct TxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -31,8 +32,8 @@ struct TxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Play on an ALSA device (see `modem devices`).", valueName: "NAME"))
     var device: String?
 
-    @Option(name: .long, help: ArgumentHelp("Sample format of the WAV file: u8, s16, s24, s32, f32.", valueName: "FMT"))
-    var format: String = "s16"
+    @Option(name: .long, help: ArgumentHelp("Sample format of the WAV file.", valueName: "FMT"))
+    var format: SampleFormatArgument = .s16
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Peak level in dBFS (-60...0), e.g. --level -6.", valueName: "DB"))
     var level: Double = -3
@@ -49,9 +50,6 @@ struct TxCommand: AsyncParsableCommand {
     func validate() throws {
         if (out == nil) == (device == nil) { throw ValidationError("give exactly one of --out FILE.wav or --device NAME") }
         guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
-        guard AudioSampleFormat(rawValue: format) != nil else {
-            throw ValidationError("--format '\(format)' is not one of u8, s16, s24, s32, f32")
-        }
         guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
         guard leader >= 0, leader <= 10000 else { throw ValidationError("--leader must be 0...10000 bit periods") }
         // Check tones and baud against the sample rate before any output file is touched.
@@ -72,18 +70,22 @@ struct TxCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try line.settings()
         try await reportingErrors {
-            let fd: Int32
-            if let input {
-                fd = open(input, O_RDONLY)
-                if fd < 0 { throw CLIError("\(input): cannot open: \(String(cString: strerror(errno)))") }
+            if let out { try checkOutput(out, option: "--out", notSameAs: [input ?? "-"]) }
+            let fd: FileDescriptor
+            if let input, input != "-" {
+                do {
+                    fd = try FileDescriptor.open(FilePath(input), .readOnly, options: [.closeOnExec])
+                } catch let e as Errno {
+                    throw CLIError("\(input): cannot open: \(e.description)")
+                }
             } else {
-                fd = 0
+                fd = .standardInput
             }
-            defer { if fd != 0 { close(fd) } }
+            defer { if fd != .standardInput { try? fd.close() } }
             installStopHandlers()
             let sink: any AudioSink
             if let out {
-                sink = try AudioFileWriter(path: out, sampleRate: rate, format: AudioSampleFormat(rawValue: format)!)
+                sink = try AudioFileWriter(path: out, sampleRate: rate, format: format.sampleFormat)
             } else {
                 sink = try ALSAPlayback(device: device!, sampleRate: rate)
             }
@@ -94,21 +96,18 @@ struct TxCommand: AsyncParsableCommand {
             }
             let tx = try Transmitter(settings: settings, sink: sink, amplitude: amplitude, leaderBits: leader)
             var progress = ProgressLine(enabled: !quiet)
-            var buf = [UInt8](repeating: 0, count: 65536)
+            // Small reads: each is modulated before the next check for a stop request.
+            var buf = [UInt8](repeating: 0, count: 1024)
             var total = 0
             while !stopRequested.load(ordering: .relaxed) {
-                let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw CLIError("\(input ?? "standard input"): read failed: \(String(cString: strerror(errno)))")
-                }
+                guard let n = try readSome(fd, into: &buf) else { continue }
                 if n == 0 { break }
                 try tx.send(buf[0..<n])
                 total += n
                 progress.update("modem tx: \(total) bytes, \(String(format1: Double(tx.samplesWritten) / Double(rate))) s of audio")
             }
-            try tx.finish()
             progress.clear()
+            try finishUnlessInterrupted(sink: sink, what: "\(total) bytes") { try tx.finish() }
             if tx.unencodableCount > 0, !quiet {
                 printError("modem tx: \(tx.unencodableCount) character(s) have no Baudot code and were skipped")
             }
@@ -123,16 +122,40 @@ struct TxCommand: AsyncParsableCommand {
 }
 
 extension TxCommand {
+    /// The longest monitor-format line read (an AX.25 frame is at most a few hundred bytes).
+    static let maximumLineBytes = 1 << 16
+
+    /// Finishes the output, or, after SIGINT/SIGTERM, leaves it unfinished (a file is then not
+    /// written at all, an existing one is kept; a sound device stops when the sink is released) and
+    /// exits 130.
+    func finishUnlessInterrupted(sink: any AudioSink, what: String, _ finish: () throws -> Void) throws {
+        guard stopRequested.load(ordering: .relaxed) else { return try finish() }
+        printError("modem tx: interrupted after \(what); \(out.map { "\($0) was left as it was" } ?? "playback stopped")")
+        throw ExitCode(interruptedStatus)
+    }
+
+    /// One read from `fd` into `buf`: the count (0 at the end), or nil when a signal interrupted it
+    /// (the caller checks ``stopRequested`` and tries again).
+    func readSome(_ fd: FileDescriptor, into buf: inout [UInt8]) throws -> Int? {
+        do {
+            return try buf.withUnsafeMutableBytes { try fd.read(into: $0, retryOnInterrupt: false) }
+        } catch Errno.interrupted {
+            return nil
+        } catch let e as Errno {
+            throw CLIError("\(input ?? "standard input"): read failed: \(e.description)")
+        }
+    }
+
     /// Reads monitor-format lines (`SRC>DST,PATH:info`) and sends each as an AX.25 frame. A line
     /// that does not parse is reported with its line number and skipped.
-    func sendPackets(fd: Int32, sink: any AudioSink, settings: ModemSettings, amplitude: Float) throws {
+    func sendPackets(fd: FileDescriptor, sink: any AudioSink, settings: ModemSettings, amplitude: Float) throws {
         let tx = try PacketTransmitter(settings: settings, sink: sink, amplitude: amplitude,
                                        preambleMilliseconds: leader > 2 ? leader * 1000 / settings.baudRate : 300)
         let name = input ?? "standard input"
         var pending: [UInt8] = []
         var lineNumber = 0
         var skipped = 0
-        var buf = [UInt8](repeating: 0, count: 65536)
+        var buf = [UInt8](repeating: 0, count: 4096)
         func handle(_ lineBytes: ArraySlice<UInt8>) throws {
             lineNumber += 1
             var text = String(decoding: lineBytes, as: UTF8.self)
@@ -146,20 +169,22 @@ extension TxCommand {
             }
         }
         while !stopRequested.load(ordering: .relaxed) {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CLIError("\(name): read failed: \(String(cString: strerror(errno)))")
-            }
+            guard let n = try readSome(fd, into: &buf) else { continue }
             if n == 0 { break }
             pending.append(contentsOf: buf[0..<n])
-            while let nl = pending.firstIndex(of: 0x0A) {
-                try handle(pending[..<nl])
-                pending.removeSubrange(...nl)
+            var start = 0
+            while let nl = pending[start...].firstIndex(of: 0x0A) {
+                try handle(pending[start..<nl])
+                start = nl + 1
+            }
+            pending.removeSubrange(..<start)
+            // A line longer than any frame can carry is not a frame: bound the memory it takes.
+            if pending.count > Self.maximumLineBytes {
+                throw CLIError("\(name):\(lineNumber + 1): a line longer than \(Self.maximumLineBytes) bytes is not a monitor-format frame")
             }
         }
-        if !pending.isEmpty { try handle(pending[...]) }
-        try tx.finish()
+        if !pending.isEmpty, !stopRequested.load(ordering: .relaxed) { try handle(pending[...]) }
+        try finishUnlessInterrupted(sink: sink, what: "\(tx.framesSent) frame(s)") { try tx.finish() }
         if !quiet {
             printError("modem tx: \(tx.framesSent) frame(s) sent\(skipped > 0 ? ", \(skipped) malformed line(s) skipped" : "")")
         }

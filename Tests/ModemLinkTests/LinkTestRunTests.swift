@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 import ModemCodecs
 import ModemLink
@@ -31,7 +32,14 @@ struct LinkTestRunTests {
         #expect(test.phone.machine.state == .waitingDevice)
         #expect(test.device.machine.statistics.messagesDelivered == 5)
         #expect(test.phone.machine.statistics.messagesDelivered == 5)
-        #expect(report.json.hasPrefix("{\"exchanges\": 5, \"completed\": 5, \"timedOut\": 0, \"failed\": 0, "))
+        // The report round-trips through JSON with the names scripts read.
+        let json = try JSONEncoder().encode(report)
+        let fields = try #require(JSONSerialization.jsonObject(with: json) as? [String: Any])
+        for key in ["exchanges", "completed", "timedOut", "failed", "corruptDelivered", "duplicatesDelivered",
+                    "meanRoundTripMs", "goodputBps"] {
+            #expect(fields[key] != nil, "\(key) missing from \(String(decoding: json, as: UTF8.self))")
+        }
+        #expect(try JSONDecoder().decode(LinkTestReport.self, from: json) == report)
     }
 
     @Test("duplex, clean channel: 3 exchanges both ways complete")

@@ -66,18 +66,6 @@ public struct LinkTestReport: Sendable, Hashable, Codable {
 
     /// Creates an empty report.
     public init() {}
-
-    /// The one-line JSON summary: exchanges, completed, timedOut, failed, corruptDelivered,
-    /// duplicatesDelivered, meanRoundTripMs, goodputBps (then the extra counts).
-    public var json: String {
-        func f(_ v: Double) -> String { DecimalFormat.fixed(v, 1) }
-        return "{\"exchanges\": \(exchanges), \"completed\": \(completed), \"timedOut\": \(timedOut), \"failed\": \(failed), "
-            + "\"corruptDelivered\": \(corruptDelivered), \"duplicatesDelivered\": \(duplicatesDelivered), "
-            + "\"meanRoundTripMs\": \(f(meanRoundTripMs)), \"goodputBps\": \(f(goodputBps)), "
-            + "\"channelSeconds\": \(f(channelSeconds)), \"openCode\": \(openCode), \"framesSent\": \(framesSent), "
-            + "\"retransmissions\": \(retransmissions), \"framesDamaged\": \(framesDamaged), \"framesLost\": \(framesLost), "
-            + "\"duplicateFramesSuppressed\": \(duplicateFramesSuppressed)}"
-    }
 }
 
 /// Runs a phone against a device emulator over a ``LinkMedium`` and counts what really arrived.

@@ -127,7 +127,22 @@ public final class Receiver {
         guard settings.framing.isAsynchronous else {
             throw ModemSettingsError("framing \(settings.framing) is synchronous: use PacketReceiver")
         }
-        let reader = try AudioFileReader(path: path, channel: channel)
+        return try decodeFile(reader: AudioFileReader(path: path, channel: channel), settings: settings, threads: threads,
+                              shouldStop: shouldStop, onBytes: onBytes, onEvent: onEvent, onProgress: onProgress)
+    }
+
+    /// Decodes an audio file already opened (so a pipe or standard input is opened, and read, only
+    /// once). As ``decodeFile(path:channel:settings:threads:shouldStop:onBytes:onEvent:onProgress:)``;
+    /// the split onto two threads needs a seekable reader (the second half reopens `reader.path`).
+    public static func decodeFile(reader: AudioFileReader, settings: ModemSettings, threads: Int = 2,
+                                  shouldStop: () -> Bool = { false },
+                                  onBytes: ([UInt8]) throws -> Void,
+                                  onEvent: (ReceiverEvent) -> Void = { _ in },
+                                  onProgress: (Int) -> Void = { _ in }) throws -> ReceiverSummary {
+        guard settings.framing.isAsynchronous else {
+            throw ModemSettingsError("framing \(settings.framing) is synchronous: use PacketReceiver")
+        }
+        let path = reader.path, channel = reader.channel
         let config = try settings.configuration(sampleRate: reader.sampleRate)
         let shape = settings.framing.shape
         let rate = Double(reader.sampleRate)

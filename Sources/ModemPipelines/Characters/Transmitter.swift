@@ -46,7 +46,30 @@ public final class Transmitter {
         modulator = FSKModulator(configuration: try settings.configuration(sampleRate: sink.sampleRate), amplitude: amplitude)
         self.leaderBits = max(0, leaderBits)
         self.trailerBits = max(0, trailerBits)
+        // Bound the audio held at once (about 1 Mi samples), however slow the line: at 1 baud and
+        // 192 kHz one character is 2 Mi samples, and a batch of 1024 would be 8 GB.
+        let samplesPerBit = modulator.configuration.samplesPerBit
+        batchCharacters = max(1, min(1024, Int(Double(Self.blockSamples) / (samplesPerBit * settings.framing.shape.length))))
+        toneChunkBits = max(1, (Double(Self.blockSamples) / samplesPerBit).rounded(.down))
         if case .uart(let f) = settings.framing { uart = UARTEncoder(framing: f) }
+    }
+
+    /// Samples rendered before they are written: the bound of the memory a send takes.
+    static let blockSamples = 1 << 20
+    /// Characters rendered per batch.
+    private let batchCharacters: Int
+    /// Bits of a leader or trailer rendered at a time.
+    private let toneChunkBits: Double
+
+    /// Renders a steady tone of `bits` bit periods in bounded chunks, writing each.
+    private func sendTone(mark: Bool, bits: Double) throws {
+        var left = bits
+        while left > 0 {
+            let n = min(left, toneChunkBits)
+            modulator.appendTone(mark: mark, bits: n, to: &buffer)
+            try flush()
+            left -= n
+        }
     }
 
     /// Modulates `bytes` and writes them.
@@ -55,7 +78,7 @@ public final class Transmitter {
         buffer.removeAll(keepingCapacity: true)
         if !started {
             started = true
-            if leaderBits > 0 { modulator.appendTone(mark: true, bits: leaderBits, to: &buffer) }
+            if leaderBits > 0 { try sendTone(mark: true, bits: leaderBits) }
         }
         // Characters are rendered in batches: one modulator call per batch is much faster than
         // one per character, and a batch bounds the audio held in memory.
@@ -74,12 +97,12 @@ public final class Transmitter {
             for b in bytes {
                 if Int(b) >= limit { truncatedCount += 1 }
                 words.append(enc.encode(b))
-                if words.count == 1024 { try render() }
+                if words.count >= batchCharacters { try render() }
             }
         case .baudot:
             for b in bytes {
                 for code in baudot.encode(b) { words.append(UInt32(code) << 1) }
-                if words.count >= 1024 { try render() }
+                if words.count >= batchCharacters { try render() }
             }
         case .ax25:
             preconditionFailure("checked at init")
@@ -93,7 +116,7 @@ public final class Transmitter {
         guard !finished else { return }
         finished = true
         buffer.removeAll(keepingCapacity: true)
-        if started, trailerBits > 0 { modulator.appendTone(mark: true, bits: trailerBits, to: &buffer) }
+        if started, trailerBits > 0 { try sendTone(mark: true, bits: trailerBits) }
         try flush()
         try sink.finish()
     }

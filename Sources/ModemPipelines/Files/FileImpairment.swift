@@ -10,6 +10,11 @@ public enum FileImpairment {
     /// Only samples above -60 dBFS are counted, so leading and trailing silence do not lower it.
     public static func signalPower(path: String, channel: Int = 0) throws -> (power: Double, sampleRate: Int) {
         let r = try AudioFileReader(path: path, channel: channel)
+        return (try signalPower(reader: r), r.sampleRate)
+    }
+
+    /// Mean power of the samples `r` has still to give (as ``signalPower(path:channel:)``).
+    public static func signalPower(reader r: AudioFileReader) throws -> Double {
         var buf = [Float](repeating: 0, count: 65536)
         var sum = 0.0, n = 0
         while true {
@@ -25,7 +30,7 @@ public enum FileImpairment {
                 i = e
             }
         }
-        return (n > 0 ? sum / Double(n) : 0, r.sampleRate)
+        return n > 0 ? sum / Double(n) : 0
     }
 
     /// Copies `input` to `output` through the simulator.
@@ -37,11 +42,16 @@ public enum FileImpairment {
     public static func run(input: String, output: String, impairments: ChannelImpairments, snrDB: Double?,
                            channel: Int = 0, format: AudioSampleFormat = .pcm16) throws -> Double {
         var imp = impairments
+        let r = try AudioFileReader(path: input, channel: channel)
         if let snrDB {
-            let (p, _) = try signalPower(path: input, channel: channel)
+            guard r.isSeekable else {
+                throw AudioError(.unsupportedFormat, subject: input == "-" ? "standard input" : input,
+                                 message: "--snr measures the signal in a first pass, and a stream (pipe, standard input) cannot be rewound: save it to a file first")
+            }
+            let p = try signalPower(reader: r)
+            try r.seek(toFrame: 0)
             imp.noiseRMS = ChannelImpairments.noiseRMS(snrDB: snrDB, signalPower: p, gainDB: imp.gainDB)
         }
-        let r = try AudioFileReader(path: input, channel: channel)
         let w = try AudioFileWriter(path: output, sampleRate: r.sampleRate, format: format)
         var sim = ChannelSimulator(impairments: imp, sampleRate: Double(r.sampleRate))
         var buf = [Float](repeating: 0, count: 65536)

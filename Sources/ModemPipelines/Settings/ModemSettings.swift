@@ -25,6 +25,20 @@ public struct ModemSettings: Sendable, Hashable {
     /// True for baseband signalling (G3RUH 9600): there are no tones.
     public var isBaseband: Bool
 
+    /// Baud rates accepted: from 1 (slower would need hours of audio per character) to 48000
+    /// (a quarter of the highest sample rate, 192 kHz).
+    public static let baudRates: ClosedRange<Double> = 1...48000
+
+    /// The slowest line AX.25 framing is sent at (packet radio uses 300, 1200 and 9600).
+    public static let minimumPacketBaudRate: Double = 100
+
+    /// Checks a baud rate against ``baudRates``.
+    static func checkBaudRate(_ b: Double) throws(ModemSettingsError) {
+        guard b.isFinite, baudRates.contains(b) else {
+            throw ModemSettingsError("baud rate \(b) is outside \(Int(baudRates.lowerBound))...\(Int(baudRates.upperBound))")
+        }
+    }
+
     /// Resolves settings the way the CLI does.
     /// - Parameters:
     ///   - profile: a profile name (see ``FSKProfile/all``), or nil.
@@ -32,7 +46,8 @@ public struct ModemSettings: Sendable, Hashable {
     ///   - mark: overrides the mark frequency, Hz.
     ///   - space: overrides the space frequency, Hz.
     ///   - framing: `8N1`-style text or `baudot`; default: the profile's framing, else 8N1.
-    /// - Throws: ``ModemSettingsError`` for an unknown profile, conflicting or out-of-range values.
+    /// - Throws: ``ModemSettingsError`` for an unknown profile, conflicting or out-of-range values
+    ///   (a baud rate outside ``baudRates``, a tone that is not a positive frequency below 96 kHz).
     public init(profile: String? = nil, baudRate: Double? = nil, mark: Double? = nil, space: Double? = nil,
                 framing: String? = nil) throws {
         var p: FSKProfile
@@ -43,14 +58,19 @@ public struct ModemSettings: Sendable, Hashable {
             }
             p = found
             if let b = baudRate {
-                guard b.isFinite, b > 0 else { throw ModemSettingsError("baud rate must be a positive number, got \(b)") }
+                try Self.checkBaudRate(b)
                 p.baudRate = b
             }
         } else if let b = baudRate {
-            guard b.isFinite, b > 0 else { throw ModemSettingsError("baud rate must be a positive number, got \(b)") }
+            try Self.checkBaudRate(b)
             p = FSKProfile.forBaudRate(b)
         } else {
             p = .bell202
+        }
+        for (name, f) in [("mark", mark), ("space", space)] {
+            if let f, !(f.isFinite && f > 0 && f < 96000) {
+                throw ModemSettingsError("\(name) frequency \(f) Hz is outside 0 < f < 96000 Hz")
+            }
         }
         if let m = mark { p.markFrequency = m }
         if let s = space { p.spaceFrequency = s }
@@ -60,6 +80,10 @@ public struct ModemSettings: Sendable, Hashable {
         self.profileName = p.name
         self.isBaseband = p.isBaseband
         self.framing = try LineFraming(parsing: framing ?? p.defaultFraming)
+        if !self.framing.isAsynchronous, self.baudRate < Self.minimumPacketBaudRate {
+            // A frame is rendered whole: at 1 baud one would be gigabytes of audio.
+            throw ModemSettingsError("AX.25 framing needs at least \(Int(Self.minimumPacketBaudRate)) baud, got \(self.baudRate)")
+        }
         if isBaseband, self.framing.isAsynchronous {
             throw ModemSettingsError("profile \(p.name) carries AX.25 only (--framing ax25)")
         }

@@ -54,14 +54,39 @@ public enum PNGEncoder {
         return out
     }
 
-    /// Writes a PNG file (created or truncated, mode 0644).
+    /// Writes a PNG file (mode 0644 less the umask). A regular file is written under a temporary
+    /// name in the same folder and renamed over `path` once complete, so an existing file is only
+    /// replaced by a whole picture; anything else (a pipe, `/dev/stdout`) is written directly.
     /// - Throws: ``PNGWriteError`` naming the file and the system's reason.
     public static func write(_ image: PNGImage, to path: String, text: [(key: String, value: String)] = []) throws {
         let bytes = encode(image, text: text)
-        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        var st = stat()
+        let direct = stat(path, &st) == 0 && (st.st_mode & S_IFMT) != S_IFREG
+        if direct && (st.st_mode & S_IFMT) == S_IFDIR {
+            throw PNGWriteError(path: path, message: "is a directory", code: EISDIR)
+        }
+        var target = path
+        let fd: Int32
+        if direct {
+            fd = open(path, O_WRONLY | O_CLOEXEC)
+        } else {
+            var template = Array("\(path).XXXXXX".utf8CString)
+            fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            target = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if fd >= 0 {
+                let mask = umask(0)
+                umask(mask)
+                fchmod(fd, 0o666 & ~mask)
+            }
+        }
         guard fd >= 0 else {
             let e = errno
-            throw PNGWriteError(path: path, message: "cannot create: \(String(cString: strerror(e)))", code: e)
+            let why = e == ENOENT ? "the folder does not exist" : String(cString: strerror(e))
+            throw PNGWriteError(path: path, message: "cannot create: \(why)", code: e)
+        }
+        func fail(_ what: String, _ e: Int32) -> PNGWriteError {
+            if !direct { unlink(target) }
+            return PNGWriteError(path: path, message: "\(what): \(String(cString: strerror(e)))", code: e)
         }
         var written = 0
         while written < bytes.count {
@@ -72,14 +97,12 @@ public enum PNGEncoder {
                 let e = errno
                 if e == EINTR { continue }
                 close(fd)
-                throw PNGWriteError(path: path, message: "write failed: \(String(cString: strerror(e)))", code: e)
+                throw fail("write failed", e)
             }
             written += n
         }
-        if close(fd) != 0 {
-            let e = errno
-            throw PNGWriteError(path: path, message: "closing failed: \(String(cString: strerror(e)))", code: e)
-        }
+        if close(fd) != 0 { throw fail("closing failed", errno) }
+        if !direct && rename(target, path) != 0 { throw fail("cannot replace the file", errno) }
     }
 
     /// Each row prefixed by its filter type byte and filtered (None, Sub, Up, Average or Paeth,

@@ -41,7 +41,11 @@ public struct FileAnalysisReport: Sendable {
 ///   - pngPath: where to write the spectrogram (PNG), or nil for none.
 /// - Throws: `AudioError` when the file cannot be read, ``PNGWriteError`` when the picture cannot be written.
 public func analyzeFile(path: String, channel: Int = 0, pngPath: String? = nil) throws -> FileAnalysisReport {
-    var reader = try AudioFileReader(path: path, channel: channel)
+    let reader = try AudioFileReader(path: path, channel: channel)
+    guard reader.isSeekable else {
+        throw AudioError(.unsupportedFormat, subject: reader.path == "-" ? "standard input" : path,
+                         message: "the analysis reads a recording several times, and a stream (pipe, standard input) cannot be rewound: save it to a file first")
+    }
     guard FSKAnalyzer.sampleRates.contains(reader.sampleRate) else {
         throw AudioError(.unsupportedFormat, subject: path,
                          message: "sample rate \(reader.sampleRate) Hz is outside the \(FSKAnalyzer.sampleRates.lowerBound)...\(FSKAnalyzer.sampleRates.upperBound) Hz the analysis handles")
@@ -52,7 +56,7 @@ public func analyzeFile(path: String, channel: Int = 0, pngPath: String? = nil) 
     var buffer = [Float](repeating: 0, count: 16384)
     var firstPass = true
     repeat {
-        if !firstPass { reader = try AudioFileReader(path: path, channel: channel) }
+        if !firstPass { try reader.seek(toFrame: 0) }
         firstPass = false
         while true {
             let n = try buffer.withUnsafeMutableBufferPointer { try reader.read(into: $0) }

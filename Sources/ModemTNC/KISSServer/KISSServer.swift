@@ -33,8 +33,15 @@ public final class KISSServer {
     public let host: String
     /// The TCP port it listens on (the kernel's choice when created with port 0).
     public let port: Int
-    /// Connections served at once; more are accepted and closed at once.
+    /// Connections served at once. When all are taken, a new connection replaces the client idle
+    /// longest if that one has been idle at least ``evictionIdleSeconds``; otherwise it is closed.
     public let maximumClients: Int
+    /// Seconds without traffic (nothing read from the client, nothing written to it) after which a
+    /// client is disconnected; nil: never.
+    public let idleTimeoutSeconds: Double?
+    /// How long a client must have been idle before a new connection may take its place when the
+    /// server is full, so idle connections cannot lock newcomers out.
+    public let evictionIdleSeconds: Double
     /// The most bytes queued for one client before it is dropped as too slow.
     public let maximumOutputBytes: Int
     /// The most bytes read from one client per ``poll(timeoutMilliseconds:)``.
@@ -52,8 +59,10 @@ public final class KISSServer {
     public private(set) var clientsServed = 0
     /// Clients dropped because they read too slowly.
     public private(set) var clientsDroppedAsSlow = 0
-    /// Connections refused because ``maximumClients`` were connected.
+    /// Connections refused because ``maximumClients`` were connected and none was idle.
     public private(set) var clientsRefused = 0
+    /// Clients disconnected because they were idle (past the timeout, or to make room).
+    public private(set) var clientsDroppedAsIdle = 0
 
     private final class Client {
         let info: KISSClientInfo
@@ -62,10 +71,13 @@ public final class KISSServer {
         var output: [UInt8] = []
         var outputStart = 0
         var reportedGarbage = false
+        /// Monotonic time of the last byte read from or written to the client.
+        var lastActivity: Double
         var queued: Int { output.count - outputStart }
-        init(info: KISSClientInfo, fd: Int32) {
+        init(info: KISSClientInfo, fd: Int32, now: Double) {
             self.info = info
             self.fd = fd
+            self.lastActivity = now
         }
     }
 
@@ -79,10 +91,17 @@ public final class KISSServer {
     ///     1024 (default 1 MiB, several thousand frames).
     ///   - readChunkBytes: bytes read per client per poll, at least 1 (default 4096).
     ///   - socketSendBufferBytes: the kernel send buffer per connection, or nil for the default.
+    ///   - idleTimeoutSeconds: seconds without traffic before a client is disconnected (> 0), or nil
+    ///     (the default) for never.
+    ///   - evictionIdleSeconds: idle seconds after which a client gives its place to a new
+    ///     connection when the server is full (>= 0, default 5).
     /// - Throws: ``KISSServerError`` when the address does not resolve, the port is in use or not
     ///   allowed, or a socket call fails.
     public init(host: String = "127.0.0.1", port: Int, maximumClients: Int = 16, maximumOutputBytes: Int = 1 << 20,
-                readChunkBytes: Int = 4096, socketSendBufferBytes: Int? = nil) throws(KISSServerError) {
+                readChunkBytes: Int = 4096, socketSendBufferBytes: Int? = nil,
+                idleTimeoutSeconds: Double? = nil, evictionIdleSeconds: Double = 5) throws(KISSServerError) {
+        if let t = idleTimeoutSeconds { precondition(t > 0 && t.isFinite, "KISSServer idleTimeoutSeconds must be positive, got \(t)") }
+        precondition(evictionIdleSeconds >= 0 && evictionIdleSeconds.isFinite, "KISSServer evictionIdleSeconds must be 0 or more")
         precondition((0...65535).contains(port), "KISSServer port must be 0...65535, got \(port)")
         precondition(maximumClients >= 1, "KISSServer maximumClients must be at least 1, got \(maximumClients)")
         precondition(maximumOutputBytes >= 1024, "KISSServer maximumOutputBytes must be at least 1024, got \(maximumOutputBytes)")
@@ -95,6 +114,8 @@ public final class KISSServer {
         self.maximumOutputBytes = maximumOutputBytes
         self.readChunkBytes = readChunkBytes
         self.socketSendBufferBytes = socketSendBufferBytes
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.evictionIdleSeconds = evictionIdleSeconds
         readBuffer = [UInt8](repeating: 0, count: readChunkBytes)
     }
 
@@ -127,6 +148,7 @@ public final class KISSServer {
         var events = pendingEvents
         pendingEvents.removeAll()
         guard listener >= 0 else { return events }
+        dropIdleClients(into: &events)
         var fds = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
         for c in clients {
             fds.append(pollfd(fd: c.fd, events: Int16(POLLIN) | (c.queued > 0 ? Int16(POLLOUT) : 0), revents: 0))
@@ -204,6 +226,13 @@ public final class KISSServer {
                 // ECONNABORTED and the like: that connection is gone; EMFILE: try again next poll.
                 return
             case .connection(let fd, let peer):
+                let now = Self.now()
+                if clients.count >= maximumClients,
+                   let idlest = clients.min(by: { $0.lastActivity < $1.lastActivity }),
+                   now - idlest.lastActivity >= evictionIdleSeconds {
+                    clientsDroppedAsIdle += 1
+                    remove(idlest, reason: .idle(seconds: now - idlest.lastActivity), into: &events)
+                }
                 if clients.count >= maximumClients {
                     KISSServerSocket.close(fd)
                     clientsRefused += 1
@@ -214,7 +243,7 @@ public final class KISSServer {
                 let info = KISSClientInfo(id: nextID, peer: peer)
                 nextID += 1
                 clientsServed += 1
-                clients.append(Client(info: info, fd: fd))
+                clients.append(Client(info: info, fd: fd, now: now))
                 events.append(.connected(info))
             }
         }
@@ -230,6 +259,7 @@ public final class KISSServer {
         case .failed(let code):
             remove(client, reason: .connectionError(code: code), into: &events)
         case .bytes(let n):
+            client.lastActivity = Self.now()
             for frame in client.decoder.decode(readBuffer[0..<n]) {
                 events.append(.frame(frame, from: client.info))
             }
@@ -249,6 +279,7 @@ public final class KISSServer {
         case .failure(let f):
             return f.code == EPIPE ? .closedByClient : .connectionError(code: f.code)
         case .success(let n):
+            if n > 0 { client.lastActivity = Self.now() }
             client.outputStart += n
             if client.outputStart == client.output.count {
                 client.output.removeAll(keepingCapacity: client.output.capacity <= 65536)
@@ -259,6 +290,23 @@ public final class KISSServer {
             }
             return nil
         }
+    }
+
+    /// Disconnects the clients idle past ``idleTimeoutSeconds``.
+    private func dropIdleClients(into events: inout [KISSServerEvent]) {
+        guard let limit = idleTimeoutSeconds, !clients.isEmpty else { return }
+        let now = Self.now()
+        for client in clients where now - client.lastActivity >= limit {
+            clientsDroppedAsIdle += 1
+            remove(client, reason: .idle(seconds: now - client.lastActivity), into: &events)
+        }
+    }
+
+    /// Monotonic seconds.
+    static func now() -> Double {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
     }
 
     private func remove(_ client: Client, reason: KISSDisconnectReason, into events: inout [KISSServerEvent]) {

@@ -8,6 +8,9 @@ public enum KISSDisconnectReason: Sendable, Hashable, CustomStringConvertible {
     case outputOverflow(queuedBytes: Int, limit: Int)
     /// The server was closed.
     case serverClosed
+    /// Nothing was read from or written to the client for this many seconds (past the server's
+    /// idle timeout, or while the server was full and a new connection needed its place).
+    case idle(seconds: Double)
 
     public var description: String {
         switch self {
@@ -16,6 +19,7 @@ public enum KISSDisconnectReason: Sendable, Hashable, CustomStringConvertible {
         case .outputOverflow(let queued, let limit):
             return "dropped: it reads too slowly (\(queued) bytes waiting, limit \(limit))"
         case .serverClosed: return "server closed"
+        case .idle(let seconds): return "dropped: idle for \(Int(seconds)) s"
         }
     }
 }

@@ -106,6 +106,7 @@ public final class TNC {
         s.clientsServed = server.clientsServed
         s.clientsDroppedAsSlow = server.clientsDroppedAsSlow
         s.clientsRefused = server.clientsRefused
+        s.clientsDroppedAsIdle = server.clientsDroppedAsIdle
         s.kiss = server.kissStatistics
         s.slotsWaited = access.slotsWaited
         s.busyDeferrals = access.busyDeferrals

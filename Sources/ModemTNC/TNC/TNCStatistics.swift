@@ -19,6 +19,8 @@ public struct TNCStatistics: Sendable, CustomStringConvertible {
     public var clientsDroppedAsSlow = 0
     /// Connections refused because too many clients were connected.
     public var clientsRefused = 0
+    /// Clients disconnected as idle (past the idle timeout, or to make room for a new one).
+    public var clientsDroppedAsIdle = 0
     /// What the clients' KISS decoders counted (garbage bytes, bad escapes, ...).
     public var kiss = KISSDecoderStatistics()
     /// Persistence draws lost (slot times waited) before transmitting.
@@ -38,6 +40,7 @@ public struct TNCStatistics: Sendable, CustomStringConvertible {
                      "\(clientsServed) client\(clientsServed == 1 ? "" : "s") served"]
         if clientsDroppedAsSlow > 0 { parts.append("\(clientsDroppedAsSlow) dropped as too slow") }
         if clientsRefused > 0 { parts.append("\(clientsRefused) refused") }
+        if clientsDroppedAsIdle > 0 { parts.append("\(clientsDroppedAsIdle) dropped as idle") }
         parts.append("KISS: \(kiss.frames) frame\(kiss.frames == 1 ? "" : "s"), " + TNCEvent.garbage(kiss))
         return parts.joined(separator: ", ")
     }
