@@ -3,7 +3,7 @@
 # only what is missing, and runs `apt-get update` only when something must be installed.
 set -euo pipefail
 packages=(
-  pkg-config libasound2-dev libfftw3-dev libsndfile1-dev   # build: alsa-lib, FFTW, libsndfile
+  pkg-config libasound2-dev libfftw3-dev libsndfile1-dev zlib1g-dev   # build: alsa-lib, FFTW, libsndfile, zlib
   minimodem direwolf multimon-ng sox bc                    # peers and tools for tests and benchmarks
   pulseaudio libasound2-plugins alsa-utils                 # the sound-card loopback for ALSA tests
 )
