@@ -5,6 +5,7 @@
 #   FILES=24 scripts/bench-ax25-corrupt.sh         # more files (seeds 1...FILES)
 #   FIRST=101 FILES=60 scripts/bench-ax25-corrupt.sh   # other files: seeds 101...160
 #   SNRS="-5 -4 -3 -2" scripts/bench-ax25-corrupt.sh
+#   PROFILE=g3ruh scripts/bench-ax25-corrupt.sh    # 9600 baud G3RUH (default SNRs 3, 4, 5 dB)
 #   MODEM=/path/to/modem scripts/bench-ax25-corrupt.sh   # skip the build, use this binary
 #   KEEP=DIR scripts/bench-ax25-corrupt.sh         # keep the files (texts, WAVs, outputs) in DIR
 #
@@ -12,11 +13,12 @@
 #   1. FRAMES frames of random text (python3 `random` seeded with i, never used elsewhere): random
 #      callsigns and SSIDs, destinations, 0-3 digipeaters (sometimes one marked repeated), an
 #      information field of 8-90 printable ASCII characters; written as TNC2 monitor lines;
-#   2. `modem tx --profile bell202 --framing ax25 --rate 44100` makes the clean WAV;
+#   2. `modem tx --profile PROFILE --framing ax25 --rate 44100` makes the clean WAV (PROFILE bell202 by
+#      default, or g3ruh);
 #   3. `modem impair --snr S --seed i --format s16` adds white noise, S taken in turn from SNRS
 #      (the first file at the first, the second at the second, ...);
-#   4. decoded by `modem rx --profile bell202 --framing ax25 --stats` and `atest -P E+ -F 1`
-#      (atest's "[n] SRC>DST...:info" lines);
+#   4. decoded by `modem rx --profile PROFILE --framing ax25 --stats` and `atest -P E+ -F 1` (for
+#      g3ruh `atest -B 9600 -P E+ -F 1`) (atest's "[n] SRC>DST...:info" lines);
 #   5. per tool and file, the unique decoded lines are counted as true (exactly one of the sent lines)
 #      or corrupt (not one of them): a corrupt frame is one that was never sent.
 # Prints one line per file and a total, the corrupt lines themselves, and our --stats counts summed.
@@ -27,7 +29,13 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 FILES="${FILES:-12}"
 FIRST="${FIRST:-1}"
 FRAMES="${FRAMES:-60}"
-SNRS="${SNRS:--4 -3 -2}"
+PROFILE="${PROFILE:-bell202}"
+case "$PROFILE" in
+    bell202) ATEST_OPTS="-P E+ -F 1"; SNRS="${SNRS:--4 -3 -2}" ;;
+    # About half the frames decode at these SNRs (white noise over the whole 22 kHz band).
+    g3ruh) ATEST_OPTS="-B 9600 -P E+ -F 1"; SNRS="${SNRS:-3 4 5}" ;;
+    *) echo "PROFILE must be bell202 or g3ruh" >&2; exit 2 ;;
+esac
 SCRATCH="${SCRATCH:-$ROOT/.build}"
 if [ -n "${KEEP:-}" ]; then WORK="$KEEP"; mkdir -p "$WORK"; else
     WORK="$(mktemp -d /tmp/bench-ax25-corrupt.XXXXXX)"; trap 'rm -rf "$WORK"' EXIT; fi
@@ -72,27 +80,28 @@ for b in sorted(bad):
 EOF
 
 read -r -a snrs <<< "$SNRS"
-echo "== $FILES files x $FRAMES frames (seeds $FIRST...$((FIRST + FILES - 1))), white noise at SNR ${snrs[*]} dB (file i: seed i, SNR in turn)"
+echo "== $PROFILE: $FILES files x $FRAMES frames (seeds $FIRST...$((FIRST + FILES - 1))), white noise at SNR ${snrs[*]} dB (file i: seed i, SNR in turn)"
 t_ours=0; c_ours=0; t_dw=0; c_dw=0
 : > "$WORK/corrupt.txt"; : > "$WORK/stats.txt"
 for ((i = FIRST; i < FIRST + FILES; i++)); do
     s=${snrs[$(((i - FIRST) % ${#snrs[@]}))]}
     python3 "$WORK/gen.py" "$i" "$FRAMES" > "$WORK/f$i.txt"
-    "$MODEM" tx --profile bell202 --framing ax25 --rate 44100 -q --out "$WORK/c$i.wav" "$WORK/f$i.txt"
+    "$MODEM" tx --profile "$PROFILE" --framing ax25 --rate 44100 -q --out "$WORK/c$i.wav" "$WORK/f$i.txt"
     "$MODEM" impair "$WORK/c$i.wav" "$WORK/n$i.wav" --snr "$s" --seed "$i" --format s16
-    "$MODEM" rx --profile bell202 --framing ax25 --stats "$WORK/n$i.wav" > "$WORK/o$i.txt" 2> "$WORK/o$i.err"
+    "$MODEM" rx --profile "$PROFILE" --framing ax25 --stats "$WORK/n$i.wav" > "$WORK/o$i.txt" 2> "$WORK/o$i.err"
     grep -h 'frames decoded' "$WORK/o$i.err" | tr '\n' ' ' >> "$WORK/stats.txt" || true
     { grep -h 'repairs rejected' "$WORK/o$i.err" || true; echo; } >> "$WORK/stats.txt"
-    atest -P E+ -F 1 "$WORK/n$i.wav" > "$WORK/a$i.txt" 2>&1 || true
+    # shellcheck disable=SC2086
+    atest $ATEST_OPTS "$WORK/n$i.wav" > "$WORK/a$i.txt" 2>&1 || true
     python3 "$WORK/count.py" "$WORK/f$i.txt" "$WORK/o$i.txt" ours > "$WORK/co$i.txt"
     python3 "$WORK/count.py" "$WORK/f$i.txt" "$WORK/a$i.txt" atest > "$WORK/ca$i.txt"
     read -r to co < "$WORK/co$i.txt"; read -r ta ca < "$WORK/ca$i.txt"
     sed -n "s/^CORRUPT /file $i ours:  /p" "$WORK/co$i.txt" >> "$WORK/corrupt.txt"
     sed -n "s/^CORRUPT /file $i atest: /p" "$WORK/ca$i.txt" >> "$WORK/corrupt.txt"
-    printf 'file %2d  SNR %3s dB  ours %2d true %d corrupt   atest -P E+ -F 1 %2d true %d corrupt\n' "$i" "$s" "$to" "$co" "$ta" "$ca"
+    printf 'file %2d  SNR %3s dB  ours %2d true %d corrupt   atest %s %2d true %d corrupt\n' "$i" "$s" "$to" "$co" "$ATEST_OPTS" "$ta" "$ca"
     t_ours=$((t_ours + to)); c_ours=$((c_ours + co)); t_dw=$((t_dw + ta)); c_dw=$((c_dw + ca))
 done
-echo "== total of $((FILES * FRAMES)) frames sent: ours $t_ours true, $c_ours corrupt; atest -P E+ -F 1 $t_dw true, $c_dw corrupt"
+echo "== total of $((FILES * FRAMES)) frames sent: ours $t_ours true, $c_ours corrupt; atest $ATEST_OPTS $t_dw true, $c_dw corrupt"
 cat "$WORK/corrupt.txt"
 # Our --stats lines summed field by field (the numbers in order).
 python3 - "$WORK/stats.txt" <<'EOF'

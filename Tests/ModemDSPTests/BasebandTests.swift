@@ -1,3 +1,4 @@
+import Foundation
 import ModemDSP
 import Testing
 
@@ -169,6 +170,55 @@ struct BasebandBitDemodulatorTests {
         offset.process(audio, into: &bits)
         #expect(Set(bits.map(\.slicer)) == [7, 8])
         #expect(offset.firstSlicer == 7)
+    }
+
+    @Test("confidence: in 0...1, near 1 for clean bits; under noise the wrong bits are among the least confident")
+    func confidence() {
+        let data = randomBits(4000, seed: 51)
+        let audio = modulate(withPreamble(data), sampleRate: 44100, baudRate: 9600)
+        let clean = demodulate(audio, sampleRate: 44100, baudRate: 9600, slicers: [(0.65, 0)])[0]
+        guard let at = find(data, in: clean.map(\.mark)) else { Issue.record("clean data not found"); return }
+        let cleanConfidence = clean[at..<(at + data.count)].map(\.confidence)
+        #expect(clean.allSatisfy { (0...1).contains($0.confidence) })
+        let sortedClean = cleanConfidence.sorted()
+        #expect(sortedClean[sortedClean.count / 2] > 0.8, "median \(sortedClean[sortedClean.count / 2])")
+        #expect(sortedClean[sortedClean.count / 100] > 0.3, "1st percentile \(sortedClean[sortedClean.count / 100])")
+
+        // White noise at about 3 dB SNR: some bits wrong.
+        let power = audio.reduce(0) { $0 + $1 * $1 } / Float(audio.count)
+        let sigma = (power / 2).squareRoot()
+        var rng = SplitMix64(seed: 52)
+        let noisy = audio.map { x -> Float in
+            // Box-Muller
+            let u = Float.random(in: Float.ulpOfOne..<1, using: &rng), v = Float.random(in: 0..<1, using: &rng)
+            return x + sigma * (-2 * log(u)).squareRoot() * cos(2 * .pi * v)
+        }
+        let bits = demodulate(noisy, sampleRate: 44100, baudRate: 9600, slicers: [(0.65, 0)])[0]
+        #expect(bits.allSatisfy { (0...1).contains($0.confidence) })
+        // Each noisy decision against the clean decision nearest in time (the clean decode is right: the
+        // data was found in it); this holds across a slip of the noisy PLL.
+        let spb = 44100.0 / 9600
+        var j = 0
+        var received: [(bit: SlicedBit, sent: Bool)] = []
+        for b in bits {
+            while j + 1 < clean.count && abs(clean[j + 1].sample - b.sample) <= abs(clean[j].sample - b.sample) { j += 1 }
+            guard (at..<(at + data.count)).contains(j), Double(abs(clean[j].sample - b.sample)) < spb / 2 else { continue }
+            received.append((b, clean[j].mark))
+        }
+        #expect(received.count > data.count * 9 / 10)
+        let mean = { (a: [Float]) in a.reduce(0, +) / Float(max(1, a.count)) }
+        let wrong = received.filter { $0.bit.mark != $0.sent }.map(\.bit.confidence)
+        let right = received.filter { $0.bit.mark == $0.sent }.map(\.bit.confidence)
+        #expect(wrong.count > 10 && wrong.count < received.count / 10, "\(wrong.count) wrong of \(received.count)")
+        print("baseband confidence, 3 dB SNR: \(wrong.count) wrong of \(received.count), mean confidence wrong \(mean(wrong)), right \(mean(right))")
+        #expect(mean(wrong) < 0.35, "wrong bits: mean confidence \(mean(wrong))")
+        #expect(mean(right) > 2 * mean(wrong), "right \(mean(right)), wrong \(mean(wrong))")
+        // Most wrong bits lie in the least confident tenth.
+        let tenth = received.map(\.bit.confidence).sorted()[received.count / 10]
+        #expect(wrong.filter { $0 <= tenth }.count * 10 >= wrong.count * 8, "\(wrong.filter { $0 <= tenth }.count) of \(wrong.count) below \(tenth)")
+        // Silence: no signal, no confidence.
+        let silence = demodulate([Float](repeating: 0, count: 4800), sampleRate: 48000, baudRate: 9600)[0]
+        #expect(silence.allSatisfy { $0.confidence == 0 })
     }
 
     @Test("silence and noise alone: no crash; noise gives bits at the bit rate, silence at most a steady level")

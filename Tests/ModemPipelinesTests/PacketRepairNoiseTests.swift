@@ -23,11 +23,11 @@ struct PacketRepairNoiseTests {
         }
     }
 
-    /// Transmits `frames` at 1200 baud, adds white noise at `snr` dB (against the mean power of the
-    /// whole signal) and receives it; `configure` may change the receiver first.
-    static func receive(_ frames: [AX25Frame], snr: Float, seed: UInt64,
+    /// Transmits `frames` with `profile` (1200 baud AFSK by default), adds white noise at `snr` dB
+    /// (against the mean power of the whole signal) and receives it; `configure` may change the receiver first.
+    static func receive(_ frames: [AX25Frame], profile: String = "bell202", snr: Float, seed: UInt64,
                         configure: (PacketReceiver) -> Void = { _ in }) throws -> (lines: [String], statistics: PacketStatistics) {
-        let settings = try ModemSettings(profile: "bell202", framing: "ax25")
+        let settings = try ModemSettings(profile: profile, framing: "ax25")
         let sink = MemorySink(sampleRate: 44100)
         let tx = try PacketTransmitter(settings: settings, sink: sink, gapSeconds: 0.3)
         for f in frames { try tx.send(f) }
@@ -66,6 +66,27 @@ struct PacketRepairNoiseTests {
         #expect(all.statistics.repairTrials > 5 * stats.repairTrials, "\(all.statistics) against \(stats)")
         #expect(limited.lines.count + 3 >= all.lines.count, "\(limited.lines.count) against \(all.lines.count)")
         print("SNR -4.5 dB, 30 frames: 32 positions:", stats, "; all positions:", all.statistics, "never sent:", allCorrupt)
+    }
+
+    @Test("G3RUH 9600, SNR 2 dB: every delivered frame was sent; repair tries at most 32 positions per damaged copy")
+    func g3ruhLeastConfident() throws {
+        var random = TestRandom(seed: 9600)
+        let frames = Self.frames(count: 30, using: &random)
+        let sent = Set(frames.map { $0.monitorLine() })
+        let limited = try Self.receive(frames, profile: "g3ruh", snr: 2, seed: 7)
+        let all = try Self.receive(frames, profile: "g3ruh", snr: 2, seed: 7) { $0.repairPositions = Int.max }
+        let stats = limited.statistics
+        #expect(Set(limited.lines).isSubset(of: sent), "never sent: \(Set(limited.lines).subtracting(sent))")
+        #expect(limited.lines.count >= 8, "\(limited.lines.count) of 30; \(stats)")
+        #expect(stats.crcFailures + stats.repaired > 0, "no damaged frames: \(stats)")
+        // At most nine distinct copies (slicers) per damaged frame, 32 positions each: trying every
+        // position (about 500-900 per copy) would break this.
+        let damaged = stats.crcFailures + stats.repaired
+        #expect(stats.repairTrials <= damaged * 9 * 32, "\(stats)")
+        #expect(all.statistics.repairTrials > 5 * stats.repairTrials, "\(all.statistics) against \(stats)")
+        #expect(limited.lines.count + 3 >= all.lines.count, "\(limited.lines.count) against \(all.lines.count)")
+        print("G3RUH SNR 2 dB, 30 frames: 32 positions:", stats, "; all positions:", all.statistics,
+              "never sent:", Set(all.lines).subtracting(sent))
     }
 
     @Test("the least confident positions come first")

@@ -13,6 +13,17 @@ import Darwin
 ///
 /// Slicers with the same window share its running sum: each window is evaluated once per sample
 /// (linear interpolation at a fixed fractional offset), then compared with each slicer's level.
+///
+/// ## Confidence
+///
+/// Each bit's ``SlicedBit/confidence`` is the distance of the slicer's decision statistic from its
+/// slicing level at the sampling instant, relative to the level a clean full bit would reach:
+/// `min(1, |sum - threshold * rms * w| / (rms * w))`, where `sum` is the window's integral of the
+/// DC-free signal, `w` the window length in bits and `rms` the running RMS of one-bit integrals (so
+/// `rms * w` is about what a window wholly inside one bit of a clean signal integrates to). A bit sampled
+/// in the middle of a clean, open eye scores near 1; a bit whose statistic lies near the slicing level
+/// (noise, a closed eye, a sampling instant on a transition) scores near 0, and is the likeliest to be
+/// wrong. Silence (zero RMS) scores 0.
 public struct BasebandBitDemodulator: Sendable {
     /// Samples per second, in Hz.
     public let sampleRate: Double
@@ -186,7 +197,11 @@ public struct BasebandBitDemodulator: Sendable {
                         // The wrap fell between the previous sample and this one: interpolate there.
                         let over = min(1, phase / phaseStep)
                         let at = v - (v - last) * over
-                        perSlicer[k].append(SlicedBit(slicer: firstSlicer + k, mark: at >= 0, confidence: 1, sample: first + n))
+                        // Distance from the slicing level, relative to a clean bit's integral.
+                        let scale = rows[n] * bits
+                        let confidence = scale > 0 ? Float(min(1, abs(at) / scale)) : 0
+                        perSlicer[k].append(SlicedBit(slicer: firstSlicer + k, mark: at >= 0, confidence: confidence,
+                                                      sample: first + n))
                     }
                     last = v
                 }

@@ -308,7 +308,7 @@ public final class PacketReceiver {
             cursor[pick] += 1
             switch e.output {
             case .frame(let f): hold(f.bytes, end: e.sample, repaired: 0, slicer: e.slicer)
-            case .damaged(let candidate): damaged.append((e.sample, e.slicer, candidate, nil))
+            case .damaged(let candidate): damaged.append((e.sample, e.slicer, candidate, e.confidence))
             }
         }
         for l in lanes.indices { lanes[l].events.removeAll(keepingCapacity: true) }
@@ -341,14 +341,16 @@ public final class PacketReceiver {
     /// per bit of the frame).
     static let repairAttempts = 9
 
-    /// The line bits tried per damaged AFSK frame copy: the ones the slicer was least sure of
+    /// The line bits tried per damaged AX.25 frame copy: the ones the slicer was least sure of
     /// (smallest ``SlicedBit/confidence``). Every position tried is about a 1 in 65,536 chance that a
     /// frame that cannot be repaired passes its FCS anyway, so trying 32 instead of all (about 830 on a
     /// 100-byte frame) makes such false repairs about 25 times rarer. On 32 files of 60 frames at
     /// -4...-2 dB (scripts/bench-ax25-corrupt.sh) all positions gave 1222 true frames and 11 false FCS
     /// passes (all rejected by ``AX25Plausibility``), 64: 1211 and 2, 32: 1201 and 1, 16: 1187 and 0;
     /// `gen_packets -n 100` gave 80 at 1200 baud and 78 at 300 with any of these. The baseband (G3RUH)
-    /// path has no confidences and tries every position. Formats other than AX.25 (the link modem's
+    /// path does the same with ``BasebandBitDemodulator``'s confidences: position p is the line bit with
+    /// HDLC bit index p, whose error the descrambler and NRZI spread to data bits p, p + 1, p + 12,
+    /// p + 13, p + 17, p + 18 (the repair pattern). Formats other than AX.25 (the link modem's
     /// frames) default to `Int.max`: every position, in line order, as before.
     public var repairPositions: Int
 
@@ -435,6 +437,9 @@ private struct BasebandLane {
         var sample: Int
         var slicer: Int
         var output: HDLCDecoderOutput
+        /// For a damaged frame, the confidence of the line bits that gave its raw bits (the line bit with
+        /// HDLC bit index i first reaches data bit i), when still held.
+        var confidence: [Float]? = nil
     }
 
     var demodulator: BasebandBitDemodulator
@@ -442,6 +447,9 @@ private struct BasebandLane {
     var nrzi: [NRZIDecoder]
     var hdlc: [HDLCDecoder]
     var bits: [[SlicedBit]]
+    /// Per slicer, the confidence of its recent line bits, and the HDLC bit index of the first.
+    var confidence: [[Float]]
+    var confidenceStart: [Int]
     /// Frames and damaged frames of the length looked for, in order of sample then slicer.
     var events: [Event] = []
 
@@ -452,23 +460,42 @@ private struct BasebandLane {
         nrzi = Array(repeating: NRZIDecoder(), count: n)
         hdlc = Array(repeating: decoder, count: n)
         bits = Array(repeating: [], count: n)
+        confidence = Array(repeating: [], count: n)
+        confidenceStart = Array(repeating: 0, count: n)
     }
 
     mutating func process(_ samples: UnsafeBufferPointer<Float>, minimumBits: Int, maximumBits: Int) {
         demodulator.process(samples, perSlicer: &bits)
         let start = events.count
+        // Confidences of the line bits that make up the longest frame, and then some.
+        let keep = maximumBits + maximumBits / 4 + 64
         for k in bits.indices {
             var descrambler = descramblers[k], nrzi = self.nrzi[k], hdlc = self.hdlc[k]
+            var confidence = self.confidence[k], confidenceStart = self.confidenceStart[k]
+            self.confidence[k] = []
             for b in bits[k] {
+                // The line bit with HDLC bit index i is descrambled into bits i, i + 12 and i + 17, and
+                // NRZI spreads each to the next bit too: it first reaches data bit i, which is where
+                // the repair pattern [0, 1, 12, 13, 17, 18] starts.
+                confidence.append(b.confidence)
                 let bit = nrzi.decode(descrambler.descramble(b.mark))
-                guard let out = hdlc.decode(bit) else { continue }
+                let out = hdlc.decode(bit)
+                if confidence.count >= 2 * keep {
+                    confidence.removeFirst(confidence.count - keep)
+                    confidenceStart = hdlc.bitIndex - keep
+                }
+                guard let out else { continue }
+                var lineConfidence: [Float]? = nil
                 if case .damaged(let candidate) = out {
                     let n = candidate.rawBits.count
                     guard n >= minimumBits && n <= maximumBits else { continue }
+                    let from = candidate.startBitIndex - confidenceStart
+                    if from >= 0 && from + n <= confidence.count { lineConfidence = Array(confidence[from..<(from + n)]) }
                 }
-                events.append(Event(sample: b.sample, slicer: b.slicer, output: out))
+                events.append(Event(sample: b.sample, slicer: b.slicer, output: out, confidence: lineConfidence))
             }
             descramblers[k] = descrambler; self.nrzi[k] = nrzi; self.hdlc[k] = hdlc
+            self.confidence[k] = confidence; self.confidenceStart[k] = confidenceStart
             bits[k].removeAll(keepingCapacity: true)
         }
         events[start...].sort { ($0.sample, $0.slicer) < ($1.sample, $1.slicer) }
