@@ -122,14 +122,7 @@ final class SndFileInput {
     // MARK: Virtual I/O
 
     func seek(_ offset: Int64, _ whence: Int32) -> Int64 {
-        let target: Int64
-        switch whence {
-        case SEEK_SET: target = offset
-        case SEEK_CUR: target = position + offset
-        case SEEK_END: target = length + offset
-        default: return -1
-        }
-        guard target >= 0 else { return -1 }
+        guard let target = seekTarget(offset, whence, current: position, end: length) else { return -1 }
         if !isStream {
             let r = lseek(fd, off_t(target), SEEK_SET)
             if r < 0 { return -1 }
@@ -200,4 +193,17 @@ final class SndFileInput {
 struct SndFileInputError: Error {
     var message: String
     init(_ message: String) { self.message = message }
+}
+
+/// Where a libsndfile virtual-I/O seek (`lseek`'s `offset` and `whence`) lands, given the current
+/// position and the end; nil for an unknown `whence` or a target before the start.
+func seekTarget(_ offset: Int64, _ whence: Int32, current: Int64, end: Int64) -> Int64? {
+    let target: Int64
+    switch whence {
+    case SEEK_SET: target = offset
+    case SEEK_CUR: target = current + offset
+    case SEEK_END: target = end + offset
+    default: return nil
+    }
+    return target >= 0 ? target : nil
 }

@@ -26,14 +26,7 @@ final class SndFileOutput {
     deinit { _ = close(fd) }
 
     func seek(_ offset: Int64, _ whence: Int32) -> Int64 {
-        let target: Int64
-        switch whence {
-        case SEEK_SET: target = offset
-        case SEEK_CUR: target = position + offset
-        case SEEK_END: target = sent + offset
-        default: return -1
-        }
-        guard target >= 0 else { return -1 }
+        guard let target = seekTarget(offset, whence, current: position, end: sent) else { return -1 }
         position = target
         return position
     }
