@@ -52,8 +52,11 @@ struct AudioJackManagerTests {
     @Test("return codes of calls in the wrong state, and oversized data")
     func badCalls() async throws {
         let config = LinkConfiguration(maximumMessageSize: 100)
-        let (phone, device) = try rig(config)
-        defer { device.stop() }
+        // The device answers only once the test lets it, so the first facade exchange is surely still
+        // under way when the second is refused (on the fast in-memory line it could otherwise finish first).
+        let gate = DispatchSemaphore(value: 0)
+        let (phone, device) = try rig(config, handler: { data in _ = gate.wait(timeout: .now() + 20); return data })
+        defer { gate.signal(); device.stop() }
         await #expect(throws: LinkError.notOpened) { try await phone.cancel() }
         #expect(await onThread { phone.cancelExchange() } == -2)
         await #expect(throws: LinkError.notOpened) { try await phone.exchange([1], timeout: .seconds(5)) }
@@ -72,6 +75,7 @@ struct AudioJackManagerTests {
         let recorder = Recorder()
         #expect(await onThread { phone.exchangeData(Array(repeating: 7, count: 50), timeout: 30, callback: recorder) } == 0)
         #expect(await onThread { phone.exchangeData([1], timeout: 30, callback: recorder) } == -1)
+        gate.signal()
         for _ in 0..<2000 where !recorder.calls.withLock({ $0.contains("receive 50") }) { try await Task.sleep(for: .milliseconds(5)) }
         #expect(recorder.calls.withLock { $0 } == ["sendOK", "receive 50"])
         await phone.closeResources()
