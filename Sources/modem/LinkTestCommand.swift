@@ -33,7 +33,7 @@ struct LinkTestCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("ALSA device for --channel alsa (both ends play and record on it).", valueName: "NAME"))
     var device: String = "default"
     @OptionGroup var link: LinkOptions
-    @Option(help: ArgumentHelp("Exchanges to run.", valueName: "N")) var count: Int = 10
+    @Option(help: ArgumentHelp("Exchanges to run (0: only open, handshake and close).", valueName: "N")) var count: Int = 10
     @Option(help: ArgumentHelp("Bytes sent each way per exchange (1...1048576).", valueName: "BYTES")) var size: Int = 64
     @Option(parsing: .unconditional, help: ArgumentHelp("Full-band signal-to-noise ratio in dB (loopback).", valueName: "DB"))
     var snr: Double?

@@ -184,6 +184,11 @@ extension TxCommand {
             }
         }
         if !pending.isEmpty, !stopRequested.load(ordering: .relaxed) { try handle(pending[...]) }
+        // Input that held lines but not one frame is bad input, not an empty transmission: the output
+        // is left as it was.
+        if tx.framesSent == 0, skipped > 0, !stopRequested.load(ordering: .relaxed) {
+            throw CLIError("\(name): none of its \(skipped) line(s) is a monitor-format frame (SOURCE>DESTINATION:information); nothing was sent")
+        }
         try finishUnlessInterrupted(sink: sink, what: "\(tx.framesSent) frame(s)") { try tx.finish() }
         if !quiet {
             printError("modem tx: \(tx.framesSent) frame(s) sent\(skipped > 0 ? ", \(skipped) malformed line(s) skipped" : "")")

@@ -127,4 +127,16 @@ struct PacketRadioTests {
         let rx = try await modem(["rx", "--profile", "bell202", "--framing", "ax25", "-q", dir.file("p.wav")])
         #expect(rx.stdoutText == "N0CALL>APRS:one\nN0CALL>APRS:three\n")
     }
+
+    @Test("Input with no frame at all is an error, and an existing output is left as it was")
+    func noFrameAtAll() async throws {
+        let dir = try Scratch()
+        let input = try dir.write("in.txt", "not a frame\nneither is this\n")
+        let out = try dir.write("p.wav", "keep me")
+        let tx = try await modem(["tx", "--profile", "bell202", "--framing", "ax25", "--out", out, input])
+        #expect(tx.status == 1, "\(tx)")
+        #expect(tx.stderrText.contains("nothing was sent"), "\(tx.stderrText)")
+        #expect(try readBytes(out) == Array("keep me".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).sorted() == ["in.txt", "p.wav"])
+    }
 }
