@@ -64,6 +64,8 @@ public final class AudioFileReader: AudioSource {
 
     /// Samples that were not finite (NaN, infinity) and were read as silence (0), so far.
     public private(set) var nonFiniteSampleCount = 0
+    /// Whether the file's encoding is floating point (only then can samples be non-finite or huge).
+    private let storesFloats: Bool
     /// Samples beyond ±``sampleLimit`` that were clipped to it, so far.
     public private(set) var clippedSampleCount = 0
     /// The largest magnitude a sample is read with: 60 dB above full scale. Larger values (a float
@@ -156,6 +158,10 @@ public final class AudioFileReader: AudioSource {
         // A stream of unknown length: 0 (unknown), not the placeholder's 4 GiB.
         self.declaredFrameCount = input.isStream && input.length >= Int64(UInt32.max) ? 0 : Int64(info.frames)
         self.formatDescription = AudioFileReader.describe(format: info.format)
+        // Only floating-point encodings can hold non-finite or out-of-range values: integer ones are
+        // scaled to -1...1 by libsndfile, so their samples need no checking.
+        let subtype = info.format & Int32(SF_FORMAT_SUBMASK)
+        self.storesFloats = subtype == Int32(SF_FORMAT_FLOAT) || subtype == Int32(SF_FORMAT_DOUBLE)
         // Normalise integer formats to -1...1 even when the file has a peak chunk.
         sf_command(h, Int32(SFC_SET_NORM_FLOAT), nil, Int32(SF_TRUE))
     }
@@ -167,7 +173,12 @@ public final class AudioFileReader: AudioSource {
 
     /// Replaces non-finite samples by 0 and clips huge ones to ±``sampleLimit``, counting both.
     private func sanitize(_ p: UnsafeMutablePointer<Float>, _ n: Int) {
+        guard storesFloats else { return }
         let limit = Self.sampleLimit
+        // A branch-free scan first (the common case: nothing to mend), then the mending pass.
+        var bad = false
+        for i in 0..<n { bad = bad || !(abs(p[i]) <= limit) }
+        guard bad else { return }
         for i in 0..<n where !(abs(p[i]) <= limit) {
             if p[i].isFinite {
                 p[i] = p[i] > 0 ? limit : -limit
