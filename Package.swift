@@ -17,6 +17,7 @@ let package = Package(
         .library(name: "ModemPipelines", targets: ["ModemPipelines"]),
         .library(name: "ModemTNC", targets: ["ModemTNC"]),
         .library(name: "ModemPlot", targets: ["ModemPlot"]),
+        .library(name: "ModemLinkProtocol", targets: ["ModemLinkProtocol"]),
         .library(name: "ModemLink", targets: ["ModemLink"]),
     ],
     dependencies: [
@@ -37,10 +38,13 @@ let package = Package(
         .target(name: "ModemPipelines", dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"]),
         .target(name: "ModemTNC", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
         .target(name: "ModemPlot", dependencies: ["ModemDSP", "ModemAudio", "CZlib"]),
-        .target(name: "ModemLink", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(name: "ModemLinkProtocol", dependencies: ["ModemCodecs"]),
+        .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
         .target(
             name: "SwiftModem",
-            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLink"]
+            dependencies: [
+                "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLink",
+            ]
         ),
         .executableTarget(
             name: "modem",

@@ -6,6 +6,7 @@
 @_exported import ModemCodecs
 @_exported import ModemDSP
 @_exported import ModemLink
+@_exported import ModemLinkProtocol
 @_exported import ModemPipelines
 @_exported import ModemPlot
 @_exported import ModemTNC

@@ -1,24 +1,6 @@
 import ModemCodecs
 import ModemDSP
 
-/// A state machine the ``LinkStation`` can drive: ``PhoneStateMachine`` or ``DeviceStateMachine``.
-public protocol LinkMachine: Sendable {
-    /// A frame arrived.
-    mutating func receive(_ frame: LinkFrame, now: Double) -> [LinkAction]
-    /// Time passes.
-    mutating func tick(now: Double) -> [LinkAction]
-    /// The driver finished playing what it was given.
-    mutating func transmitted(now: Double) -> [LinkAction]
-    /// Frames of another protocol or version were heard.
-    mutating func heardSignal()
-}
-
-extension PhoneStateMachine: LinkMachine {}
-extension DeviceStateMachine: LinkMachine {
-    /// Nothing to do for a device.
-    public mutating func heardSignal() {}
-}
-
 /// One end of the link, without I/O: a state machine and a ``LinkModem``. A driver feeds it blocks of
 /// received audio and takes blocks to play, giving the time (in seconds of any clock) of each block.
 /// API calls go to ``machine`` and their actions to ``perform(_:)``.

@@ -1,5 +1,3 @@
-import ModemAudio
-
 /// The channel a device is connected by (the seed's `DeviceCommunicationChannel`).
 public enum DeviceCommunicationChannel: String, Sendable, Hashable {
     /// A sound card's output and input (an audio-jack cable, or speaker and microphone).
