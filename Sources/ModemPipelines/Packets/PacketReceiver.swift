@@ -52,14 +52,6 @@ public struct PacketStatistics: Sendable {
     public init() {}
 }
 
-/// Receives AX.25 frames (HDLC, NRZI) over AFSK: Bell 202 1200 baud, 300 baud HF, any tone pair.
-///
-/// Several slicers decode in parallel (different space weights for de-emphasised audio, different
-/// window lengths); each has its own PLL, NRZI decoder and HDLC decoder. A frame that fails its
-/// FCS is repaired by inverting single line bits (two adjacent bits after NRZI; for AX.25 only the
-/// least confident ones, ``PacketReceiver/repairPositions``) when that yields a plausible AX.25 frame
-/// (``AX25Plausibility``); repaired frames and rejected repairs are counted apart. A frame decoded by
-/// several slicers is delivered once, in the order frames end on the air (held for a few frame-lengths of audio first).
 /// What frames a ``PacketReceiver`` looks for: their length limits and what makes a repaired frame
 /// believable.
 public struct PacketFormat: Sendable {
@@ -100,6 +92,15 @@ public struct PacketFormat: Sendable {
                                           problem: { AX25Plausibility.problem(in: $0)?.rawValue })
 }
 
+/// Receives AX.25 frames (HDLC, NRZI) over AFSK (Bell 202 1200 baud, 300 baud HF, any tone
+/// pair) or G3RUH scrambled baseband (9600 baud).
+///
+/// Several slicers decode in parallel (different space weights for de-emphasised audio, different
+/// window lengths); each has its own PLL, NRZI decoder and HDLC decoder. A frame that fails its
+/// FCS is repaired by inverting single line bits (two adjacent bits after NRZI; for AX.25 only the
+/// least confident ones, ``PacketReceiver/repairPositions``) when that yields a plausible AX.25 frame
+/// (``AX25Plausibility``); repaired frames and rejected repairs are counted apart. A frame decoded by
+/// several slicers is delivered once, in the order frames end on the air (held for a few frame-lengths of audio first).
 public final class PacketReceiver {
     /// Samples per bit.
     public let samplesPerBit: Double
@@ -119,9 +120,8 @@ public final class PacketReceiver {
     private var recent: [(bytes: [UInt8], end: Int)] = []
     private var held: [ReceivedPacket] = []
     private var damaged: [(end: Int, slicer: Int, candidate: HDLCFrameCandidate, confidence: [Float]?)] = []
-    /// Per AFSK slicer, the confidence of its recent line bits, and the HDLC bit index of the first.
-    private var confidence: [[Float]]
-    private var confidenceStart: [Int]
+    /// Per AFSK slicer, the confidence of its recent line bits.
+    private var confidence: [LineConfidence]
     private var statistics = PacketStatistics()
     private var bits: [SlicedBit] = []
     /// Slack between slicers finding the same frame (about eight bytes of air time), in samples.
@@ -197,7 +197,7 @@ public final class PacketReceiver {
             baseband = [0..<9].map { range in
                 BasebandLane(demodulator: BasebandBitDemodulator(sampleRate: rate, baudRate: settings.baudRate,
                                                                  slicers: Array(all[range]), firstSlicer: range.lowerBound),
-                             decoder: decoder)
+                             decoder: decoder, maximumFrameBits: format.maximumLength * 8)
             }
             count = 0
             samplesPerBit = rate / settings.baudRate
@@ -209,8 +209,7 @@ public final class PacketReceiver {
             count = sl.count
         }
         nrzi = Array(repeating: NRZIDecoder(), count: count)
-        confidence = Array(repeating: [], count: count)
-        confidenceStart = Array(repeating: 0, count: count)
+        confidence = Array(repeating: LineConfidence(maximumFrameBits: format.maximumLength * 8), count: count)
         hdlc = Array(repeating: HDLCDecoder(minimumLength: format.minimumLength,
                                             maximumLength: max(format.maximumLength, HDLCDecoder.ax25MaximumLength)),
                      count: count)
@@ -251,20 +250,15 @@ public final class PacketReceiver {
         demodulator!.process(samples, into: &bits)
         // Work on local copies: mutating a class's arrays in the loop costs a runtime exclusivity
         // check per access.
-        var nrzi = self.nrzi, hdlc = self.hdlc, confidence = self.confidence, confidenceStart = self.confidenceStart
-        defer { self.nrzi = nrzi; self.hdlc = hdlc; self.confidence = confidence; self.confidenceStart = confidenceStart }
-        // Confidences of the line bits that make up the longest frame, and then some.
-        let keep = format.maximumLength * 10 + 64
+        var nrzi = self.nrzi, hdlc = self.hdlc, confidence = self.confidence
+        defer { self.nrzi = nrzi; self.hdlc = hdlc; self.confidence = confidence }
         for b in bits {
             let k = b.slicer
             // The line bit with HDLC bit index i decides data bits i and i + 1 (NRZI).
             confidence[k].append(b.confidence)
             let bit = nrzi[k].decode(b.mark)
             let out = hdlc[k].decode(bit)
-            if confidence[k].count >= 2 * keep {
-                confidence[k].removeFirst(confidence[k].count - keep)
-                confidenceStart[k] = hdlc[k].bitIndex - keep
-            }
+            confidence[k].trim(bitIndex: hdlc[k].bitIndex)
             guard let out else { continue }
             switch out {
             case .frame(let f):
@@ -272,10 +266,7 @@ public final class PacketReceiver {
             case .damaged(let candidate):
                 let n = candidate.rawBits.count
                 if n >= format.minimumLength * 8 && n <= format.maximumLength * 8 {
-                    let from = candidate.startBitIndex - confidenceStart[k]
-                    let lineConfidence = from >= 0 && from + n <= confidence[k].count
-                        ? Array(confidence[k][from..<(from + n)]) : nil
-                    damaged.append((b.sample, k, candidate, lineConfidence))
+                    damaged.append((b.sample, k, candidate, confidence[k].values(for: candidate)))
                 }
             }
         }
@@ -447,32 +438,27 @@ private struct BasebandLane {
     var nrzi: [NRZIDecoder]
     var hdlc: [HDLCDecoder]
     var bits: [[SlicedBit]]
-    /// Per slicer, the confidence of its recent line bits, and the HDLC bit index of the first.
-    var confidence: [[Float]]
-    var confidenceStart: [Int]
+    /// Per slicer, the confidence of its recent line bits.
+    var confidence: [LineConfidence]
     /// Frames and damaged frames of the length looked for, in order of sample then slicer.
     var events: [Event] = []
 
-    init(demodulator: BasebandBitDemodulator, decoder: HDLCDecoder) {
+    init(demodulator: BasebandBitDemodulator, decoder: HDLCDecoder, maximumFrameBits: Int) {
         self.demodulator = demodulator
         let n = demodulator.windowBits.count
         descramblers = Array(repeating: G3RUHDescrambler(), count: n)
         nrzi = Array(repeating: NRZIDecoder(), count: n)
         hdlc = Array(repeating: decoder, count: n)
         bits = Array(repeating: [], count: n)
-        confidence = Array(repeating: [], count: n)
-        confidenceStart = Array(repeating: 0, count: n)
+        confidence = Array(repeating: LineConfidence(maximumFrameBits: maximumFrameBits), count: n)
     }
 
     mutating func process(_ samples: UnsafeBufferPointer<Float>, minimumBits: Int, maximumBits: Int) {
         demodulator.process(samples, perSlicer: &bits)
         let start = events.count
-        // Confidences of the line bits that make up the longest frame, and then some.
-        let keep = maximumBits + maximumBits / 4 + 64
         for k in bits.indices {
             var descrambler = descramblers[k], nrzi = self.nrzi[k], hdlc = self.hdlc[k]
-            var confidence = self.confidence[k], confidenceStart = self.confidenceStart[k]
-            self.confidence[k] = []
+            var confidence = self.confidence[k]
             for b in bits[k] {
                 // The line bit with HDLC bit index i is descrambled into bits i, i + 12 and i + 17, and
                 // NRZI spreads each to the next bit too: it first reaches data bit i, which is where
@@ -480,24 +466,48 @@ private struct BasebandLane {
                 confidence.append(b.confidence)
                 let bit = nrzi.decode(descrambler.descramble(b.mark))
                 let out = hdlc.decode(bit)
-                if confidence.count >= 2 * keep {
-                    confidence.removeFirst(confidence.count - keep)
-                    confidenceStart = hdlc.bitIndex - keep
-                }
+                confidence.trim(bitIndex: hdlc.bitIndex)
                 guard let out else { continue }
                 var lineConfidence: [Float]? = nil
                 if case .damaged(let candidate) = out {
                     let n = candidate.rawBits.count
                     guard n >= minimumBits && n <= maximumBits else { continue }
-                    let from = candidate.startBitIndex - confidenceStart
-                    if from >= 0 && from + n <= confidence.count { lineConfidence = Array(confidence[from..<(from + n)]) }
+                    lineConfidence = confidence.values(for: candidate)
                 }
                 events.append(Event(sample: b.sample, slicer: b.slicer, output: out, confidence: lineConfidence))
             }
             descramblers[k] = descrambler; self.nrzi[k] = nrzi; self.hdlc[k] = hdlc
-            self.confidence[k] = confidence; self.confidenceStart[k] = confidenceStart
+            self.confidence[k] = confidence
             bits[k].removeAll(keepingCapacity: true)
         }
         events[start...].sort { ($0.sample, $0.slicer) < ($1.sample, $1.slicer) }
+    }
+}
+
+/// The confidence of one slicer's recent line bits: enough for the longest frame, and the HDLC bit
+/// index of the first one kept, so a damaged frame's bits can be looked up.
+struct LineConfidence {
+    private var values: [Float] = []
+    private var firstBitIndex = 0
+    /// How many are kept after a trim (a little more than the longest frame's stuffed bits).
+    private let keep: Int
+
+    init(maximumFrameBits: Int) { keep = maximumFrameBits + maximumFrameBits / 4 + 64 }
+
+    /// Records the next line bit's confidence (before the HDLC decoder takes the bit).
+    mutating func append(_ confidence: Float) { values.append(confidence) }
+
+    /// Drops old values once twice ``keep`` have gathered; `bitIndex` is the HDLC decoder's bit index
+    /// after the last appended bit.
+    mutating func trim(bitIndex: Int) {
+        guard values.count >= 2 * keep else { return }
+        values.removeFirst(values.count - keep)
+        firstBitIndex = bitIndex - keep
+    }
+
+    /// The confidences of `candidate`'s raw bits, or nil when some are no longer (or not yet) kept.
+    func values(for candidate: HDLCFrameCandidate) -> [Float]? {
+        let from = candidate.startBitIndex - firstBitIndex, n = candidate.rawBits.count
+        return from >= 0 && from + n <= values.count ? Array(values[from..<(from + n)]) : nil
     }
 }
