@@ -72,12 +72,18 @@ func printOutput(_ text: String) throws {
     }
 }
 
-/// Device and inode of an existing file (nil when it does not exist or cannot be examined).
-func fileIdentity(path: String) -> (dev: UInt64, ino: UInt64)? {
+/// The status of an existing file, `-` being the descriptor `dash` (nil when it does not exist or
+/// cannot be examined).
+func fileStatus(_ path: String, dash: Int32) -> stat? {
     var st = stat()
-    let rc = path == "-" ? fstat(0, &st) : stat(path, &st)
-    guard rc == 0 else { return nil }
-    return (UInt64(st.st_dev), UInt64(st.st_ino))
+    let rc = path == "-" ? fstat(dash, &st) : stat(path, &st)
+    return rc == 0 ? st : nil
+}
+
+/// Device and inode of an existing file, `-` being standard input (nil when it does not exist or
+/// cannot be examined).
+func fileIdentity(path: String) -> (dev: UInt64, ino: UInt64)? {
+    fileStatus(path, dash: 0).map { (UInt64($0.st_dev), UInt64($0.st_ino)) }
 }
 
 /// Refuses an output that is one of the inputs (compared by device and inode, so another name,
@@ -88,9 +94,7 @@ func fileIdentity(path: String) -> (dev: UInt64, ino: UInt64)? {
 ///   - inputs: the input paths (`-` is standard input).
 /// - Throws: ``UsageError`` naming both.
 func checkOutput(_ output: String, option: String, notSameAs inputs: [String]) throws {
-    var st = stat()
-    let rc = output == "-" ? fstat(1, &st) : stat(output, &st)
-    guard rc == 0 else { return }   // it will be created
+    guard let st = fileStatus(output, dash: 1) else { return }   // it will be created
     let type = st.st_mode & S_IFMT
     if type == S_IFDIR { throw UsageError("\(option) \(output): is a directory") }
     if type == S_IFCHR { return }
