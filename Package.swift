@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "ModemPlot", targets: ["ModemPlot"]),
         .library(name: "ModemLinkProtocol", targets: ["ModemLinkProtocol"]),
         .library(name: "ModemLink", targets: ["ModemLink"]),
+        .library(name: "ModemBluetooth", targets: ["ModemBluetooth"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -40,10 +41,13 @@ let package = Package(
         .target(name: "ModemPlot", dependencies: ["ModemDSP", "ModemAudio", "CZlib"]),
         .target(name: "ModemLinkProtocol", dependencies: ["ModemCodecs"]),
         .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
+        // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
+        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemCodecs"]),
         .target(
             name: "SwiftModem",
             dependencies: [
                 "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLink",
+                "ModemBluetooth",
             ]
         ),
         .executableTarget(
@@ -77,6 +81,7 @@ let package = Package(
             name: "ModemLinkTests",
             dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport"]
         ),
+        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemCodecs", "ModemTestSupport"]),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

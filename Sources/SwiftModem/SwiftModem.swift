@@ -3,6 +3,7 @@
 // Each layer is also a module of its own (see docs/ARCHITECTURE.md); import those directly to depend
 // on less. This file only re-exports them.
 @_exported import ModemAudio
+@_exported import ModemBluetooth
 @_exported import ModemCodecs
 @_exported import ModemDSP
 @_exported import ModemLink

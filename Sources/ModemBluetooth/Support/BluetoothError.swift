@@ -1,0 +1,44 @@
+/// Why a Bluetooth operation failed, in words a user can act on. Each case maps to one of the
+/// seed's return codes for `open` (see ``seedOpenCode``).
+public enum BluetoothError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// No Bluetooth at all: the kernel has none, no adapter, no controller at the given transport (seed -4).
+    case noBluetooth(String)
+    /// An adapter exists but is down or blocked (seed -5).
+    case notPowered(String)
+    /// The address is not a Bluetooth address (seed -1).
+    case illegalAddress(String)
+    /// The device could not be reached or refused (page timeout, no Serial Port service, RFCOMM refused) (seed -2).
+    case connectionFailed(String)
+    /// The link went away: the device disconnected, the channel closed, the link was lost.
+    case disconnected(String)
+    /// The transport to the controller failed or closed.
+    case transportClosed(String)
+    /// A bad option or specification (`--hci` syntax and such).
+    case invalidArgument(String)
+    /// Anything else (seed -6).
+    case unknown(String)
+
+    /// The seed's return code for `open(identifier:)` failing this way.
+    public var seedOpenCode: Int32 {
+        switch self {
+        case .illegalAddress, .invalidArgument: return -1
+        case .connectionFailed, .disconnected: return -2
+        case .noBluetooth, .transportClosed: return -4
+        case .notPowered: return -5
+        case .unknown: return -6
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .noBluetooth(let m): return "no Bluetooth: \(m)"
+        case .notPowered(let m): return "Bluetooth is not powered: \(m)"
+        case .illegalAddress(let m): return "not a Bluetooth address: \(m)"
+        case .connectionFailed(let m): return "connection failed: \(m)"
+        case .disconnected(let m): return "disconnected: \(m)"
+        case .transportClosed(let m): return "the controller transport closed: \(m)"
+        case .invalidArgument(let m): return m
+        case .unknown(let m): return m
+        }
+    }
+}
