@@ -18,10 +18,23 @@ public struct DeviceStateMachine: Sendable {
         case dataProcess = "DATA PROCESS"
     }
 
+    /// Where the device's mode comes from.
+    public enum ModeSource: Sendable, Hashable {
+        /// The configuration's mode, whatever the phone runs.
+        case configuration
+        /// The phone's mode, announced by the duplex flag of each hello (no flag: master-slave). For a
+        /// device that serves phones of either mode (a Bluetooth device with no mode option).
+        case followPhone
+    }
+
     /// The protocol parameters.
     public let configuration: LinkConfiguration
     /// The name given in the handshake.
     public let name: String
+    /// Where ``mode`` comes from.
+    public let modeSource: ModeSource
+    /// The mode in force: the configuration's, or (``ModeSource/followPhone``) the last hello's.
+    public private(set) var mode: CommunicationMode
     /// The current state.
     public private(set) var state: State = .notReady
     /// Counts of frames and recoveries.
@@ -38,9 +51,16 @@ public struct DeviceStateMachine: Sendable {
     private var sizer: FragmentSizer
 
     /// Creates a device, not yet attached.
-    public init(configuration: LinkConfiguration, name: String = "SwiftModem device emulator") {
+    /// - Parameters:
+    ///   - configuration: the protocol parameters (both ends must agree).
+    ///   - name: the name given in the handshake.
+    ///   - mode: ``ModeSource/configuration`` (default) or ``ModeSource/followPhone``.
+    public init(configuration: LinkConfiguration, name: String = "SwiftModem device emulator",
+                mode: ModeSource = .configuration) {
         self.configuration = configuration
         self.name = name
+        modeSource = mode
+        self.mode = configuration.mode
         sizer = FragmentSizer(maximum: configuration.framePayload)
         inbound = InboundMessages(maximumMessageSize: configuration.maximumMessageSize, framePayload: configuration.framePayload)
     }
@@ -114,7 +134,12 @@ public struct DeviceStateMachine: Sendable {
         guard !frame.flags.contains(.fromDevice), state != .notReady else { return [] }
         if frame.kind == .hello {
             statistics.framesReceived += 1
-            if session != frame.session {
+            // A device following the phone takes its mode from each hello; a change of mode starts
+            // afresh like a new session (an old phone never sets the flag: master-slave).
+            let announced: CommunicationMode = frame.flags.contains(.duplex) ? .duplex : .masterSlave
+            let newMode = modeSource == .followPhone ? announced : mode
+            if session != frame.session || newMode != mode {
+                mode = newMode
                 session = frame.session
                 outbound = nil
                 outboundDeadline = nil
@@ -184,7 +209,7 @@ public struct DeviceStateMachine: Sendable {
         statistics.duplicateFrames += inbound.duplicateFrames - before
         var actions: [LinkAction] = []
         if let (b, t) = progress, delivery == nil {
-            if configuration.mode == .masterSlave { state = .dataProcess }
+            if mode == .masterSlave { state = .dataProcess }
             actions.append(.event(.progress(bytes: b, total: t)))
         }
         // Acknowledge first, so the acknowledgement leads the reply in the same transmission.
@@ -193,7 +218,7 @@ public struct DeviceStateMachine: Sendable {
         }
         if let d = delivery {
             statistics.messagesDelivered += 1
-            if configuration.mode == .masterSlave {
+            if mode == .masterSlave {
                 // A new request supersedes the reply still on its way to an exchange that ended.
                 if outbound != nil { outbound = nil; outboundDeadline = nil }
                 pendingRequest = d.message
@@ -209,7 +234,7 @@ public struct DeviceStateMachine: Sendable {
         let frames = out.burst(session: session ?? 0, base: .fromDevice, window: configuration.windowFrames)
         outbound = out
         outboundDeadline = deadline
-        if configuration.mode == .masterSlave { state = .dataProcess }
+        if mode == .masterSlave { state = .dataProcess }
         return (ReturnCode.ok, [transmit(frames)])
     }
 

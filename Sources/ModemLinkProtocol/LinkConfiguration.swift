@@ -8,11 +8,22 @@ public enum CommunicationMode: String, Sendable, Hashable, CaseIterable {
     case duplex
 }
 
+/// Where the protocol's timers come from: an audio line or a reliable byte stream.
+public enum LinkTiming: Sendable, Hashable {
+    /// Derived from the audio line: baud rate, preamble, the receiver's decision delay, latency.
+    case audio
+    /// A reliable byte stream (Bluetooth RFCOMM, TCP): no preamble and no decision delay, a fixed
+    /// acknowledgement timeout in seconds (counted from the moment the writes drained), and a nominal
+    /// throughput in bytes per second used for air times and suggested exchange timeouts.
+    case byteStream(acknowledgementTimeout: Double, bytesPerSecond: Double)
+}
+
 /// Parameters of the channel protocol shared by both ends.
 public struct LinkConfiguration: Sendable, Hashable {
     /// Master-slave or duplex.
     public var mode: CommunicationMode
-    /// Line rate in baud (Bell 202 tones at 1200; minimodem's default tones for other rates).
+    /// Line rate in baud (Bell 202 tones at 1200; minimodem's default tones for other rates). Not used
+    /// for timing when ``timing`` is ``LinkTiming/byteStream(acknowledgementTimeout:bytesPerSecond:)``.
     public var baudRate: Double
     /// Payload bytes per frame (1...``LinkFrame/maximumPayload``, default 1024).
     public var framePayload: Int
@@ -31,6 +42,8 @@ public struct LinkConfiguration: Sendable, Hashable {
     /// Extra time a reply may take to come back, in seconds: the audio path's latency both ways
     /// (0 on the in-memory channel; a few hundred ms through a sound server).
     public var latencySeconds: Double
+    /// Where the timers come from (default ``LinkTiming/audio``).
+    public var timing: LinkTiming
 
     /// Creates a configuration.
     /// - Parameters:
@@ -40,15 +53,21 @@ public struct LinkConfiguration: Sendable, Hashable {
     ///   - maximumMessageSize: largest message in bytes (default 1 MiB, at most 16 MiB).
     ///   - windowFrames: fragments per burst (default 16).
     ///   - latencySeconds: audio path latency allowance (default 0).
+    ///   - timing: where the timers come from (default: the audio line).
     public init(mode: CommunicationMode = .masterSlave, baudRate: Double = 1200, framePayload: Int = 1024,
                 maximumMessageSize: Int = 1 << 20, windowFrames: Int = 16, maximumPolls: Int = 10,
-                signalAttempts: Int = 3, handshakeAttempts: Int = 5, preambleSeconds: Double? = nil, latencySeconds: Double = 0) {
+                signalAttempts: Int = 3, handshakeAttempts: Int = 5, preambleSeconds: Double? = nil, latencySeconds: Double = 0,
+                timing: LinkTiming = .audio) {
         precondition(baudRate >= 50 && baudRate <= 9600, "baudRate must be 50...9600, got \(baudRate)")
         precondition((1...LinkFrame.maximumPayload).contains(framePayload), "framePayload must be 1...\(LinkFrame.maximumPayload)")
         precondition(maximumMessageSize >= 0 && maximumMessageSize <= 16 << 20, "maximumMessageSize must be 0...16 MiB")
         precondition(maximumMessageSize / framePayload < 65535, "maximumMessageSize needs fewer than 65535 frames")
         precondition(windowFrames >= 1 && maximumPolls >= 1 && signalAttempts >= 1 && handshakeAttempts >= 1)
         precondition(latencySeconds >= 0 && latencySeconds <= 10, "latencySeconds must be 0...10")
+        if case .byteStream(let ack, let rate) = timing {
+            precondition(ack > 0 && ack.isFinite && rate > 0 && rate.isFinite,
+                         "byte-stream timing needs a positive acknowledgement timeout and throughput")
+        }
         self.mode = mode
         self.baudRate = baudRate
         self.framePayload = framePayload
@@ -60,17 +79,36 @@ public struct LinkConfiguration: Sendable, Hashable {
         // Twelve flags (80 ms at 1200 baud), at least 40 ms.
         self.preambleSeconds = preambleSeconds ?? max(0.04, 12 * 8 / baudRate)
         self.latencySeconds = latencySeconds
+        self.timing = timing
     }
 
-    /// Air time of a frame with `payload` bytes, in seconds (with stuffing and a separating flag).
+    /// The channel protocol over a reliable byte stream (Bluetooth RFCOMM, TCP), frames written back
+    /// to back (``ModemCodecs/LinkStreamDecoder``): 1024-byte fragments, a window of 16, no preamble,
+    /// a 1 s acknowledgement timeout and a nominal 10 kB/s for suggested exchange timeouts. The
+    /// stream loses nothing while connected, so the ARQ only has work after a reconnect or junk.
+    /// - Parameter mode: master-slave or duplex.
+    public static func byteStream(mode: CommunicationMode) -> LinkConfiguration {
+        LinkConfiguration(mode: mode, framePayload: 1024, windowFrames: 16, preambleSeconds: 0,
+                          timing: .byteStream(acknowledgementTimeout: 1, bytesPerSecond: 10_000))
+    }
+
+    /// Air time of a frame with `payload` bytes, in seconds (audio: with stuffing and a separating
+    /// flag; byte stream: the frame's bytes at the nominal throughput).
     public func airtime(payload: Int) -> Double {
-        Double(LinkFrame.overhead + 2 + payload + 1) * 8 * 1.02 / baudRate
+        switch timing {
+        case .audio: return Double(LinkFrame.overhead + 2 + payload + 1) * 8 * 1.02 / baudRate
+        case .byteStream(_, let rate): return Double(LinkFrame.overhead + payload) / rate
+        }
     }
 
-    /// How long a sender waits, after its own transmission ended, for an acknowledgement: the round
-    /// trip latency, the receiver's decision delay (256 bit times), a preamble, an ack frame, margin.
+    /// How long a sender waits, after its own transmission ended, for an acknowledgement. Audio: the
+    /// round trip latency, the receiver's decision delay (256 bit times), a preamble, an ack frame,
+    /// margin. Byte stream: the round trip latency and the fixed timeout.
     public var acknowledgementTimeout: Double {
-        2 * latencySeconds + 256 / baudRate + preambleSeconds + airtime(payload: 64) + 0.25 + 40 / baudRate
+        switch timing {
+        case .audio: return 2 * latencySeconds + 256 / baudRate + preambleSeconds + airtime(payload: 64) + 0.25 + 40 / baudRate
+        case .byteStream(let timeout, _): return 2 * latencySeconds + timeout
+        }
     }
 
     /// Channel access on a shared line: slots as long as the audio path's latency (at least 100 ms, so a

@@ -369,8 +369,10 @@ public struct PhoneStateMachine: Sendable {
         return event.map { [.event($0)] } ?? []
     }
 
+    /// The hello names the phone and, with the duplex flag, its mode (a device may follow it).
     private func helloFrame() -> LinkFrame {
-        LinkFrame(kind: .hello, session: session, payload: Array(name.utf8.prefix(64)))
+        LinkFrame(kind: .hello, flags: configuration.mode == .duplex ? .duplex : [], session: session,
+                  payload: Array(name.utf8.prefix(64)))
     }
 
     private func signalFrame(_ kind: LinkFrame.Kind, message: UInt16) -> LinkFrame {

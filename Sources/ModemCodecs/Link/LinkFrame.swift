@@ -55,6 +55,9 @@ public struct LinkFrame: Sendable, Hashable {
         public static let reply = Flags(rawValue: 4)
         /// In an ``Kind/ack``: the message is complete and was delivered.
         public static let complete = Flags(rawValue: 8)
+        /// In a ``Kind/hello``: the phone runs duplex mode (clear: master-slave). A device that follows
+        /// the phone's mode adopts it; others ignore the bit (unknown bits are kept and ignored).
+        public static let duplex = Flags(rawValue: 16)
     }
 
     /// The kind of frame.
