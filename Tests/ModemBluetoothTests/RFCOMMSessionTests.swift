@@ -225,6 +225,36 @@ final class RFCOMMSessionTests: XCTestCase {
         XCTAssertTrue(RFCOMMScript.frames(sent).allSatisfy { $0.credits == nil && !$0.pollFinal })
     }
 
+    func testDMAnsweringOurSABMIsARefusal() {
+        var session = RFCOMMSession(initiator: true, peerMTU: 1691, localMTU: 1691)
+        _ = session.start(now: 0)
+        _ = session.received(RFCOMMScript.frame(.ua, dlci: 0, fromInitiator: false), now: 0)
+        _ = session.open(channel: 1, now: 0)
+        _ = session.open(channel: 2, now: 0)
+        let pn = RFCOMMParameters(dlci: 2, convergenceLayer: 0xE, maximumFrameSize: 500, window: 7)
+        _ = session.received(RFCOMMScript.message(.init(isCommand: false, content: .parameterNegotiation(pn)), fromInitiator: false), now: 0)
+        XCTAssertEqual(session.received(RFCOMMScript.frame(.dm, dlci: 2, fromInitiator: false), now: 1),
+                       [.channelClosed(dlci: 2, reason: "refused")])
+        XCTAssertEqual(session.dlcis, [4])   // the other open goes on; DLCI 0 stays up for it
+        XCTAssertTrue(session.isOpen)
+        // A DM for DLCI 0 while it is up is a stray: counted.
+        XCTAssertEqual(session.received(RFCOMMScript.frame(.dm, dlci: 0, fromInitiator: false), now: 1), [])
+        XCTAssertEqual(session.statistics.unexpectedResponses, 1)
+        // A DM for DLCI 0 in answer to our SABM refuses the session and every pending open.
+        var refused = RFCOMMSession(initiator: true, peerMTU: 1691, localMTU: 1691)
+        _ = refused.open(channel: 1, now: 0)
+        XCTAssertEqual(refused.received(RFCOMMScript.frame(.dm, dlci: 0, fromInitiator: false), now: 1),
+                       [.channelClosed(dlci: 2, reason: "refused"), .sessionClosed(reason: "refused")])
+    }
+
+    func testTestEchoIsCutToThePeersMTU() {
+        var session = RFCOMMScript.openResponder(peerMTU: 60)
+        let big = Array(repeating: UInt8(0x33), count: 500)
+        let out = session.received(RFCOMMScript.message(.init(isCommand: true, content: .test(big)), fromInitiator: true), now: 1)
+        XCTAssertEqual(RFCOMMScript.messages(out), [.init(isCommand: false, content: .test(Array(big.prefix(50))))])
+        XCTAssertTrue(RFCOMMScript.frames(out).allSatisfy { $0.encoded.count <= 60 })
+    }
+
     func testDataArrivingBeforeTheMSCExchangeIsHeldThenDelivered() {
         var session = RFCOMMScript.openResponder(RFCOMMConfiguration(creditBasedFlowControl: false), listen: [1])
         _ = session.received(RFCOMMScript.frame(.sabm, dlci: 2, fromInitiator: true), now: 0)

@@ -13,7 +13,9 @@
 ///   above 32767 or above what fits the MTUs is lowered to fit; a convergence layer other than 0xF
 ///   gets no credit-based flow control; a PN answer for a DLCI we did not ask about is ignored.
 ///   Each is counted in ``RFCOMMStatistics/clampedNegotiations`` or ``RFCOMMStatistics/unexpectedResponses``.
-/// - Damage (bad FCS, unparsable frames or messages, frames for closed DLCs) is dropped and counted.
+/// - Damage (bad FCS, unparsable frames or messages, frames for closed DLCs) is dropped and counted;
+///   SABM or DISC for a DLC that does not exist is answered with DM (07.10 §5.4.1, §5.3.4).
+/// - A Test command is echoed, cut to what one frame fits in the peer's MTU.
 public struct RFCOMMSession: Sendable {
     /// DLCI 0's state.
     enum ControlState: Sendable, Equatable {
@@ -361,7 +363,9 @@ public struct RFCOMMSession: Sendable {
             sendMessage(.init(isCommand: false, content: .remoteLineStatus(dlci: dlci, status: status)), &out)
         case .test(let bytes):
             guard command else { statistics.unexpectedResponses += 1; return }
-            sendMessage(.init(isCommand: false, content: .test(bytes)), &out)
+            // Echoed, cut to what one frame to the peer can carry (type byte and 3 length bytes).
+            let room = max(0, min(RFCOMMFrame.maximumInformationLength, peerMTU - Self.frameOverhead) - 4)
+            sendMessage(.init(isCommand: false, content: .test(Array(bytes.prefix(room)))), &out)
         case .flowControlOn:
             guard command else { statistics.unexpectedResponses += 1; return }
             sendMessage(.init(isCommand: false, content: .flowControlOn), &out)
