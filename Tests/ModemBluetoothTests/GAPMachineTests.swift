@@ -109,6 +109,37 @@ final class GAPMachineTests: XCTestCase {
         rig.inquire(a, seconds: 1)
         rig.run(until: rig.air.now + 0.1)
         XCTAssertEqual(rig.take(a), [.inquiryComplete(failure: "the controller refused Inquiry: 0x01 unknown HCI command")])
+        // Bumble's stock controller never answers Inquiry: our 2 s command timeout ends it.
+        rig.air.controllers[a].unsupported = []
+        rig.air.controllers[a].silent = [0x0401]
+        let start = rig.air.now
+        rig.inquire(a, seconds: 5)
+        rig.run(until: start + 1.9)
+        XCTAssertEqual(rig.take(a), [])
+        rig.run(until: start + 2.1)
+        XCTAssertEqual(rig.take(a), [.inquiryComplete(failure: "no answer from the controller to Inquiry (0x0401)")])
+    }
+
+    func testALinkThatCompletesAfterWeGaveUpIsDroppedQuietly() {
+        let (rig, a, _) = pair()
+        let nobody = BDAddress("00:1B:DC:00:09:09")!
+        var machine = rig.machines[a]
+        let start = rig.air.now
+        _ = machine.connect(nobody, now: start)
+        XCTAssertEqual(machine.nextDeadline, start + 2, "the Create_Connection command timeout comes first")
+        _ = machine.received(HCIEvent.commandStatus(status: 0, numCommands: 1, opcode: 0x0405).packet, now: start)
+        XCTAssertEqual(machine.nextDeadline, start + 10)
+        let gaveUp = machine.tick(now: start + 10)
+        XCTAssertTrue(gaveUp.contains(.send(HCICommand.createConnectionCancel(nobody))))
+        XCTAssertTrue(gaveUp.contains { if case .connectFailed(nobody, _) = $0 { return true } else { return false } })
+        let cancelled = HCIEvent.commandComplete(numCommands: 1, opcode: 0x0408, returnParameters: [0] + nobody.wire)
+        XCTAssertEqual(machine.received(cancelled.packet, now: start + 10.05), [])
+        let late = HCIEvent.connectionComplete(status: 0, handle: 9, address: nobody, linkType: 1, encryption: 0)
+        XCTAssertEqual(machine.received(late.packet, now: start + 10.1), [.send(HCICommand.disconnect(handle: 9, reason: 0x13))])
+        XCTAssertEqual(machine.connections, [:])
+        XCTAssertEqual(machine.received(.acl(handle: 9, boundary: 2, broadcast: 0, data: [0, 0, 1, 0]), now: start + 10.2), [],
+                       "its data goes nowhere")
+        XCTAssertEqual(machine.received(HCIEvent.disconnectionComplete(status: 0, handle: 9, reason: 0x16).packet, now: start + 10.3), [])
     }
 
     func testConnectExchangeDataAndDisconnectWithReasons() {

@@ -237,6 +237,7 @@ public struct GAPMachine: Sendable {
         case HCICommand.Opcode.inquiry:
             guard let failure else { return [] }
             inquiry = nil
+            if result == .timedOut { return [.inquiryComplete(failure: failure)] }
             return [.inquiryComplete(failure: "the controller refused Inquiry: \(failure)")]
         case HCICommand.Opcode.inquiryCancel:
             if case .cancelling? = inquiry?.phase { return startNaming(now: now) }

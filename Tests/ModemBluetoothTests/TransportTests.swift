@@ -1,0 +1,266 @@
+import XCTest
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import ModemBluetooth
+
+final class TransportTests: XCTestCase {
+    private let packets: [HCIPacket] = [
+        .event(code: 0x0E, parameters: [1, 0x03, 0x0C, 0x00]),
+        .acl(handle: 1, boundary: 2, broadcast: 0, data: Array(repeating: 0x5A, count: 3000)),
+        .event(code: 0x13, parameters: [1, 1, 0, 1, 0]),
+        .event(code: 0x05, parameters: []),
+    ]
+
+    /// Receives until `count` packets arrived or 3 s passed.
+    private func receive(_ transport: any HCITransport, count: Int) throws -> [HCIPacket] {
+        var out: [HCIPacket] = []
+        let deadline = Date().addingTimeInterval(3)
+        while out.count < count, Date() < deadline {
+            var p = pollfd(fd: transport.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            _ = poll(&p, 1, 100)
+            out += try transport.receive()
+        }
+        return out
+    }
+
+    private func readAll(_ fd: Int32, count: Int) -> [UInt8] {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = Date().addingTimeInterval(3)
+        while out.count < count, Date() < deadline {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, 100) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { break }
+            out += buffer[0..<n]
+        }
+        return out
+    }
+
+    private func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+            XCTAssertGreaterThan(n, 0)
+            if n <= 0 { return }
+            offset += n
+        }
+    }
+
+    /// A listening socket on 127.0.0.1 and its port.
+    private func listener() throws -> (fd: Int32, port: UInt16) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        XCTAssertTrue(ok)
+        return (fd, UInt16(bigEndian: address.sin_port))
+    }
+
+    func testTCPCarriesPacketsBothWaysAndReportsTheEnd() throws {
+        let (server, port) = try listener()
+        defer { close(server) }
+        let transport = try H4TCPTransport(host: "127.0.0.1", port: port)
+        let peer = accept(server, nil, nil)
+        XCTAssertGreaterThanOrEqual(peer, 0)
+        var nodelay: Int32 = 0
+        var size = socklen_t(4)
+        getsockopt(transport.fileDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &nodelay, &size)
+        XCTAssertEqual(nodelay, 1)
+
+        XCTAssertEqual(try transport.receive(), [], "nothing readable: no packets, no blocking")
+        // Split and merged on the wire: bytes in odd chunks.
+        let stream = packets.flatMap(\.h4)
+        var offset = 0
+        for chunk in [1, 2, 700, 5, 3000] where offset < stream.count {
+            writeAll(peer, Array(stream[offset..<min(stream.count, offset + chunk)]))
+            offset += chunk
+        }
+        writeAll(peer, Array(stream[min(offset, stream.count)...]))
+        XCTAssertEqual(try receive(transport, count: packets.count), packets)
+
+        try transport.send(HCICommand.reset())
+        try transport.send(.acl(handle: 2, boundary: 2, broadcast: 0, data: [1, 2, 3]))
+        let expected = HCICommand.reset().h4 + HCIPacket.acl(handle: 2, boundary: 2, broadcast: 0, data: [1, 2, 3]).h4
+        XCTAssertEqual(readAll(peer, count: expected.count), expected)
+
+        // A last packet then the end: the packet first, then transportClosed.
+        writeAll(peer, packets[0].h4)
+        close(peer)
+        var got: [HCIPacket] = []
+        var failure: Error?
+        let deadline = Date().addingTimeInterval(3)
+        while failure == nil, Date() < deadline {
+            var p = pollfd(fd: transport.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            _ = poll(&p, 1, 100)
+            do { got += try transport.receive() } catch { failure = error }
+        }
+        XCTAssertEqual(got, [packets[0]])
+        XCTAssertEqual(failure as? BluetoothError, .transportClosed("the controller at tcp:127.0.0.1:\(port) closed the connection"))
+        transport.close()
+        XCTAssertEqual(transport.fileDescriptor, -1)
+        XCTAssertThrowsError(try transport.send(HCICommand.reset()))
+    }
+
+    func testTCPJunkLosesTheFraming() throws {
+        let (server, port) = try listener()
+        defer { close(server) }
+        let transport = try H4TCPTransport(host: "127.0.0.1", port: port)
+        let peer = accept(server, nil, nil)
+        defer { close(peer) }
+        writeAll(peer, [0x04, 0x05, 0x04, 0, 1, 0, 0x13, 0x07, 0x07])
+        XCTAssertThrowsError(try receive(transport, count: 10)) { error in
+            guard case let .transportClosed(message)? = error as? BluetoothError else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.hasPrefix("H4 framing lost"), message)
+        }
+    }
+
+    func testARefusedConnectionSaysSo() throws {
+        let (server, port) = try listener()
+        close(server)  // nobody listens there now
+        XCTAssertThrowsError(try H4TCPTransport(host: "127.0.0.1", port: port)) { error in
+            XCTAssertEqual(error as? BluetoothError, .noBluetooth("no controller at tcp:127.0.0.1:\(port): connection refused"))
+        }
+        XCTAssertThrowsError(try HCITransportAddress(parsing: "tcp:127.0.0.1:\(port)").open(capture: nil)) { error in
+            XCTAssertEqual("\(error)", "no Bluetooth: no controller at tcp:127.0.0.1:\(port): connection refused")
+        }
+    }
+
+    /// A pseudo-terminal pair: the master's descriptor and the slave's path.
+    private func openPTY() throws -> (master: Int32, path: String) {
+        let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
+        guard master >= 0 else { throw XCTSkip("no /dev/ptmx here") }
+        var unlock: Int32 = 0
+        var number: UInt32 = 0
+        // TIOCSPTLCK and TIOCGPTN (asm-generic ioctls; the importer cannot expand their _IOW/_IOR macros).
+        guard ioctl(master, UInt(0x4004_5431), &unlock) == 0, ioctl(master, UInt(0x8004_5430), &number) == 0 else {
+            close(master)
+            throw XCTSkip("cannot unlock the pty")
+        }
+        return (master, "/dev/pts/\(number)")
+    }
+
+    func testSerialOverAPseudoTerminal() throws {
+        let (master, path) = try openPTY()
+        defer { close(master) }
+        let transport = try H4SerialTransport(path: path)
+        defer { transport.close() }
+        XCTAssertEqual(transport.baud, 115_200)
+        var t = termios()
+        XCTAssertEqual(tcgetattr(transport.fileDescriptor, &t), 0)
+        XCTAssertEqual(t.c_lflag & tcflag_t(ICANON | ECHO), 0, "raw: no line editing, no echo")
+        XCTAssertEqual(cfgetospeed(&t), speed_t(B115200))
+
+        // H4 bytes written on the master arrive as packets, a byte at a time too.
+        let stream = packets.flatMap(\.h4)
+        writeAll(master, Array(stream.prefix(3)))
+        for byte in stream[3..<10] { writeAll(master, [byte]) }
+        writeAll(master, Array(stream[10...]))
+        XCTAssertEqual(try receive(transport, count: packets.count), packets)
+
+        try transport.send(HCICommand.readBDADDR())
+        XCTAssertEqual(readAll(master, count: 4), HCICommand.readBDADDR().h4)
+    }
+
+    func testSerialErrorsNameTheDevice() {
+        XCTAssertThrowsError(try H4SerialTransport(path: "/dev/no-such-tty")) { error in
+            XCTAssertEqual(error as? BluetoothError, .noBluetooth("no controller at serial:/dev/no-such-tty,115200: no such device"))
+        }
+        XCTAssertThrowsError(try H4SerialTransport(path: "/dev/null")) { error in
+            guard case let .noBluetooth(message)? = error as? BluetoothError else { return XCTFail("\(error)") }
+            XCTAssertTrue(message.contains("not a serial port"), message)
+        }
+        XCTAssertThrowsError(try H4SerialTransport(path: "/dev/null", baud: 12345)) { error in
+            guard case .invalidArgument? = error as? BluetoothError else { return XCTFail("\(error)") }
+        }
+    }
+
+    func testUserChannelFailsInOneClearLineWithoutKernelBluetooth() throws {
+        let probe = socket(31, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 1)
+        if probe >= 0 {
+            close(probe)
+            throw XCTSkip("this kernel has Bluetooth sockets")
+        }
+        XCTAssertEqual(errno, EAFNOSUPPORT)
+        for spec in ["hci0", "hci3"] {
+            XCTAssertThrowsError(try HCITransportAddress(parsing: spec).open()) { error in
+                XCTAssertEqual(error as? BluetoothError,
+                               .noBluetooth("this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT)"))
+            }
+        }
+    }
+
+    func testAddressesParseAndBadOnesSayWhy() throws {
+        XCTAssertEqual(try HCITransportAddress(parsing: "tcp:127.0.0.1:5000"), .tcp(host: "127.0.0.1", port: 5000))
+        XCTAssertEqual(try HCITransportAddress(parsing: "tcp:localhost:1"), .tcp(host: "localhost", port: 1))
+        XCTAssertEqual(try HCITransportAddress(parsing: "tcp:[::1]:65535"), .tcp(host: "::1", port: 65535))
+        XCTAssertEqual(try HCITransportAddress(parsing: "serial:/dev/ttyUSB0"), .serial(path: "/dev/ttyUSB0", baud: 115_200))
+        XCTAssertEqual(try HCITransportAddress(parsing: "serial:/dev/ttyACM1,921600"), .serial(path: "/dev/ttyACM1", baud: 921_600))
+        XCTAssertEqual(try HCITransportAddress(parsing: "hci0"), .userChannel(index: 0))
+        XCTAssertEqual(try HCITransportAddress(parsing: "hci12"), .userChannel(index: 12))
+        XCTAssertEqual(HCITransportAddress.tcp(host: "::1", port: 5).description, "tcp:[::1]:5")
+        XCTAssertEqual(HCITransportAddress.serial(path: "/dev/ttyS0", baud: 9600).description, "serial:/dev/ttyS0,9600")
+        let bad: [(String, String)] = [
+            ("", "use tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN"),
+            ("usb:0", "use tcp:HOST:PORT"),
+            ("tcp:", "no port"),
+            ("tcp:host", "no port"),
+            ("tcp::5000", "no host"),
+            ("tcp:host:0", "'0' is not a port"),
+            ("tcp:host:70000", "'70000' is not a port"),
+            ("tcp:host:http", "'http' is not a port"),
+            ("serial:", "no device"),
+            ("serial:,115200", "no device"),
+            ("serial:/dev/ttyS0,fast", "'fast' is not a supported rate"),
+            ("serial:/dev/ttyS0,12345", "'12345' is not a supported rate"),
+            ("hci", "expected hciN"),
+            ("hcix", "expected hciN"),
+            ("hci-1", "expected hciN"),
+        ]
+        for (spec, why) in bad {
+            XCTAssertThrowsError(try HCITransportAddress(parsing: spec), spec) { error in
+                guard case let .invalidArgument(message)? = error as? BluetoothError else { return XCTFail("\(error)") }
+                XCTAssertTrue(message.contains(why), "\(spec): \(message)")
+                XCTAssertTrue(message.contains("'\(spec)'"), "\(spec): \(message)")
+            }
+        }
+    }
+
+    func testCaptureRecordsBothDirections() throws {
+        let (server, port) = try listener()
+        defer { close(server) }
+        let path = NSTemporaryDirectory() + "capture-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).pcap"
+        defer { unlink(path) }
+        let writer = try PcapWriter(path: path)
+        let transport = try HCITransportAddress(parsing: "tcp:127.0.0.1:\(port)").open(capture: writer)
+        XCTAssertTrue(transport is CapturingHCITransport)
+        let peer = accept(server, nil, nil)
+        defer { close(peer) }
+        try transport.send(HCICommand.reset())
+        writeAll(peer, packets[0].h4)
+        XCTAssertEqual(try receive(transport, count: 1), [packets[0]])
+        transport.close()
+        writer.close()
+        let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        var r = ByteReader(bytes, offset: 24)
+        var seen: [(Bool, HCIPacket)] = []
+        while !r.isAtEnd {
+            try r.skip(8)
+            let length = Int(try r.u32le())
+            try r.skip(4)
+            let direction = try r.u32be()
+            seen.append((direction == 0, try HCIPacket(h4: try r.bytes(length - 4))))
+        }
+        XCTAssertEqual(seen.map(\.0), [true, false])
+        XCTAssertEqual(seen.map(\.1), [HCICommand.reset(), packets[0]])
+    }
+}
