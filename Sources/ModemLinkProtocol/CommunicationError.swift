@@ -90,6 +90,10 @@ public enum LinkError: Error, Sendable, Hashable, CustomStringConvertible {
     case cancelled
     /// The exchange, or the transport under it, failed with one of the seed's error codes.
     case failed(CommunicationError, String)
+    /// `open`: the transport could not be set up; `code` is the seed's return code for it on this
+    /// channel (Bluetooth: -1 illegal address, -2 connection failed, -4 no Bluetooth, -5 not powered,
+    /// -6 unknown error).
+    case transportUnavailable(code: Int32, String)
 
     /// The seed's integer for this failure: the negative return code of the call that was refused,
     /// or the positive error code that `onError`/`onTimeout` report for an exchange that ended badly.
@@ -102,6 +106,7 @@ public enum LinkError: Error, Sendable, Hashable, CustomStringConvertible {
         case .timedOut: return CommunicationError.timeout.rawValue
         case .cancelled: return CommunicationError.cancelSucceeded.rawValue
         case .failed(let code, _): return code.rawValue
+        case .transportUnavailable(let code, _): return code
         }
     }
 
@@ -120,6 +125,7 @@ public enum LinkError: Error, Sendable, Hashable, CustomStringConvertible {
         case .timedOut: return "the exchange timed out"
         case .cancelled: return "the exchange was cancelled"
         case .failed(let code, let m): return "error \(code.rawValue): \(m)"
+        case .transportUnavailable(_, let m): return m
         }
     }
 }

@@ -21,6 +21,9 @@ public struct PhoneDriverHooks: Sendable {
     public let onEvent: @Sendable (LinkEvent) -> Void
     /// The transport failed with one of the seed's codes (9, 10, 20, ...); the driver is ending.
     public let onFailure: @Sendable (CommunicationError, String) -> Void
+    /// The transport could not be brought up after all (a connection that failed after the driver
+    /// started): ``PhoneSession/open()`` throws this error; the driver is ending.
+    public let onOpenFailure: @Sendable (LinkError) -> Void
 }
 
 /// The phone side of the Communication API without the transport: the one-open/one-exchange/
@@ -95,7 +98,8 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         } else {
             let hooks = PhoneDriverHooks(observe: { [weak self] m in self?.shared.withLock { $0.state = m.state } },
                                          onEvent: { [weak self] e in self?.handle(e) },
-                                         onFailure: { [weak self] c, m in self?.transportFailed(c, m) })
+                                         onFailure: { [weak self] c, m in self?.transportFailed(c, m) },
+                                         onOpenFailure: { [weak self] e in self?.openFailed(e) })
             driver = try makeDriver(hooks)
             shared.withLock { $0.driver = driver }
             driver.start()
@@ -337,6 +341,15 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         case .cancelled:
             break
         }
+    }
+
+    /// Driver thread: the transport never came up; the driver is ending.
+    private func openFailed(_ error: LinkError) {
+        let w = shared.withLock { s in
+            defer { s.openWaiter = nil; s.driver = nil; s.state = .waitingDevice }
+            return s.openWaiter
+        }
+        w?.resume(returning: .failure(error))
     }
 
     /// Driver thread: the transport failed; the driver is ending.

@@ -1,6 +1,9 @@
 import ArgumentParser
+import Foundation
 import ModemAudio
 import ModemLink
+import SwiftModem
+import Synchronization
 
 /// `modem devices`: lists the ALSA devices that `--device` accepts.
 struct DevicesCommand: AsyncParsableCommand {
@@ -22,20 +25,64 @@ struct DevicesCommand: AsyncParsableCommand {
         each answering device is printed with the name it gave. A probe takes a few seconds per \
         device when nothing answers.
 
+        With --bluetooth, Bluetooth devices in range are listed too (the seed's search over both \
+        channels): an inquiry of --seconds through --hci (or the kernel's Bluetooth), one line per \
+        device with its address and name.
+
         Exit status: 0 when the list was read (even if it is empty), 1 when alsa-lib could not be \
-        asked.
+        asked, or with --bluetooth when there is no Bluetooth.
         """
     )
 
     @Flag(help: "Probe each device for one that answers the channel protocol's handshake.") var probe = false
     @Option(help: ArgumentHelp("Baud rate of the probe (50...9600).", valueName: "N")) var baud: Double = 1200
+    @Flag(help: "Also search for Bluetooth devices.") var bluetooth = false
+    @OptionGroup var controller: HCIOptions
+    @Option(help: ArgumentHelp("How long the Bluetooth inquiry runs (1...60 s).", valueName: "S")) var seconds: Double = 5
 
     func validate() throws {
         guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
+        guard seconds.isFinite, (1...60).contains(seconds) else { throw ValidationError("--seconds must be 1...60") }
+        if !bluetooth && controller.hci != nil { throw ValidationError("--hci applies to --bluetooth only") }
     }
 
     func run() async throws {
-        try await reportingErrors { try await list() }
+        try await reportingErrors {
+            try await list()
+            if bluetooth { try searchBluetooth() }
+        }
+    }
+
+    /// The seed's search, Bluetooth only (the sound devices were listed above).
+    func searchBluetooth() throws {
+        var factory: HCITransportFactory?
+        if let hci = controller.hci {
+            let spec = try HCIOptions.parse(hci)
+            factory = { () throws(BluetoothError) in try spec.open(capture: nil) }
+        }
+        let listener = SearchCollector()
+        let code = CommunicationManagerBase.searchDevices(listener: listener, detectAudioDevice: false, detectBluetooth: true,
+                                                          timeout: seconds, bluetooth: factory)
+        switch code {
+        case 0: break
+        case -1:
+            printError(controller.hci == nil
+                ? "modem: no Bluetooth: this kernel has no Bluetooth support (or no adapter); use --hci tcp:HOST:PORT or --hci serial:DEVICE"
+                : "modem: no Bluetooth controller at \(controller.hci!)")
+            throw ExitCode(1)
+        case -2:
+            printError("modem: Bluetooth is not powered (the adapter is down or blocked)")
+            throw ExitCode(1)
+        default:
+            printError("modem: the Bluetooth discovery could not start")
+            throw ExitCode(1)
+        }
+        listener.done.wait()
+        try printOutput("")
+        try printOutput("Bluetooth devices (modem bt connect --address ADDR):")
+        let found = listener.devices.withLock { $0 }
+        if found.isEmpty { try printOutput("  (none found)") }
+        for device in found { try printOutput("  \(device.identifier)  \(device.name ?? "(no name)")") }
     }
 
     /// Prints the list (and the probe's findings).
@@ -84,4 +131,16 @@ struct DevicesCommand: AsyncParsableCommand {
         }
         return ([heading] + lines).joined(separator: "\n")
     }
+}
+
+/// Collects what a device search finds.
+private final class SearchCollector: DeviceSearchListener {
+    let devices = Mutex<[DeviceInfo]>([])
+    let done = DispatchSemaphore(value: 0)
+    func discoverOneDevice(_ device: DeviceInfo) {
+        devices.withLock { list in
+            if let i = list.firstIndex(where: { $0.identifier == device.identifier }) { list[i] = device } else { list.append(device) }
+        }
+    }
+    func discoverComplete() { done.signal() }
 }

@@ -24,12 +24,18 @@ struct LinkTestCommand: AsyncParsableCommand {
           modem link-test --mode master-slave --count 200 --size 64
           modem link-test --mode duplex --count 300 --size 200 --snr 0 --loss 0.2 --drift 500 --json
           modem link-test --channel alsa --device default --count 5 --size 64
+          modem link-test --channel bluetooth --hci tcp:127.0.0.1:9000 --address 00:1B:DC:00:00:0B --mode duplex --count 200
+        --channel bluetooth runs the phone here and talks to a device elsewhere ('modem bt device') over
+        RFCOMM; the device echoes: master-slave exchanges complete when the reply equals the request,
+        duplex ones when the message was acknowledged and its echo came back. Times are real.
         """
     )
 
-    enum Channel: String, ExpressibleByArgument, CaseIterable { case loopback, alsa }
+    enum Channel: String, ExpressibleByArgument, CaseIterable { case loopback, alsa, bluetooth }
 
-    @Option(help: "The medium: loopback (in memory) or alsa (a sound device).") var channel: Channel = .loopback
+    @Option(help: "The medium: loopback (in memory), alsa (a sound device) or bluetooth (RFCOMM to a device).") var channel: Channel = .loopback
+    @OptionGroup var controller: HCIOptions
+    @Option(help: ArgumentHelp("The Bluetooth device's address for --channel bluetooth.", valueName: "ADDR")) var address: String?
     @Option(help: ArgumentHelp("ALSA device for --channel alsa (both ends play and record on it).", valueName: "NAME"))
     var device: String = "default"
     @OptionGroup var link: LinkOptions
@@ -62,14 +68,21 @@ struct LinkTestCommand: AsyncParsableCommand {
         guard Self.framePayloads.contains(framePayload) else {
             throw ValidationError("--frame-payload must be \(Self.framePayloads.lowerBound)...\(Self.framePayloads.upperBound) bytes (a 1 MiB message must fit in fewer than 65535 frames)")
         }
-        if channel == .alsa && (snr != nil || loss != 0 || drift != 0) {
+        if channel != .loopback && (snr != nil || loss != 0 || drift != 0) {
             throw ValidationError("--snr, --loss and --drift apply to --channel loopback only")
+        }
+        if channel == .bluetooth {
+            guard let address else { throw ValidationError("--channel bluetooth needs --address ADDR") }
+            guard BDAddress(address) != nil else { throw ValidationError("--address \(address): not a Bluetooth address (like 00:1B:DC:00:00:0B)") }
+        } else if address != nil || controller.hci != nil {
+            throw ValidationError("--address and --hci apply to --channel bluetooth only")
         }
     }
 
     func run() async throws {
         _ = try await reportingErrors {
             installStopHandlers()
+            if channel == .bluetooth { return try await runBluetooth() }
             let alsa = channel == .alsa
             let config = link.configuration(framePayload: framePayload, latencySeconds: alsa ? 0.3 : 0)
             let medium: any LinkMedium
@@ -89,9 +102,7 @@ struct LinkTestCommand: AsyncParsableCommand {
             })
             if showProgress { printError("\u{1B}[2K") }
             if json {
-                let encoder = JSONEncoder()
-                encoder.outputFormatting = [.sortedKeys]
-                try printOutput(String(decoding: try encoder.encode(report), as: UTF8.self))
+                try printJSON(report)
             } else {
                 try printOutput("""
                 \(link.mode.rawValue) over \(channel.rawValue) at \(Int(link.baud)) baud, \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
@@ -106,5 +117,57 @@ struct LinkTestCommand: AsyncParsableCommand {
             // A test in which the line never opened, or nothing got through, failed.
             if report.openCode != 0 || (count > 0 && report.completed == 0) { throw ExitCode(3) }
         }
+    }
+
+    private func printJSON(_ report: LinkTestReport) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try printOutput(String(decoding: try encoder.encode(report), as: UTF8.self))
+    }
+
+    /// `--channel bluetooth`: the phone here, the device at --address (over our host stack or BlueZ).
+    private func runBluetooth() async throws {
+        let config = LinkConfiguration.byteStream(mode: link.mode.mode)
+        let transport: HCITransportFactory?
+        if let hci = controller.hci {
+            let spec = try HCIOptions.parse(hci)
+            var writer: PcapWriter?
+            if let capture = controller.capture {
+                do { writer = try PcapWriter(path: capture) } catch { throw UsageError("--capture \(capture): \(error)") }
+            }
+            let pcap = writer
+            transport = { () throws(BluetoothError) in try spec.open(capture: pcap) }
+        } else {
+            transport = nil
+        }
+        let manager = BluetoothManager(configuration: config, gap: controller.gap(.central), transport: transport)
+        do throws(LinkError) {
+            try await manager.open(identifier: address!)
+        } catch {
+            printError("modem: cannot open \(address!): \(error)")
+            throw ExitCode(error.returnCode == -4 || error.returnCode == -5 ? 1 : 3)
+        }
+        let perExchange = timeout ?? 10
+        let test = RemoteLinkTest(options: RemoteLinkTestOptions(mode: link.mode.mode, count: count, size: size,
+                                                                 timeout: .milliseconds(Int64(perExchange * 1000)), seed: seed))
+        let showProgress = stderrIsTerminal
+        let report = await test.run(on: manager, shouldStop: { stopRequested.load(ordering: .relaxed) }, progress: { r in
+            if showProgress {
+                printError("\u{1B}[2K\r\(r.exchanges)/\(count) exchanges: \(r.completed) completed, \(r.timedOut) timed out, \(r.failed) failed\u{1B}[1A")
+            }
+        })
+        if showProgress { printError("\u{1B}[2K") }
+        if json {
+            try printJSON(report)
+        } else {
+            try printOutput("""
+            \(link.mode.rawValue) over Bluetooth RFCOMM to \(address!) (\(manager.deviceName ?? "no name")), \(size)-byte exchanges
+            exchanges \(report.exchanges): completed \(report.completed), timed out \(report.timedOut), failed \(report.failed)
+            delivered corrupt \(report.corruptDelivered), duplicated \(report.duplicatesDelivered)
+            mean round trip \(DecimalFormat.fixed(report.meanRoundTripMs, 1)) ms, goodput \(DecimalFormat.fixed(report.goodputBps, 0)) bit/s over \(DecimalFormat.fixed(report.channelSeconds, 1)) s
+            """)
+        }
+        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if count > 0 && report.completed == 0 { throw ExitCode(3) }
     }
 }

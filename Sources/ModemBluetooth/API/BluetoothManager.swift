@@ -1,0 +1,280 @@
+import Foundation
+import ModemLinkProtocol
+import Synchronization
+
+/// Where a Bluetooth manager finds its controller: our own host stack over an HCI transport, or
+/// (nil) the kernel's Bluetooth.
+public typealias HCITransportFactory = @Sendable () throws(BluetoothError) -> any HCITransport
+
+/// The phone side of the Communication API over Bluetooth RFCOMM (the seed's `BluetoothManager`):
+/// the same state machine, calls, errors and events as ``ModemLink/AudioJackManager``, with the
+/// channel protocol's frames written back to back on the RFCOMM byte stream.
+///
+/// ```swift
+/// let manager = BluetoothManager(hci: try HCITransportAddress(parsing: "tcp:127.0.0.1:9000"))
+/// try await manager.open(identifier: "00:1B:DC:00:00:0B")
+/// let reply = try await manager.exchange(Array("ping".utf8), timeout: .seconds(5))
+/// await manager.close()
+/// ```
+/// When the link goes away (the device disconnects, closes the channel, the link is lost), error 20
+/// (``CommunicationError/bluetoothDisconnected``) arrives on ``events`` at once and the state
+/// returns to WAITING DEVICE. The callback facade (``openDevice(_:)``, ``exchangeData(_:timeout:callback:)``,
+/// ``cancelExchange()``, ``closeDevice()``, ``closeResource()``) has the seed's names and codes.
+public final class BluetoothManager: CommunicationManager {
+    /// Always ``DeviceCommunicationChannel/bluetooth``.
+    public var channel: DeviceCommunicationChannel { .bluetooth }
+    /// The protocol parameters.
+    public var configuration: LinkConfiguration { session.configuration }
+    /// Events, newest 1024 kept when nobody reads them.
+    public var events: AsyncStream<CommunicationEvent> { session.events }
+    public var state: PhoneStateMachine.State { session.state }
+    public var deviceName: String? { session.deviceName }
+
+    private let session: PhoneSession<BluetoothPhoneDriver>
+    private let target = TargetBox()
+
+    /// The device `open` connects to, shared with the session's driver factory.
+    private final class TargetBox: Sendable {
+        let value = Mutex<(address: BDAddress, channel: UInt8?)?>(nil)
+    }
+
+    /// Creates a manager.
+    /// - Parameters:
+    ///   - configuration: the protocol parameters (default: ``ModemLinkProtocol/LinkConfiguration/byteStream(mode:)`` master-slave).
+    ///   - gap: controller options (ACL overrides); the role is always central.
+    ///   - transport: opens the controller's transport; nil uses the kernel's Bluetooth.
+    public init(configuration: LinkConfiguration = .byteStream(mode: .masterSlave),
+                gap: GAPConfiguration = GAPConfiguration(role: .central), transport: HCITransportFactory?) {
+        let target = self.target
+        var gap = gap
+        gap.role = .central
+        let central = gap
+        session = PhoneSession(configuration: configuration) { hooks throws(LinkError) in
+            guard let (address, channel) = target.value.withLock({ $0 }) else {
+                throw .transportUnavailable(code: -1, "no address: call open(identifier:) with the device's address")
+            }
+            guard let transport else {
+                do throws(BluetoothError) {
+                    try BlueZ.probe()
+                } catch {
+                    throw .transportUnavailable(code: error.seedOpenCode, error.description)
+                }
+                throw .transportUnavailable(code: -6, "the kernel's Bluetooth needs BlueZ RFCOMM sockets, not yet supported for the manager: pass an HCI transport")
+            }
+            let opened: any HCITransport
+            do throws(BluetoothError) {
+                opened = try transport()
+            } catch {
+                throw .transportUnavailable(code: error.seedOpenCode, error.description)
+            }
+            return BluetoothPhoneDriver(transport: opened, gap: central, address: address, channel: channel,
+                                        configuration: configuration, hooks: hooks)
+        }
+    }
+
+    /// A manager on our own host stack over `hci` (tcp:, serial: or hciN).
+    public convenience init(hci: HCITransportAddress, configuration: LinkConfiguration = .byteStream(mode: .masterSlave),
+                            gap: GAPConfiguration = GAPConfiguration(role: .central), capture: PcapWriter? = nil) {
+        self.init(configuration: configuration, gap: gap, transport: { () throws(BluetoothError) in try hci.open(capture: capture) })
+    }
+
+    /// Connects to the device at `identifier` (a Bluetooth address, "00:1B:DC:00:00:0B"; optionally
+    /// "ADDRESS/CHANNEL" to skip the SDP look-up) and runs the handshake.
+    /// - Throws: ``ModemLinkProtocol/LinkError/transportUnavailable(code:_:)`` with the seed's codes
+    ///   (-1 illegal address, -2 connection failed, -4 no Bluetooth, -5 not powered, -6 unknown), or
+    ///   the handshake's errors as for ``open()``.
+    public func open(identifier: String) async throws(LinkError) {
+        let parts = identifier.split(separator: "/", maxSplits: 1).map(String.init)
+        guard let first = parts.first, let address = BDAddress(first) else {
+            throw .transportUnavailable(code: -1, "not a Bluetooth address: \(identifier)")
+        }
+        var channel: UInt8?
+        if parts.count == 2 {
+            guard let c = UInt8(parts[1]), (1...30).contains(c) else {
+                throw .transportUnavailable(code: -1, "not an RFCOMM channel (1...30): \(parts[1])")
+            }
+            channel = c
+        }
+        target.value.withLock { $0 = (address, channel) }
+        try await session.open()
+    }
+
+    /// Runs the handshake with the device given to the last ``open(identifier:)`` (connecting again if needed).
+    public func open() async throws(LinkError) { try await session.open() }
+
+    public func exchange(_ data: [UInt8], timeout: Duration) async throws(LinkError) -> [UInt8] {
+        try await session.exchange(data, timeout: timeout)
+    }
+
+    public func cancel() async throws(LinkError) { try await session.cancel() }
+
+    /// Sends the close signal (up to 3 times), then disconnects.
+    public func close() async { await session.close() }
+
+    /// Disconnects without powering the device off.
+    public func closeResources() async { await session.closeResources() }
+
+    // MARK: The seed's facade
+
+    /// The seed's `openDevice(identifier)` (blocking).
+    /// - Returns: 0 connected; -1 illegal address; -2 connection failed; -4 no Bluetooth; -5 not powered; -6 unknown error.
+    public func openDevice(_ identifier: String) -> Int32 {
+        let box = Mutex<Int32>(-6)
+        let sem = DispatchSemaphore(value: 0)
+        Task {
+            do throws(LinkError) {
+                try await self.open(identifier: identifier)
+                box.withLock { $0 = 0 }
+            } catch .transportUnavailable(let code, _) {
+                box.withLock { $0 = code }
+            } catch {
+                box.withLock { $0 = -2 }   // the device did not answer the handshake: the connection failed
+            }
+            sem.signal()
+        }
+        sem.wait()
+        return box.withLock { $0 }
+    }
+
+    /// The seed's `exchangeData` (see ``ModemLinkProtocol/PhoneSession/exchangeData(_:timeout:callback:)``).
+    public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
+        session.exchangeData(data, timeout: timeout, callback: callback)
+    }
+
+    /// The seed's `cancelExchange`.
+    public func cancelExchange() -> Int32 { session.cancelExchange() }
+
+    /// The seed's `closeDevice`: the close signal, then disconnect (blocking).
+    public func closeDevice() { session.closeDevice() }
+
+    /// The seed's `closeResource`: disconnect (blocking).
+    public func closeResource() { session.closeResource() }
+}
+
+/// Runs a phone's state machine on an RFCOMM channel of our own host stack: connects (page, SDP,
+/// RFCOMM) when started, holds the machine's calls until the channel is open, writes its frames on
+/// the channel and feeds it what arrives; reports error 20 when the channel goes away.
+///
+/// `@unchecked Sendable`: the station and the channel are used on the host driver's thread only
+/// (this object is the driver's ``HostClient``); other threads reach them through ``withMachine(_:)``.
+final class BluetoothPhoneDriver: PhoneDriver, HostClient, @unchecked Sendable {
+    private let hooks: PhoneDriverHooks
+    private let address: BDAddress
+    private let serverChannel: UInt8?
+    private var host: HostDriver!
+    private var station: StreamLinkStation<PhoneStateMachine>
+    private var open: SerialChannelID?
+    private var request: Int?
+    private var held: [@Sendable (inout PhoneStateMachine, Double) -> [LinkAction]] = []
+    private var unsent = 0
+    private var ended = false
+
+    init(transport: any HCITransport, gap: GAPConfiguration, address: BDAddress, channel: UInt8?,
+         configuration: LinkConfiguration, hooks: PhoneDriverHooks) {
+        self.hooks = hooks
+        self.address = address
+        serverChannel = channel
+        station = StreamLinkStation(machine: PhoneStateMachine(configuration: configuration))
+        host = HostDriver(transport: transport, stack: HostStack(configuration: HostConfiguration(gap: gap)), client: self)
+    }
+
+    func start() { host.start() }
+
+    func withMachine(_ body: @escaping @Sendable (inout PhoneStateMachine, Double) -> [LinkAction]) {
+        host.perform { [self] stack, now in
+            guard let open else {
+                held.append(body)
+                return []
+            }
+            let actions = station.perform(body(&station.machine, now))
+            return carry(actions, on: open, stack: &stack, now: now)
+        }
+    }
+
+    func stop() {
+        if !ended {
+            host.perform { [self] stack, now in
+                guard let open else { return [] }
+                return stack.disconnect(handle: open.handle, now: now)
+            }
+        }
+        host.stop()
+    }
+
+    /// Carries out the station's actions: writes go on the channel, events to the session.
+    private func carry(_ actions: [StreamLinkAction], on channel: SerialChannelID, stack: inout HostStack, now: Double) -> [HostAction] {
+        var out: [HostAction] = []
+        for action in actions {
+            switch action {
+            case .write(let bytes):
+                unsent += bytes.count
+                out += stack.write(channel, bytes, now: now)
+            case .event(let e):
+                hooks.observe(station.machine)
+                hooks.onEvent(e)
+            case .releaseResources:
+                break
+            }
+        }
+        hooks.observe(station.machine)
+        return out
+    }
+
+    func host(_ stack: inout HostStack, did action: HostAction, now: Double) -> [HostAction] {
+        switch action {
+        case .ready:
+            let (id, actions) = stack.openSerialPort(to: address, channel: serverChannel, now: now)
+            request = id
+            return actions
+        case .failed(let reason):
+            fail(open: .transportUnavailable(code: -4, "the controller cannot be used: \(reason)"))
+        case .openFailed(let id, let reason) where id == request:
+            fail(open: .transportUnavailable(code: -2, "cannot connect to \(address): \(reason)"))
+        case .opened(let id, _, let incoming) where !incoming && open == nil:
+            open = id
+            var out: [HostAction] = []
+            for body in held {
+                out += carry(station.perform(body(&station.machine, now)), on: id, stack: &stack, now: now)
+            }
+            held.removeAll()
+            return out
+        case .received(let id, let bytes) where id == open:
+            return carry(station.received(bytes: bytes, now: now), on: id, stack: &stack, now: now)
+        case .sent(let id, let bytes) where id == open:
+            unsent = max(0, unsent - bytes)
+            if unsent == 0 { return carry(station.transmitted(now: now), on: id, stack: &stack, now: now) }
+        case .closed(let id, let reason, _) where id == open:
+            self.open = nil
+            ended = true
+            hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: \(reason)")
+            host.requestStop()
+        default:
+            break
+        }
+        return []
+    }
+
+    func host(_ stack: inout HostStack, tick now: Double) -> [HostAction] {
+        guard let open else { return [] }
+        return carry(station.tick(now: now), on: open, stack: &stack, now: now)
+    }
+
+    func hostStopped(failure: String?) {
+        guard !ended else { return }
+        ended = true
+        if let failure {
+            if open == nil {
+                hooks.onOpenFailure(.transportUnavailable(code: -4, "the controller transport closed: \(failure)"))
+            } else {
+                hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: the controller transport closed: \(failure)")
+            }
+        }
+    }
+
+    private func fail(open error: LinkError) {
+        guard !ended else { return }
+        ended = true
+        hooks.onOpenFailure(error)
+        host.requestStop()
+    }
+}
