@@ -6,6 +6,7 @@ packages=(
   pkg-config libasound2-dev libfftw3-dev libsndfile1-dev zlib1g-dev   # build: alsa-lib, FFTW, libsndfile, zlib
   minimodem direwolf multimon-ng sox bc                    # peers and tools for tests and benchmarks
   pulseaudio libasound2-plugins alsa-utils                 # the sound-card loopback for ALSA tests
+  python3-venv tshark                                      # the Bumble peer's venv; reading --capture files
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -15,6 +16,8 @@ if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}" >&2
   SUDO=""; [[ $(id -u) != 0 ]] && SUDO="sudo"
   $SUDO apt-get update -qq
+  # tshark asks whether non-root users may capture: answer no, without a question.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections 2>/dev/null || true
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 command -v swift >/dev/null || { echo "install-deps: the Swift toolchain (swift) is not on PATH" >&2; exit 1; }

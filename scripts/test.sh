@@ -6,6 +6,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+# The Bumble peer of the Bluetooth tests (scripts/bt-peer.py) lives in .build/bt-venv. Without it
+# the peer tests skip themselves; in CI they must run, so a missing peer fails them instead.
+if [[ -n ${CI:-} ]]; then export SWIFTMODEM_REQUIRE_BUMBLE=1; fi
+if ! bash scripts/bt-venv.sh >/dev/null; then
+  [[ -n ${CI:-} ]] && { echo "test.sh: could not make the Bumble venv (.build/bt-venv)" >&2; exit 1; }
+  echo "test.sh: no Bumble venv (.build/bt-venv); the Bluetooth peer tests will skip" >&2
+fi
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
