@@ -1,0 +1,119 @@
+import Foundation
+import ModemTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Starts the Bumble peer, or nil when it is not installed here (CI requires it: then this throws).
+private func peer(_ arguments: [String]) throws -> BumblePeer? {
+    let result = Result { () throws(BumblePeerError) -> BumblePeer in try BumblePeer.start(arguments) }
+    switch result {
+    case .success(let peer): return peer
+    case .failure(let error):
+        if case .unavailable(let message) = error, !BumblePeer.isRequired {
+            print("skipped: \(message)")
+            return nil
+        }
+        throw error
+    }
+}
+
+private func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+    var rng = TestRandom(seed: seed)
+    return (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+}
+
+/// `modem bt` against Google's Bumble (a separate Python process: its controllers and host stack).
+@Suite("modem bt against the Bumble peer", .serialized)
+struct BluetoothCLITests {
+    @Test("bt scan finds three devices with their names")
+    func scan() async throws {
+        guard let p = try peer(["--extra-devices", "2"]) else { return }
+        defer { p.stop() }
+        let r = try await modem(["bt", "scan", "--hci", "tcp:127.0.0.1:\(p.port)", "--seconds", "2"], timeout: 30)
+        #expect(r.status == 0, "\(r)")
+        let lines = r.stdoutText.split(separator: "\n").map(String.init)
+        for (address, name) in [("00:1B:DC:00:00:0B", "Bumble Echo"), ("00:1B:DC:00:01:02", "Echo 2"), ("00:1B:DC:00:01:03", "Echo 3")] {
+            #expect(lines.contains { $0.hasPrefix(address) && $0.hasSuffix(name) }, "\(address) \(name) in \(lines)")
+        }
+    }
+
+    @Test("bt connect: 100 KB echoed byte-exact through SDP and RFCOMM, roomy and 27-byte x 2 ACL buffers", arguments: [[String](), ["--acl-mtu", "27", "--acl-count", "2"]])
+    func echo(_ options: [String]) async throws {
+        guard let p = try peer(options) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-echo")
+        let payload = randomBytes(100_000, seed: 9)
+        let input = try scratch.write("in.bin", payload)
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress,
+                                 "--capture", scratch.file("c.pcap")], stdinFile: input, timeout: 120)
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stdout == payload, "\(r.stdout.count) of \(payload.count) bytes came back")
+        // The capture is a pcap with linktype 201 (Bluetooth H4 with direction).
+        let pcap = try readBytes(scratch.file("c.pcap"))
+        #expect(pcap.count > 24 && pcap[20] == 201 && pcap[0] == 0xD4, "not a linktype-201 pcap")
+    }
+
+    @Test("bt connect: the device drops the link mid-transfer (ACL, RFCOMM DISC, link loss)", arguments: ["acl", "dlc", "linkloss"])
+    func drop(_ mode: String) async throws {
+        guard let p = try peer(["--drop-after", "5000", "--drop-mode", mode]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-drop")
+        let payload = randomBytes(20_000, seed: 3)
+        let input = try scratch.write("in.bin", payload)
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress],
+                                stdinFile: input, timeout: 30)
+        #expect(r.status == 4, "\(r)")
+        #expect(r.seconds < 10)
+        #expect(r.stdout == Array(payload.prefix(5000)), "\(mode): \(r.stdout.count) bytes written")
+        let expected = ["acl": "0x13", "dlc": "RFCOMM channel 1", "linkloss": "link lost"][mode]!
+        #expect(r.stderrText.contains(expected), "\(mode): \(r.stderrText)")
+    }
+
+    @Test("link-test over RFCOMM, our stack on both ends: 200 of 200 in master-slave and duplex", arguments: ["master-slave", "duplex"])
+    func linkTest(_ mode: String) async throws {
+        guard let p = try peer(["--expose-b", "0"]) else { return }   // port 0: the peer picks a free one
+        defer { p.stop() }
+        let device = Process()
+        device.executableURL = URL(fileURLWithPath: try Paths.modem())
+        device.arguments = ["bt", "device", "--hci", "tcp:127.0.0.1:\(p.portB!)", "--name", "Bars Device"]
+        device.standardError = FileHandle.nullDevice
+        try device.run()
+        defer { device.terminate(); device.waitUntilExit() }
+        try await Task.sleep(for: .seconds(1))
+        let r = try await modem(["link-test", "--channel", "bluetooth", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", "00:1B:DC:00:00:0B",
+                                 "--mode", mode, "--count", "200", "--size", "64", "--json"], timeout: 120)
+        #expect(r.status == 0, "\(r)")
+        let line = try #require(r.stdoutText.split(separator: "\n").last)
+        let s = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect((s["completed"] as? Int) == 200, "\(s)")
+        #expect((s["corruptDelivered"] as? Int) == 0 && (s["duplicatesDelivered"] as? Int) == 0, "\(s)")
+    }
+
+    @Test("without --hci on a kernel without Bluetooth: one line naming Bluetooth, exit 1, fast")
+    func noKernelBluetooth() async throws {
+        let fd = socket(31, Int32(SOCK_RAW.rawValue), 1)
+        if fd >= 0 { close(fd); return }   // this kernel has Bluetooth: not the case under test
+        for args in [["bt", "scan"], ["bt", "connect", "--address", "00:1B:DC:00:00:0B"], ["devices", "--bluetooth"]] {
+            let r = try await modem(args, timeout: 20)
+            #expect(r.status == 1, "\(r)")
+            #expect(r.seconds < 5)
+            #expect(r.stderrText.lowercased().contains("bluetooth"), "\(r.stderrText)")
+        }
+    }
+
+    @Test("bad options are usage errors naming the problem")
+    func badOptions() async throws {
+        for (args, words) in [(["bt", "connect", "--hci", "tcp:127.0.0.1:1", "--address", "nonsense"], "address"),
+                              (["bt", "scan", "--hci", "bogus:thing"], "--hci"),
+                              (["bt", "connect", "--hci", "tcp:127.0.0.1:1", "--address", "00:1B:DC:00:00:0B", "--channel", "31"], "channel")] {
+            let r = try await modem(args, timeout: 20)
+            #expect(r.status == 64, "\(r)")
+            #expect(r.stderrText.contains(words), "\(r.stderrText)")
+        }
+        // Nothing listening at the TCP port: a setup failure, one line, exit 1.
+        let r = try await modem(["bt", "scan", "--hci", "tcp:127.0.0.1:1"], timeout: 20)
+        #expect(r.status == 1 && r.stderrText.contains("refused"), "\(r)")
+    }
+}
