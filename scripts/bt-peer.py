@@ -135,9 +135,20 @@ class PeerController(Controller):
             if length > self.acl_data_packet_length:
                 log.warning('%s: the host sent %d ACL bytes in one packet, more than the %d it was told',
                             self.name, length, self.acl_data_packet_length)
+        self.stock(packet)
+
+    def stock(self, packet):
+        """The stock controller's handling, with malformed packets answered or logged, never raised."""
         try:
-            super().on_packet(packet)
-        except Exception:  # a malformed packet must not stop the peer
+            parsed = hci.HCI_Packet.from_bytes(packet)
+        except Exception:  # malformed: a command still gets an answer (invalid parameters)
+            log.warning('%s: malformed packet %s', self.name, bytes(packet).hex())
+            if len(packet) >= 4 and packet[0] == hci.HCI_COMMAND_PACKET:
+                self.emit(command_complete(packet[1] | packet[2] << 8, [0x12]))
+            return
+        try:
+            self.on_hci_packet(parsed)
+        except Exception:  # a stock handler's failure must not stop the peer
             log.exception('%s: packet %s', self.name, bytes(packet).hex())
 
     def emit(self, raw):
@@ -220,7 +231,7 @@ class PeerController(Controller):
             self.later(self.page_timeout_delay(),
                        event(0x03, bytes([0x04, 0, 0]) + bytes(address) + bytes([0x01, 0x00])))
             return
-        super().on_packet(packet)
+        self.stock(packet)
 
     def fill_0406(self, opcode, parameters, packet):  # Disconnect: the peer gets our reason, we get 0x16
         if len(parameters) != 3:
@@ -230,7 +241,7 @@ class PeerController(Controller):
         connection = self.find_classic_connection_by_handle(handle) if handle else None
         if connection is None:
             if handle and self.find_connection_by_handle(handle) is not None:
-                super().on_packet(packet)  # LE: stock
+                self.stock(packet)  # LE: stock
             else:
                 self.emit(command_status(0x02, opcode))  # unknown connection identifier
             return
@@ -271,7 +282,7 @@ class PeerController(Controller):
     def fill_0c03(self, opcode, _parameters, packet):  # Reset: links drop, settings go back to defaults
         self.drop_links(0x13)
         self.clear_state()
-        super().on_packet(packet)
+        self.stock(packet)
 
     def fill_0c18(self, opcode, parameters, _):  # Write_Page_Timeout
         if len(parameters) == 2:
@@ -279,7 +290,7 @@ class PeerController(Controller):
         self.emit(command_complete(opcode, [0x00 if len(parameters) == 2 else 0x12]))
 
     def fill_0c1a(self, opcode, parameters, packet):  # Write_Scan_Enable (stock), then tell the hook
-        super().on_packet(packet)
+        self.stock(packet)
         if self.scan_enable_hook is not None and parameters:
             self.scan_enable_hook(parameters[0])
 

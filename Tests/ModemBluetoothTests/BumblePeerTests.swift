@@ -37,6 +37,8 @@ final class BumblePeerTests: XCTestCase {
 
         // A vendor command the controller does not know: Command Complete 0x01, never silence.
         XCTAssertEqual(try client.command(0xFC01), [0x01])
+        // A known command with its parameters missing: invalid parameters (0x12), again never silence.
+        XCTAssertEqual(try client.command(0x0C1A), [0x12])
 
         // Extended inquiry: 3 devices, each with its complete local name in the EIR.
         XCTAssertEqual(try client.command(0x0C45, [0x02]), [0x00])
