@@ -168,17 +168,18 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
 
     // MARK: Callback facade (the seed's names and integer codes)
 
-    /// The seed's `openDevice`, blocking: 0, or `open`'s refusal as an integer; `transportFailure` is
-    /// the code for a transport that failed during the handshake.
-    public func openDevice(transportFailure: Int32) -> Int32 {
+    /// The seed's `openDevice`, blocking: 0, or `open`'s failure as the channel's integer.
+    /// - Parameters:
+    ///   - open: the open to run (``open()``, or a manager's open with an identifier).
+    ///   - code: the channel's return code for a failure.
+    public func openDevice(_ open: @escaping @Sendable () async throws(LinkError) -> Void,
+                           code: @escaping @Sendable (LinkError) -> Int32) -> Int32 {
         blocking { () async -> Int32 in
             do throws(LinkError) {
-                try await self.open()
+                try await open()
                 return ReturnCode.ok
-            } catch .failed {
-                return transportFailure
             } catch {
-                return error.returnCode
+                return code(error)
             }
         }
     }

@@ -94,13 +94,8 @@ struct LinkTestCommand: AsyncParsableCommand {
             }
             let options = LinkTestOptions(configuration: config, count: count, size: size, timeout: timeout, seed: seed)
             let test = try LinkTest(options: options, medium: medium)
-            let showProgress = stderrIsTerminal
-            let report = try test.run(shouldStop: { stopRequested.load(ordering: .relaxed) }, progress: { r in
-                if showProgress {
-                    printError("\u{1B}[2K\r\(r.exchanges)/\(count) exchanges: \(r.completed) completed, \(r.timedOut) timed out, \(r.failed) failed\u{1B}[1A")
-                }
-            })
-            if showProgress { printError("\u{1B}[2K") }
+            let report = try test.run(shouldStop: { stopRequested.load(ordering: .relaxed) }, progress: showProgress)
+            endProgress()
             if json {
                 try printJSON(report)
             } else {
@@ -117,6 +112,17 @@ struct LinkTestCommand: AsyncParsableCommand {
             // A test in which the line never opened, or nothing got through, failed.
             if report.openCode != 0 || (count > 0 && report.completed == 0) { throw ExitCode(3) }
         }
+    }
+
+    /// Draws the running counts on a terminal's standard error (nothing elsewhere).
+    private func showProgress(_ r: LinkTestReport) {
+        guard stderrIsTerminal else { return }
+        printError("\u{1B}[2K\r\(r.exchanges)/\(count) exchanges: \(r.completed) completed, \(r.timedOut) timed out, \(r.failed) failed\u{1B}[1A")
+    }
+
+    /// Clears the progress line.
+    private func endProgress() {
+        if stderrIsTerminal { printError("\u{1B}[2K") }
     }
 
     private func printJSON(_ report: LinkTestReport) throws {
@@ -150,13 +156,8 @@ struct LinkTestCommand: AsyncParsableCommand {
         let perExchange = timeout ?? 10
         let test = RemoteLinkTest(options: RemoteLinkTestOptions(mode: link.mode.mode, count: count, size: size,
                                                                  timeout: .milliseconds(Int64(perExchange * 1000)), seed: seed))
-        let showProgress = stderrIsTerminal
-        let report = await test.run(on: manager, shouldStop: { stopRequested.load(ordering: .relaxed) }, progress: { r in
-            if showProgress {
-                printError("\u{1B}[2K\r\(r.exchanges)/\(count) exchanges: \(r.completed) completed, \(r.timedOut) timed out, \(r.failed) failed\u{1B}[1A")
-            }
-        })
-        if showProgress { printError("\u{1B}[2K") }
+        let report = await test.run(on: manager, shouldStop: { stopRequested.load(ordering: .relaxed) }, progress: showProgress)
+        endProgress()
         if json {
             try printJSON(report)
         } else {

@@ -119,21 +119,11 @@ public final class BluetoothManager: CommunicationManager {
     /// The seed's `openDevice(identifier)` (blocking).
     /// - Returns: 0 connected; -1 illegal address; -2 connection failed; -4 no Bluetooth; -5 not powered; -6 unknown error.
     public func openDevice(_ identifier: String) -> Int32 {
-        let box = Mutex<Int32>(-6)
-        let sem = DispatchSemaphore(value: 0)
-        Task {
-            do throws(LinkError) {
-                try await self.open(identifier: identifier)
-                box.withLock { $0 = 0 }
-            } catch .transportUnavailable(let code, _) {
-                box.withLock { $0 = code }
-            } catch {
-                box.withLock { $0 = -2 }   // the device did not answer the handshake: the connection failed
-            }
-            sem.signal()
+        session.openDevice({ () throws(LinkError) in try await self.open(identifier: identifier) }) { error in
+            // A device that did not answer the handshake: the connection failed.
+            if case .transportUnavailable(let code, _) = error { return code }
+            return -2
         }
-        sem.wait()
-        return box.withLock { $0 }
     }
 
     /// The seed's `exchangeData` (see ``ModemLinkProtocol/PhoneSession/exchangeData(_:timeout:callback:)``).

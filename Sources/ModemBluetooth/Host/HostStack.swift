@@ -147,7 +147,6 @@ public struct HostStack: Sendable {
             links[handle] = link
             out += handleL2CAP(l2, handle: handle, now: now)
             out += handleRFCOMM(rf, handle: handle, now: now)
-            link = links[handle] ?? link
         }
         for (id, request) in requests.sorted(by: { $0.key < $1.key }) where now >= request.deadline {
             out += fail(request: id, "no answer from \(request.address) within \(Int(configuration.openTimeout)) s", now: now)

@@ -110,7 +110,12 @@ public final class AudioJackManager: CommunicationManager {
     /// Opens the device (blocking).
     /// - Returns: 0 (opened), -1 (the output could not be opened, or an open is under way), -2 (the
     ///   input could not be opened, or the audio failed), -3 (handshake failed), -4 (no device).
-    public func openDevice() -> Int32 { session.openDevice(transportFailure: ReturnCode.notOpenedOrInput) }
+    public func openDevice() -> Int32 {
+        session.openDevice({ () throws(LinkError) in try await self.open() }) { error in
+            if case .failed = error { return ReturnCode.notOpenedOrInput }
+            return error.returnCode
+        }
+    }
 
     /// Starts an exchange; its outcome goes to `callback` (and to ``events``).
     /// - Parameters:
