@@ -20,10 +20,14 @@ let package = Package(
         .library(name: "ModemLinkProtocol", targets: ["ModemLinkProtocol"]),
         .library(name: "ModemLink", targets: ["ModemLink"]),
         .library(name: "ModemBluetooth", targets: ["ModemBluetooth"]),
+        .library(name: "ModemSockets", targets: ["ModemSockets"]),
+        .library(name: "ModemMessaging", targets: ["ModemMessaging"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        // X25519, ChaChaPoly, SHA-256, HKDF/HMAC for the messaging sessions (BoringSSL underneath).
+        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
     ],
     targets: [
         // C libraries, found by pkg-config.
@@ -43,11 +47,18 @@ let package = Package(
         .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
         .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemCodecs"]),
+        // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
+        .target(name: "ModemSockets"),
+        // Messaging over any link: keys, Noise sessions, pairing, mailbox, data connections; never DSP or audio.
+        .target(
+            name: "ModemMessaging",
+            dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemSockets", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .target(
             name: "SwiftModem",
             dependencies: [
                 "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLink",
-                "ModemBluetooth",
+                "ModemBluetooth", "ModemSockets", "ModemMessaging",
             ]
         ),
         .executableTarget(
@@ -82,6 +93,11 @@ let package = Package(
             dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport"]
         ),
         .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemCodecs", "ModemTestSupport"]),
+        .testTarget(
+            name: "ModemMessagingTests",
+            dependencies: ["ModemMessaging", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport",
+                           .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

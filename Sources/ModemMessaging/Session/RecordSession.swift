@@ -1,0 +1,139 @@
+/// What the messaging modules (mailbox, data connections) see of a session: an authenticated,
+/// encrypted, ordered exchange of typed records with one trusted peer. The Noise session over a
+/// ``MessageTransport`` implements it; ``InMemorySessionLine`` gives a plaintext pair for tests.
+///
+/// Record kinds 0x01...0x0F belong to the session itself (accept, reject, ping, close); modules use
+/// 0x10...0x1F (mailbox) and 0x20...0x2F (data connections). ``send(kind:body:)`` refuses the
+/// session's own kinds.
+public protocol RecordSession: Sendable {
+    /// Who is at the other end (established by the handshake).
+    var peer: SessionPeer { get }
+    /// The largest record body ``send(kind:body:)`` accepts, in bytes.
+    var maximumRecordBody: Int { get }
+    /// Sends one record. Suspends while the line is full (back-pressure); throws once the session
+    /// has ended or is closing on our side.
+    func send(kind: UInt8, body: [UInt8]) async throws(SessionSendError)
+    /// The next input: a record, the peer's close, or the end. After `.ended` it keeps returning the
+    /// same `.ended`. One consumer at a time.
+    func receive() async -> SessionIncoming
+    /// Half-closes: "I will send no more". If the peer closed first this completes the close.
+    /// The session ends (``receive()`` gives `.ended`) when both sides have closed or the line goes.
+    func close() async
+}
+
+/// The peer of a session.
+public struct SessionPeer: Sendable, Equatable {
+    /// The user name the peer announced in the handshake (a label, not an identity).
+    public var name: String
+    /// The peer's static X25519 public key (32 bytes): its identity.
+    public var publicKey: [UInt8]
+    /// Creates a peer description.
+    public init(name: String, publicKey: [UInt8]) {
+        self.name = name
+        self.publicKey = publicKey
+    }
+}
+
+/// One input from a ``RecordSession``.
+public enum SessionIncoming: Sendable, Equatable {
+    /// A record of a module's kind with its body.
+    case record(kind: UInt8, body: [UInt8])
+    /// The peer will send no more (its CLOSE). Send what is still due, then call
+    /// ``RecordSession/close()``: the session then ends with ``SessionEnd/otherUserQuit``.
+    case peerClosing
+    /// The session is over.
+    case ended(SessionEnd)
+}
+
+/// How a session that was connected ended: the seed's disconnect reasons (seed 000).
+public enum SessionEnd: Sendable, Equatable, Error {
+    /// We closed first, or both sides closed at once (`END_USER_QUIT`); the text gives a detail such
+    /// as a session limit, or is nil.
+    case userQuit(String?)
+    /// The peer closed first (`END_OTHER_USER_QUIT`).
+    case otherUserQuit
+    /// The peer's end vanished without closing: its process died, its socket was reset
+    /// (`END_OTHER_USER_LOST`).
+    case otherUserLost(String)
+    /// The line went silent or failed here (`END_LOST_NET`): keepalive expired, a cut, a local failure.
+    case lostNet(String)
+
+    /// The seed's name of this reason.
+    public var seedName: String {
+        switch self {
+        case .userQuit: "END_USER_QUIT"
+        case .otherUserQuit: "END_OTHER_USER_QUIT"
+        case .otherUserLost: "END_OTHER_USER_LOST"
+        case .lostNet: "END_LOST_NET"
+        }
+    }
+}
+
+/// Why a session could not be connected: the seed's connect-failed reasons (seed 000).
+public enum SessionFailure: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Cancelled here before it connected (`FAIL_USER_CANCELED`).
+    case userCanceled
+    /// No line, refused, unreachable, or garbage before keys (`FAIL_NETWORK_UNAVAILABLE`).
+    case networkUnavailable(String)
+    /// The peer's key is not trusted here, or ours is not trusted there (`FAIL_INVALID_AUTHORIZATION`,
+    /// seed 004's `kMediaFailureKeyError`).
+    case invalidAuthorization(String)
+    /// Too many attempts (`FAIL_EXCEEDED_RATE_LIMIT`).
+    case exceededRateLimit
+    /// The trust entry for the peer's key has expired (`FAIL_EXPIRED_KEY`).
+    case expiredKey(String)
+    /// A contact card failed validation (`FAIL_BAD_CONTACT`).
+    case badContact(String)
+
+    /// The seed's name of this reason.
+    public var seedName: String {
+        switch self {
+        case .userCanceled: "FAIL_USER_CANCELED"
+        case .networkUnavailable: "FAIL_NETWORK_UNAVAILABLE"
+        case .invalidAuthorization: "FAIL_INVALID_AUTHORIZATION"
+        case .exceededRateLimit: "FAIL_EXCEEDED_RATE_LIMIT"
+        case .expiredKey: "FAIL_EXPIRED_KEY"
+        case .badContact: "FAIL_BAD_CONTACT"
+        }
+    }
+
+    /// The reason byte carried in REJECT and NOPE frames.
+    public var code: UInt8 {
+        switch self {
+        case .userCanceled: 1
+        case .networkUnavailable: 2
+        case .invalidAuthorization: 3
+        case .exceededRateLimit: 4
+        case .expiredKey: 5
+        case .badContact: 6
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .userCanceled: "\(seedName): cancelled"
+        case .networkUnavailable(let text), .invalidAuthorization(let text), .expiredKey(let text),
+             .badContact(let text):
+            "\(seedName): \(text)"
+        case .exceededRateLimit: "\(seedName): too many attempts, try again later"
+        }
+    }
+}
+
+/// A failure to send a record.
+public enum SessionSendError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The session has ended (with this reason).
+    case ended(SessionEnd)
+    /// We already called ``RecordSession/close()``.
+    case closing
+    /// The kind is one of the session's own (0x01...0x0F) or the body is larger than allowed.
+    case invalid(String)
+
+    public var description: String {
+        switch self {
+        case .ended(let end): "the session has ended (\(end.seedName))"
+        case .closing: "the session is closing: nothing more can be sent"
+        case .invalid(let text): text
+        }
+    }
+}
