@@ -55,6 +55,52 @@ struct BluetoothCLITests {
         #expect(pcap.count > 24 && pcap[20] == 201 && pcap[0] == 0xD4, "not a linktype-201 pcap")
     }
 
+    @Test("tshark decodes a bt connect capture down to RFCOMM: SDP for the Serial Port, the UIH payload both ways, nothing malformed")
+    func tsharkDecodesTheCapture() async throws {
+        guard let tshark = Paths.tool("tshark") else {
+            // CI installs tshark (scripts/install-deps.sh): there its absence is a failure.
+            #expect(ProcessInfo.processInfo.environment["CI"] == nil, "tshark is not installed (required when CI is set)")
+            print("skipped: tshark is not installed")
+            return
+        }
+        guard let p = try peer([]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-tshark")
+        let payload = randomBytes(5_000, seed: 21)
+        let input = try scratch.write("in.bin", payload)
+        let capture = scratch.file("c.pcap")
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress,
+                                 "--capture", capture], stdinFile: input, timeout: 60)
+        #expect(r.status == 0 && r.stdout == payload, "\(r)")
+
+        let hex = payload.map { String(format: "%02x", $0) }.joined()
+        let rfcomm = try await runProcess(tshark, ["-r", capture, "-Y", "btrfcomm"])
+        #expect(rfcomm.status == 0, "\(rfcomm)")
+        for frame in ["SABM Channel=0", "UA Channel=0", "(PN)", "SABM Channel=1", "(MSC)", "UIH Channel=1"] {
+            #expect(rfcomm.stdoutText.contains(frame), "no \(frame) among the RFCOMM frames: \(rfcomm.stdoutText)")
+        }
+        // The payload frames on channel 1, in order: direction 0x00 (sent) is the input, 0x01 (received) the echo.
+        let data = try await runProcess(tshark, ["-r", capture, "-Y", "btrfcomm.channel == 1 && btrfcomm.len > 0",
+                                                 "-T", "fields", "-e", "hci_h4.direction", "-e", "btspp.data"])
+        #expect(data.status == 0, "\(data)")
+        var sent = "", received = ""
+        for line in data.stdoutText.split(separator: "\n") {
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count == 2 else { continue }
+            if fields[0] == "0x00" { sent += fields[1] } else if fields[0] == "0x01" { received += fields[1] }
+        }
+        #expect(sent == hex, "tshark's RFCOMM payload sent: \(sent.count / 2) bytes, \(payload.count) written")
+        #expect(received == hex, "tshark's RFCOMM payload received: \(received.count / 2) bytes, \(payload.count) echoed")
+        // SDP: our search for the Serial Port class and the answer naming RFCOMM channel 1.
+        let sdp = try await runProcess(tshark, ["-r", capture, "-Y", "btsdp", "-V"])
+        #expect(sdp.stdoutText.contains("Service Search Attribute Request"), "\(sdp.stdoutText.prefix(2000))")
+        #expect(sdp.stdoutText.contains("Serial Port (0x1101)"), "\(sdp.stdoutText.prefix(2000))")
+        #expect(sdp.stdoutText.contains("RFCOMM Channel: 1"), "\(sdp.stdoutText.prefix(2000))")
+        // Not one packet tshark finds malformed.
+        let malformed = try await runProcess(tshark, ["-r", capture, "-Y", "_ws.malformed"])
+        #expect(malformed.status == 0 && malformed.stdoutText.isEmpty, "\(malformed)")
+    }
+
     @Test("bt connect: the device drops the link mid-transfer (ACL, RFCOMM DISC, link loss)", arguments: ["acl", "dlc", "linkloss"])
     func drop(_ mode: String) async throws {
         guard let p = try peer(["--drop-after", "5000", "--drop-mode", mode]) else { return }
