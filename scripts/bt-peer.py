@@ -22,6 +22,7 @@ stdout (flushed line by line):
   PEER-ANSWER type=T dlci=D cr=C [value=..] hex=..  --raw-rfcomm: each frame our host sent back
   PEER-NO-ANSWER hex=..                            --raw-rfcomm: a frame of ours unanswered in 2 s
   PEER-RAW done|error=..                           --raw-rfcomm finished
+  PEER-L2CAP already closed by the host ...        the host closed RFCOMM's L2CAP channel after DISC 0
 
 The controller subclass fills what Bumble 0.0.236's controller lacks for BR/EDR: Inquiry and its
 results (events 0x02/0x22/0x2F per Write_Inquiry_Mode, with class of device and an EIR holding the
@@ -541,7 +542,8 @@ class EchoDevice:
                 pass
             say(f'PEER-RFCOMM received={bytes(received).hex()}')
             await asyncio.wait_for(dlc.disconnect(), 5)
-            await asyncio.wait_for(client.shutdown(), 5)
+            await asyncio.wait_for(multiplexer.disconnect(), 5)
+            await close_l2cap(multiplexer.l2cap_channel)
             await connection.disconnect()
             say('PEER-RFCOMM done')
         except Exception as error:
@@ -580,11 +582,20 @@ class EchoDevice:
                 except asyncio.TimeoutError:
                     say(f'PEER-NO-ANSWER hex={frame.hex()}')
             await asyncio.sleep(0.2)
-            await asyncio.wait_for(channel.disconnect(), 5)
+            await close_l2cap(channel)
             await connection.disconnect()
             say('PEER-RAW done')
         except Exception as error:
             say(f'PEER-RAW error={error!r}')
+
+
+async def close_l2cap(channel):
+    """Closes the L2CAP channel of an RFCOMM session unless the host already did: after the UA for
+    DISC on DLCI 0 a responder may close it itself (BlueZ does), and both ways are fine."""
+    if channel.state == l2cap.ClassicChannel.State.OPEN:
+        await asyncio.wait_for(channel.disconnect(), 5)
+    else:
+        say(f'PEER-L2CAP already closed by the host (state {channel.state.name})')
 
 
 # --- hand-made RFCOMM frames (RFCOMM 1.2 on TS 07.10; we are the initiator) ----------------------

@@ -101,6 +101,16 @@ final class HostStackTests: XCTestCase {
         XCTAssertTrue(closed?.0.contains("0x13") ?? false, closed?.0 ?? "not closed")
     }
 
+    func testTheDeviceSideNamesThePhone() {
+        var p = pair()
+        let r = openAndEcho(&p, bytes: 100, channel: 5)
+        guard let id = r.id else { return }
+        p.apply(0, p.hosts[0].disconnect(handle: id.handle, now: p.now))
+        p.run(seconds: 0.5)
+        let closed = p.reported[1].compactMap { a -> String? in if case .closed(_, let why, true) = a { return why }; return nil }.first
+        XCTAssertTrue(closed?.hasPrefix("the phone disconnected: HCI reason 0x13") ?? false, closed ?? "not closed")
+    }
+
     func testLinkLossIsNamed() {
         var p = pair()
         let r = openAndEcho(&p, bytes: 100, channel: 5)

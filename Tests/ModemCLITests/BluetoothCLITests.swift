@@ -137,6 +137,82 @@ struct BluetoothCLITests {
         #expect((s["corruptDelivered"] as? Int) == 0 && (s["duplicatesDelivered"] as? Int) == 0, "\(s)")
     }
 
+    /// Runs `modem bt device` on `port` until `done` says the peer finished (or 30 s pass); its log lines.
+    private func runDevice(port: UInt16, until done: () -> Bool) async throws -> String {
+        let scratch = try Scratch("bt-device")
+        let log = scratch.file("stderr")
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        defer { try? handle.close() }
+        let device = Process()
+        device.executableURL = URL(fileURLWithPath: try Paths.modem())
+        device.arguments = ["bt", "device", "--hci", "tcp:127.0.0.1:\(port)", "--name", "Bars Device"]
+        device.standardError = handle
+        device.standardOutput = FileHandle.nullDevice
+        try device.run()
+        let deadline = Date().addingTimeInterval(30)
+        while !done() && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(300))   // the device's log of the disconnection
+        device.terminate()
+        device.waitUntilExit()
+        return String(decoding: try readBytes(log), as: UTF8.self)
+    }
+
+    @Test("Bumble pages our bt device, finds its Serial Port record by SDP, opens RFCOMM, writes and closes")
+    func bumbleConnectsToOurDevice() async throws {
+        guard let p = try peer(["--connect-to-host"]) else { return }
+        defer { p.stop() }
+        let log = try await runDevice(port: p.port) {
+            p.lines.contains { $0 == "PEER-RFCOMM done" || $0.hasPrefix("PEER-RFCOMM error=") }
+        }
+        let lines = p.lines
+        #expect(lines.contains("PEER-RFCOMM connected address=\(p.hostAddress)"), "\(lines)")
+        #expect(lines.contains("PEER-RFCOMM channel=1"), "Bumble's SDP search found no channel 1: \(lines)")
+        #expect(lines.contains { $0.hasPrefix("PEER-RFCOMM sent=") }, "the DLC did not open: \(lines)")
+        #expect(lines.contains("PEER-RFCOMM done"), "\(lines)")
+        #expect(!lines.contains { $0.contains("error=") }, "\(lines)")
+        // Our device saw the phone connect and then close the channel, in the phone's terms.
+        #expect(log.contains("connected: \(p.deviceAddress), RFCOMM channel 1"), "\(log)")
+        #expect(log.contains("the phone closed RFCOMM channel 1"), "\(log)")
+    }
+
+    @Test("our bt device answers Bumble's hand-made RFCOMM frames: UA, RPN, RLS, Test, NSC for an unknown type, UA for DISC")
+    func rawRFCOMMAnswers() async throws {
+        guard let p = try peer(["--raw-rfcomm"]) else { return }
+        defer { p.stop() }
+        _ = try await runDevice(port: p.port) { p.lines.contains { $0.hasPrefix("PEER-RAW ") } }
+        let lines = p.lines
+        #expect(lines.contains("PEER-RAW done"), "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("PEER-NO-ANSWER") }, "a frame went unanswered: \(lines)")
+        let answers = lines.filter { $0.hasPrefix("PEER-ANSWER ") }.map { line in
+            String(line.dropFirst("PEER-ANSWER ".count).prefix(upTo: line.range(of: " hex=")?.lowerBound ?? line.endIndex))
+        }
+        // DLCI 2's address octet is 0x0B; RPN's answer to a query is the default 9600 baud, 8 data bits,
+        // no parity, 1 stop bit, no flow control, XON 0x11, XOFF 0x13 with every mask bit (RFCOMM/07.10 5.4.6.3.9);
+        // NSC names the unknown type octet 0x47 (type 0x11, EA, C/R). Every answer is a response (cr=0).
+        let test = Array("SwiftModem test".utf8).map { String(format: "%02x", $0) }.joined()
+        #expect(answers == ["type=UA dlci=0 cr=1",
+                            "type=RPN dlci=0 cr=0 value=0b0303001113ff3f",
+                            "type=RLS dlci=0 cr=0 value=0b03",
+                            "type=TEST dlci=0 cr=0 value=\(test)",
+                            "type=NSC dlci=0 cr=0 value=47",
+                            "type=UA dlci=0 cr=1"], "\(lines)")
+    }
+
+    @Test("bt connect to a device that asks for authentication: Secure Simple Pairing (just works), then the echo")
+    func pairing() async throws {
+        guard let p = try peer(["--pair"]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-pair")
+        let payload = randomBytes(10_000, seed: 5)
+        let input = try scratch.write("in.bin", payload)
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress],
+                                stdinFile: input, timeout: 60)
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stdout == payload, "\(r.stdout.count) of \(payload.count) bytes came back")
+        #expect(p.waitForLine(startingWith: "PEER-PAIR ", timeout: 2) == "PEER-PAIR ok address=\(p.hostAddress)", "\(p.lines)")
+    }
+
     @Test("without --hci on a kernel without Bluetooth: one line naming Bluetooth, exit 1, fast")
     func noKernelBluetooth() async throws {
         let fd = socket(31, Int32(SOCK_RAW.rawValue), 1)

@@ -62,7 +62,8 @@ public enum HostAction: Sendable, Hashable {
     case received(SerialChannelID, [UInt8])
     /// `bytes` written to the channel left our queues for the controller.
     case sent(SerialChannelID, bytes: Int)
-    /// The channel closed; `reason` names why in words ("the device disconnected: HCI reason 0x13 (...)").
+    /// The channel closed; `reason` names why in words ("the device disconnected: HCI reason 0x13 (...)";
+    /// a host in the device role says "the phone").
     case closed(SerialChannelID, reason: String, byPeer: Bool)
     /// A damaged packet or frame was dropped (counted).
     case damaged(String)
@@ -431,7 +432,7 @@ public struct HostStack: Sendable {
                 let wasOpen = links[handle]?.open.remove(dlci) != nil
                 if wasOpen {
                     let byPeer = links[handle]?.closing == nil && links[handle]?.closingLocally.remove(dlci) == nil
-                    let words = byPeer && reason == "closed by the device" ? "the device closed RFCOMM channel \(dlci >> 1)" : reason
+                    let words = byPeer && reason == "closed by the device" ? "\(peerName) closed RFCOMM channel \(dlci >> 1)" : inPeerTerms(reason)
                     out.append(.closed(SerialChannelID(handle: handle, dlci: dlci), reason: words, byPeer: byPeer))
                 } else if let (rid, _) = requests.first(where: { $0.value.handle == handle && $0.value.channel == dlci >> 1 }) {
                     out += fail(request: rid, "RFCOMM channel \(dlci >> 1) of \(links[handle]?.address.description ?? "the device"): \(reason)", now: now)
@@ -468,7 +469,7 @@ public struct HostStack: Sendable {
         } else if reason == 0x08 || reason == 0x22 {
             words = "link lost: \(code)"
         } else {
-            words = "the device disconnected: \(code)"
+            words = "\(peerName) disconnected: \(code)"
         }
         _ = link.l2cap.linkLost()
         for dlci in link.open.sorted() {
@@ -479,6 +480,17 @@ public struct HostStack: Sendable {
             out.append(.openFailed(request: id, reason: words))
         }
         return out
+    }
+
+    /// Who is at the other end, in reasons: "the phone" when we are the device, else "the device".
+    private var peerName: String {
+        if case .device = configuration.gap.role { return "the phone" }
+        return "the device"
+    }
+
+    /// A lower layer's reason in this host's terms (RFCOMM names its peer "the device").
+    private func inPeerTerms(_ reason: String) -> String {
+        peerName == "the device" ? reason : reason.replacing("the device", with: peerName)
     }
 
     private mutating func fail(request id: Int, _ reason: String, now: Double) -> [HostAction] {
