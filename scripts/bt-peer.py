@@ -476,6 +476,8 @@ class EchoDevice:
                 asyncio.get_running_loop().create_task(self.drop(dlc, connection))
 
         dlc.sink = on_data
+        if self.options.no_credits:
+            dlc.rx_credits_threshold = -1  # never tops the host up: only PN's initial credits
 
     async def drop(self, dlc, connection):
         mode = self.options.drop_mode
@@ -487,6 +489,10 @@ class EchoDevice:
                 await connection.disconnect(reason=0x13)
             elif mode == 'dlc':
                 await asyncio.wait_for(dlc.disconnect(), 5)
+            elif mode == 'socket':
+                server = self.host_controller.host  # controller A's H4 server: its TCP client goes
+                if isinstance(server, H4Server) and server.writer is not None:
+                    server.writer.close()
             else:
                 link_loss(self.controller, connection.peer_address)
         except Exception as error:
@@ -696,7 +702,11 @@ def main():
     parser.add_argument('--acl-mtu', type=int, default=1021, help='ACL_Data_Packet_Length of the TCP controllers')
     parser.add_argument('--acl-count', type=int, default=8, help='Total_Num_ACL_Data_Packets of the TCP controllers')
     parser.add_argument('--drop-after', type=int, metavar='BYTES', help='echo this many bytes, then drop')
-    parser.add_argument('--drop-mode', choices=['acl', 'dlc', 'linkloss'], default='acl')
+    parser.add_argument('--drop-mode', choices=['acl', 'dlc', 'linkloss', 'socket'], default='acl',
+                        help='acl: HCI Disconnect 0x13; dlc: RFCOMM DISC; linkloss: 0x08 both ends; '
+                             'socket: controller A closes its H4/TCP client (the host loses its controller)')
+    parser.add_argument('--no-credits', action='store_true',
+                        help='the echo device grants the host no RFCOMM credits beyond those in PN')
     parser.add_argument('--connect-to-host', action='store_true',
                         help='once A enables page scan: connect, SDP, RFCOMM, write a line')
     parser.add_argument('--raw-rfcomm', action='store_true',

@@ -14,9 +14,20 @@ struct HostPair {
         for side in 0..<2 { apply(side, hosts[side].start(now: now)) }
     }
 
+    /// Sees each packet a host sends before the air does: may change it, or return nil to drop it.
+    var tamper: ((Int, HCIPacket) -> HCIPacket?)?
+
     mutating func apply(_ side: Int, _ actions: [HostAction]) {
         for action in actions {
-            if case .send(let packet) = action { air.send(side, packet) } else { reported[side].append(action) }
+            if case .send(var packet) = action {
+                if let tamper {
+                    guard let changed = tamper(side, packet) else { continue }
+                    packet = changed
+                }
+                air.send(side, packet)
+            } else {
+                reported[side].append(action)
+            }
         }
     }
 

@@ -117,6 +117,38 @@ struct BluetoothCLITests {
         #expect(r.stderrText.contains(expected), "\(mode): \(r.stderrText)")
     }
 
+    @Test("bt connect to a device that never tops up RFCOMM credits: gives up after the 10 s credit timeout, naming it, exit 4")
+    func noCredits() async throws {
+        guard let p = try peer(["--no-credits"]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-nocredits")
+        let payload = randomBytes(20_000, seed: 4)
+        let input = try scratch.write("in.bin", payload)
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress],
+                                stdinFile: input, timeout: 60)
+        #expect(r.status == 4, "\(r)")
+        #expect(r.stderrText.contains("granted no credits for 10 s"), "\(r.stderrText)")
+        #expect(r.seconds > 9 && r.seconds < 20, "gave up after \(r.seconds) s")
+        // What was sent on the credits Bumble gave in PN came back, and nothing else.
+        #expect(!r.stdout.isEmpty && r.stdout.count < payload.count && r.stdout == Array(payload.prefix(r.stdout.count)),
+                "\(r.stdout.count) bytes written")
+    }
+
+    @Test("the controller closes its H4 socket mid-transfer: bt connect exits 1 naming it, every byte that arrived written")
+    func controllerSocketCloses() async throws {
+        guard let p = try peer(["--drop-after", "5000", "--drop-mode", "socket"]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-socket")
+        let payload = randomBytes(20_000, seed: 6)
+        let input = try scratch.write("in.bin", payload)
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress],
+                                stdinFile: input, timeout: 30)
+        #expect(r.status == 1, "\(r)")
+        #expect(r.seconds < 10)
+        #expect(r.stderrText.contains("the controller at tcp:127.0.0.1:\(p.port) closed the connection"), "\(r.stderrText)")
+        #expect(r.stdout == Array(payload.prefix(5000)), "\(r.stdout.count) bytes written")
+    }
+
     @Test("link-test over RFCOMM, our stack on both ends: 200 of 200 in master-slave and duplex", arguments: ["master-slave", "duplex"])
     func linkTest(_ mode: String) async throws {
         guard let p = try peer(["--expose-b", "0"]) else { return }   // port 0: the peer picks a free one

@@ -84,7 +84,8 @@ public struct HostStack: Sendable {
     private var sdpRecords: [ServiceRecord] = []
     /// Our address once the controller is ready.
     public private(set) var localAddress: BDAddress?
-    /// Dropped packets and frames, by layer.
+    /// Packets and frames dropped as damaged, all layers together (each also reported as
+    /// ``HostAction/damaged(_:)``): HCI reassembly, L2CAP, and RFCOMM frames with a bad FCS or malformed.
     public private(set) var damaged = 0
 
     private struct Link: Sendable {
@@ -202,6 +203,12 @@ public struct HostStack: Sendable {
         guard links[handle] != nil else { return [] }
         links[handle]?.closing = "disconnected by this host"
         return route(gap.disconnect(handle: handle, reason: 0x13, now: now), now: now)
+    }
+
+    /// The counters of the RFCOMM session on link `handle` (frames and bytes, bad FCS, malformed
+    /// frames, credit violations, ...); nil when the link has no session.
+    public func rfcommStatistics(handle: UInt16) -> RFCOMMStatistics? {
+        links[handle]?.rfcomm?.statistics
     }
 
     /// The open channels.
@@ -326,8 +333,17 @@ public struct HostStack: Sendable {
             case .received(let cid, let sdu):
                 guard var link = links[handle] else { continue }
                 if cid == link.rfcommCID, link.rfcomm != nil {
+                    let before = link.rfcomm!.statistics
                     let rf = link.rfcomm!.received(sdu, now: now)
+                    let after = link.rfcomm!.statistics
                     links[handle] = link
+                    if after.badFCS > before.badFCS {
+                        damaged += 1
+                        out.append(.damaged("RFCOMM frame of \(sdu.count) bytes on link 0x\(String(handle, radix: 16)) with a bad FCS dropped"))
+                    } else if after.malformed > before.malformed {
+                        damaged += 1
+                        out.append(.damaged("malformed RFCOMM frame of \(sdu.count) bytes on link 0x\(String(handle, radix: 16)) dropped"))
+                    }
                     out += handleRFCOMM(rf, handle: handle, now: now)
                 } else if let mtu = link.sdpServerChannels[cid], !sdpRecords.isEmpty {
                     let server = SDPServer(records: sdpRecords, mtu: Int(mtu))
