@@ -1,21 +1,27 @@
 @testable import ModemBluetooth
 
-/// Two host stacks on a ``VirtualAir``, pumped in lockstep on a fake clock.
+/// Two host stacks on an ``HCIFakeAir`` (side 0 the central 00:1B:DC:00:00:01, side 1 the device
+/// 00:1B:DC:00:00:0B), on a fake clock: packets are delivered when they fall due, both hosts tick
+/// every 10 ms. The air checks that neither host overruns its ACL buffers or length.
 struct HostPair {
-    var air: VirtualAir
+    var air = HCIFakeAir()
     var hosts: [HostStack]
-    var now = 0.0
+    var now: Double { air.now }
     /// Every non-send action each host reported, in order.
     var reported: [[HostAction]] = [[], []]
+    /// Sees each packet a host sends before the air does: may change it, or return nil to drop it.
+    var tamper: ((Int, HCIPacket) -> HCIPacket?)?
+    private var nextTick = 0.01
 
     init(central: HostConfiguration, device: HostConfiguration, aclLength: Int = 1021, aclCount: Int = 8) {
-        air = VirtualAir(addresses: [BDAddress("00:1B:DC:00:00:01")!, BDAddress("00:1B:DC:00:00:0B")!], aclLength: aclLength, aclCount: aclCount)
+        air.addController("00:1B:DC:00:00:01", aclLength: aclLength, aclCount: aclCount)
+        air.addController("00:1B:DC:00:00:0B", aclLength: aclLength, aclCount: aclCount)
         hosts = [HostStack(configuration: central), HostStack(configuration: device)]
         for side in 0..<2 { apply(side, hosts[side].start(now: now)) }
     }
 
-    /// Sees each packet a host sends before the air does: may change it, or return nil to drop it.
-    var tamper: ((Int, HCIPacket) -> HCIPacket?)?
+    /// ACL-rule breaches either host committed (more packets in flight than buffers, fragments too long).
+    var violations: [String] { air.controllers.flatMap(\.violations) }
 
     mutating func apply(_ side: Int, _ actions: [HostAction]) {
         for action in actions {
@@ -24,37 +30,31 @@ struct HostPair {
                     guard let changed = tamper(side, packet) else { continue }
                     packet = changed
                 }
-                air.send(side, packet)
+                air.fromHost(side, packet)
             } else {
                 reported[side].append(action)
             }
         }
     }
 
-    /// Delivers what the controllers sent and lets `seconds` of time pass in 10 ms steps,
-    /// calling `react` with each side's new actions (its answers are applied).
+    /// Lets `seconds` of time pass, delivering packets as they fall due and ticking both hosts every
+    /// 10 ms, calling `react` with each side's new actions (its answers are applied).
     mutating func run(seconds: Double, react: (Int, HostAction, inout HostStack, Double) -> [HostAction] = { _, _, _, _ in [] }) {
         let end = now + seconds
         while now < end {
-            var busy = true
-            var rounds = 0
-            while busy && rounds < 10_000 {
-                busy = false
-                rounds += 1
-                for side in 0..<2 {
-                    for packet in air.take(side) {
-                        busy = true
-                        let before = reported[side].count
-                        apply(side, hosts[side].received(packet, now: now))
-                        reactTo(side, from: before, react)
-                    }
-                }
-            }
-            now += 0.01
-            for side in 0..<2 {
+            air.now = min(end, nextTick, air.nextDueTime ?? .infinity)
+            while let (side, packet) = air.nextDue(by: now) {
                 let before = reported[side].count
-                apply(side, hosts[side].tick(now: now))
+                apply(side, hosts[side].received(packet, now: now))
                 reactTo(side, from: before, react)
+            }
+            if now >= nextTick {
+                nextTick += 0.01
+                for side in 0..<2 {
+                    let before = reported[side].count
+                    apply(side, hosts[side].tick(now: now))
+                    reactTo(side, from: before, react)
+                }
             }
         }
     }

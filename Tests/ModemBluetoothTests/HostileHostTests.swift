@@ -1,7 +1,7 @@
 import Testing
 @testable import ModemBluetooth
 
-/// Hostile input through two whole host stacks (``HostPair`` on a ``VirtualAir``): lying lengths,
+/// Hostile input through two whole host stacks (``HostPair`` on an ``HCIFakeAir``): lying lengths,
 /// bad FCS, a peer that never grants credits. Fake clock, no I/O.
 @Suite("The host stack under hostile input")
 struct HostileHostTests {
@@ -52,7 +52,7 @@ struct HostileHostTests {
         let id = try open(&p)
         let damagedBefore = p.hosts[0].damaged
         func inject(_ boundary: UInt8, _ data: [UInt8]) {
-            p.air.sides[0].outbox.append(.acl(handle: id.handle, boundary: boundary, broadcast: 0, data: data))
+            p.air.deliver(.acl(handle: id.handle, boundary: boundary, broadcast: 0, data: data), to: 0)
             p.run(seconds: 0.05, react: Self.echo)
         }
         // The L2CAP header says 1000 bytes on the RFCOMM channel (CID 0x0040 as both stacks number it); 10 come.

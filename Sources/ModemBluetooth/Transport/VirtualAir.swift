@@ -32,8 +32,6 @@ public struct VirtualAir: Sendable {
     public private(set) var aclCarried = 0
     /// The handle both controllers use for their one link (nil: no link).
     public private(set) var link: UInt16?
-    /// When set, ACL packets from side 0 beyond this many carried are dropped silently (a dead link).
-    public var dropAfter: Int?
 
     /// Two controllers at `addresses` (the first two are used), each reporting `aclCount` ACL
     /// buffers of `aclLength` bytes.
@@ -142,7 +140,6 @@ public struct VirtualAir: Sendable {
             var nocp: [UInt8] = [1]
             nocp.appendLE(handle); nocp.appendLE(UInt16(1))
             event(side, 0x13, nocp)
-            if side == 0, let limit = dropAfter, aclCarried > limit { return }
             if link != nil {
                 sides[other].outbox.append(.acl(handle: handle, boundary: boundary, broadcast: broadcast, data: data))
             }
