@@ -23,12 +23,14 @@ let package = Package(
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
     targets: [
-        // package-benchmark suite: modulator and demodulator throughput and allocations.
+        // package-benchmark suite: modulator and demodulator throughput and allocations; the Bluetooth
+        // host stack's cost per MB of RFCOMM payload.
         .executableTarget(
             name: "ModemBenchmarks",
             dependencies: [
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "ModemDSP", package: root),
+                .product(name: "ModemBluetooth", package: root),
             ],
             path: "Benchmarks/ModemBenchmarks",
             plugins: [

@@ -22,6 +22,7 @@ stdout (flushed line by line):
   PEER-ANSWER type=T dlci=D cr=C [value=..] hex=..  --raw-rfcomm: each frame our host sent back
   PEER-NO-ANSWER hex=..                            --raw-rfcomm: a frame of ours unanswered in 2 s
   PEER-RAW done|error=..                           --raw-rfcomm finished
+  PEER-L2CAP already closed by the host ...        the host closed RFCOMM's L2CAP channel after DISC 0
 
 The controller subclass fills what Bumble 0.0.236's controller lacks for BR/EDR: Inquiry and its
 results (events 0x02/0x22/0x2F per Write_Inquiry_Mode, with class of device and an EIR holding the
@@ -475,6 +476,8 @@ class EchoDevice:
                 asyncio.get_running_loop().create_task(self.drop(dlc, connection))
 
         dlc.sink = on_data
+        if self.options.no_credits:
+            dlc.rx_credits_threshold = -1  # never tops the host up: only PN's initial credits
 
     async def drop(self, dlc, connection):
         mode = self.options.drop_mode
@@ -486,6 +489,10 @@ class EchoDevice:
                 await connection.disconnect(reason=0x13)
             elif mode == 'dlc':
                 await asyncio.wait_for(dlc.disconnect(), 5)
+            elif mode == 'socket':
+                server = self.host_controller.host  # controller A's H4 server: its TCP client goes
+                if isinstance(server, H4Server) and server.writer is not None:
+                    server.writer.close()
             else:
                 link_loss(self.controller, connection.peer_address)
         except Exception as error:
@@ -541,7 +548,8 @@ class EchoDevice:
                 pass
             say(f'PEER-RFCOMM received={bytes(received).hex()}')
             await asyncio.wait_for(dlc.disconnect(), 5)
-            await asyncio.wait_for(client.shutdown(), 5)
+            await asyncio.wait_for(multiplexer.disconnect(), 5)
+            await close_l2cap(multiplexer.l2cap_channel)
             await connection.disconnect()
             say('PEER-RFCOMM done')
         except Exception as error:
@@ -580,11 +588,20 @@ class EchoDevice:
                 except asyncio.TimeoutError:
                     say(f'PEER-NO-ANSWER hex={frame.hex()}')
             await asyncio.sleep(0.2)
-            await asyncio.wait_for(channel.disconnect(), 5)
+            await close_l2cap(channel)
             await connection.disconnect()
             say('PEER-RAW done')
         except Exception as error:
             say(f'PEER-RAW error={error!r}')
+
+
+async def close_l2cap(channel):
+    """Closes the L2CAP channel of an RFCOMM session unless the host already did: after the UA for
+    DISC on DLCI 0 a responder may close it itself (BlueZ does), and both ways are fine."""
+    if channel.state == l2cap.ClassicChannel.State.OPEN:
+        await asyncio.wait_for(channel.disconnect(), 5)
+    else:
+        say(f'PEER-L2CAP already closed by the host (state {channel.state.name})')
 
 
 # --- hand-made RFCOMM frames (RFCOMM 1.2 on TS 07.10; we are the initiator) ----------------------
@@ -685,7 +702,11 @@ def main():
     parser.add_argument('--acl-mtu', type=int, default=1021, help='ACL_Data_Packet_Length of the TCP controllers')
     parser.add_argument('--acl-count', type=int, default=8, help='Total_Num_ACL_Data_Packets of the TCP controllers')
     parser.add_argument('--drop-after', type=int, metavar='BYTES', help='echo this many bytes, then drop')
-    parser.add_argument('--drop-mode', choices=['acl', 'dlc', 'linkloss'], default='acl')
+    parser.add_argument('--drop-mode', choices=['acl', 'dlc', 'linkloss', 'socket'], default='acl',
+                        help='acl: HCI Disconnect 0x13; dlc: RFCOMM DISC; linkloss: 0x08 both ends; '
+                             'socket: controller A closes its H4/TCP client (the host loses its controller)')
+    parser.add_argument('--no-credits', action='store_true',
+                        help='the echo device grants the host no RFCOMM credits beyond those in PN')
     parser.add_argument('--connect-to-host', action='store_true',
                         help='once A enables page scan: connect, SDP, RFCOMM, write a line')
     parser.add_argument('--raw-rfcomm', action='store_true',

@@ -141,8 +141,10 @@ struct BTConnectCommand: ParsableCommand {
         RFCOMM channel) and opens RFCOMM. Standard input goes to the device; what the device sends \
         goes to standard output as it arrives. After standard input ends (and all of it was sent) \
         the command waits until --wait seconds pass with nothing arriving, disconnects and exits 0. \
-        If the device disconnects first, every byte that arrived has been written; the reason is \
-        named on standard error and the exit status is 4. Status 3: the connection failed.
+        If the device disconnects first (or grants no RFCOMM credits for 10 s while data waits), every \
+        byte that arrived has been written; the reason is named on standard error and the exit status \
+        is 4. Status 3: the connection failed. Status 1: set-up failed, or the controller failed (its \
+        transport closed), again with every byte that arrived written.
         Example: modem bt connect --hci tcp:127.0.0.1:9000 --address 00:1B:DC:00:00:0B < request.bin > reply.bin
         """
     )

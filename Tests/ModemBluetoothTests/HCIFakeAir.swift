@@ -276,6 +276,12 @@ final class HCIFakeAir {
 
     /// Something only the controller can originate (a peer's SSP request, say).
     func inject(_ event: HCIEvent, to i: Int) { self.event(event, to: i) }
+
+    /// Any packet for host `i`, due now (hostile ACL data, say).
+    func deliver(_ packet: HCIPacket, to i: Int) { schedule(packet, to: i) }
+
+    /// When the next packet falls due (nil: nothing pending).
+    var nextDueTime: Double? { pending.map(\.at).min() }
 }
 
 /// Machines on a ``HCIFakeAir``, advanced in steps of simulated time.

@@ -2,7 +2,7 @@ import XCTest
 import ModemLinkProtocol
 @testable import ModemBluetooth
 
-/// The whole host stack (GAP, L2CAP, SDP, RFCOMM) as two values on a fake air: our central against
+/// The whole host stack (GAP, L2CAP, SDP, RFCOMM) as two values on a fake air (HCIFakeAir): our central against
 /// our device, no threads, no Python.
 final class HostStackTests: XCTestCase {
     private func pair(aclLength: Int = 1021, aclCount: Int = 8) -> HostPair {
@@ -62,12 +62,14 @@ final class HostStackTests: XCTestCase {
         XCTAssertTrue(r.back == r.sent, "the echo differs")
         XCTAssertEqual(p.hosts[0].damaged, 0)
         XCTAssertEqual(p.hosts[1].damaged, 0)
+        XCTAssertEqual(p.violations, [])
     }
 
     func testEchoWithTinyACLPacketsAndTwoBuffers() {
         var p = pair(aclLength: 27, aclCount: 2)
         let r = openAndEcho(&p, bytes: 20_000, channel: 5)
         XCTAssertTrue(r.back == r.sent, "the echo differs: \(r.back.count) of \(r.sent.count) bytes")
+        XCTAssertEqual(p.violations, [])
     }
 
     func testNoServiceOnAnotherChannelIsRefused() {
@@ -84,7 +86,7 @@ final class HostStackTests: XCTestCase {
         p.run(seconds: 0.2)
         let (request, actions) = p.hosts[0].openSerialPort(to: BDAddress("00:11:22:33:44:55")!, channel: nil, now: p.now)
         p.apply(0, actions)
-        p.run(seconds: 1)
+        p.run(seconds: 6)   // the fake controller pages for 5.12 s
         let failure = p.reported[0].compactMap { a -> String? in if case .openFailed(request, let r) = a { return r }; return nil }.first
         XCTAssertNotNil(failure)
         XCTAssertTrue(failure?.lowercased().contains("page timeout") ?? false, failure ?? "")
@@ -101,11 +103,21 @@ final class HostStackTests: XCTestCase {
         XCTAssertTrue(closed?.0.contains("0x13") ?? false, closed?.0 ?? "not closed")
     }
 
+    func testTheDeviceSideNamesThePhone() {
+        var p = pair()
+        let r = openAndEcho(&p, bytes: 100, channel: 5)
+        guard let id = r.id else { return }
+        p.apply(0, p.hosts[0].disconnect(handle: id.handle, now: p.now))
+        p.run(seconds: 0.5)
+        let closed = p.reported[1].compactMap { a -> String? in if case .closed(_, let why, true) = a { return why }; return nil }.first
+        XCTAssertTrue(closed?.hasPrefix("the phone disconnected: HCI reason 0x13") ?? false, closed ?? "not closed")
+    }
+
     func testLinkLossIsNamed() {
         var p = pair()
         let r = openAndEcho(&p, bytes: 100, channel: 5)
         guard let id = r.id else { return }
-        p.air.loseLink()
+        p.air.loseLink(0, handle: id.handle)
         p.run(seconds: 0.2)
         let closed = p.reported[0].compactMap { a -> String? in if case .closed(id, let why, true) = a { return why }; return nil }.first
         XCTAssertTrue(closed?.contains("link lost") ?? false, closed ?? "not closed")

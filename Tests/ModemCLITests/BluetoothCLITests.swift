@@ -55,6 +55,52 @@ struct BluetoothCLITests {
         #expect(pcap.count > 24 && pcap[20] == 201 && pcap[0] == 0xD4, "not a linktype-201 pcap")
     }
 
+    @Test("tshark decodes a bt connect capture down to RFCOMM: SDP for the Serial Port, the UIH payload both ways, nothing malformed")
+    func tsharkDecodesTheCapture() async throws {
+        guard let tshark = Paths.tool("tshark") else {
+            // CI installs tshark (scripts/install-deps.sh): there its absence is a failure.
+            #expect(ProcessInfo.processInfo.environment["CI"] == nil, "tshark is not installed (required when CI is set)")
+            print("skipped: tshark is not installed")
+            return
+        }
+        guard let p = try peer([]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-tshark")
+        let payload = randomBytes(5_000, seed: 21)
+        let input = try scratch.write("in.bin", payload)
+        let capture = scratch.file("c.pcap")
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress,
+                                 "--capture", capture], stdinFile: input, timeout: 60)
+        #expect(r.status == 0 && r.stdout == payload, "\(r)")
+
+        let hex = payload.map { String(format: "%02x", $0) }.joined()
+        let rfcomm = try await runProcess(tshark, ["-r", capture, "-Y", "btrfcomm"])
+        #expect(rfcomm.status == 0, "\(rfcomm)")
+        for frame in ["SABM Channel=0", "UA Channel=0", "(PN)", "SABM Channel=1", "(MSC)", "UIH Channel=1"] {
+            #expect(rfcomm.stdoutText.contains(frame), "no \(frame) among the RFCOMM frames: \(rfcomm.stdoutText)")
+        }
+        // The payload frames on channel 1, in order: direction 0x00 (sent) is the input, 0x01 (received) the echo.
+        let data = try await runProcess(tshark, ["-r", capture, "-Y", "btrfcomm.channel == 1 && btrfcomm.len > 0",
+                                                 "-T", "fields", "-e", "hci_h4.direction", "-e", "btspp.data"])
+        #expect(data.status == 0, "\(data)")
+        var sent = "", received = ""
+        for line in data.stdoutText.split(separator: "\n") {
+            let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard fields.count == 2 else { continue }
+            if fields[0] == "0x00" { sent += fields[1] } else if fields[0] == "0x01" { received += fields[1] }
+        }
+        #expect(sent == hex, "tshark's RFCOMM payload sent: \(sent.count / 2) bytes, \(payload.count) written")
+        #expect(received == hex, "tshark's RFCOMM payload received: \(received.count / 2) bytes, \(payload.count) echoed")
+        // SDP: our search for the Serial Port class and the answer naming RFCOMM channel 1.
+        let sdp = try await runProcess(tshark, ["-r", capture, "-Y", "btsdp", "-V"])
+        #expect(sdp.stdoutText.contains("Service Search Attribute Request"), "\(sdp.stdoutText.prefix(2000))")
+        #expect(sdp.stdoutText.contains("Serial Port (0x1101)"), "\(sdp.stdoutText.prefix(2000))")
+        #expect(sdp.stdoutText.contains("RFCOMM Channel: 1"), "\(sdp.stdoutText.prefix(2000))")
+        // Not one packet tshark finds malformed.
+        let malformed = try await runProcess(tshark, ["-r", capture, "-Y", "_ws.malformed"])
+        #expect(malformed.status == 0 && malformed.stdoutText.isEmpty, "\(malformed)")
+    }
+
     @Test("bt connect: the device drops the link mid-transfer (ACL, RFCOMM DISC, link loss)", arguments: ["acl", "dlc", "linkloss"])
     func drop(_ mode: String) async throws {
         guard let p = try peer(["--drop-after", "5000", "--drop-mode", mode]) else { return }
@@ -69,6 +115,38 @@ struct BluetoothCLITests {
         #expect(r.stdout == Array(payload.prefix(5000)), "\(mode): \(r.stdout.count) bytes written")
         let expected = ["acl": "0x13", "dlc": "RFCOMM channel 1", "linkloss": "link lost"][mode]!
         #expect(r.stderrText.contains(expected), "\(mode): \(r.stderrText)")
+    }
+
+    @Test("bt connect to a device that never tops up RFCOMM credits: gives up after the 10 s credit timeout, naming it, exit 4")
+    func noCredits() async throws {
+        guard let p = try peer(["--no-credits"]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-nocredits")
+        let payload = randomBytes(20_000, seed: 4)
+        let input = try scratch.write("in.bin", payload)
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress],
+                                stdinFile: input, timeout: 60)
+        #expect(r.status == 4, "\(r)")
+        #expect(r.stderrText.contains("granted no credits for 10 s"), "\(r.stderrText)")
+        #expect(r.seconds > 9 && r.seconds < 20, "gave up after \(r.seconds) s")
+        // What was sent on the credits Bumble gave in PN came back, and nothing else.
+        #expect(!r.stdout.isEmpty && r.stdout.count < payload.count && r.stdout == Array(payload.prefix(r.stdout.count)),
+                "\(r.stdout.count) bytes written")
+    }
+
+    @Test("the controller closes its H4 socket mid-transfer: bt connect exits 1 naming it, every byte that arrived written")
+    func controllerSocketCloses() async throws {
+        guard let p = try peer(["--drop-after", "5000", "--drop-mode", "socket"]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-socket")
+        let payload = randomBytes(20_000, seed: 6)
+        let input = try scratch.write("in.bin", payload)
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress],
+                                stdinFile: input, timeout: 30)
+        #expect(r.status == 1, "\(r)")
+        #expect(r.seconds < 10)
+        #expect(r.stderrText.contains("the controller at tcp:127.0.0.1:\(p.port) closed the connection"), "\(r.stderrText)")
+        #expect(r.stdout == Array(payload.prefix(5000)), "\(r.stdout.count) bytes written")
     }
 
     @Test("link-test over RFCOMM, our stack on both ends: 200 of 200 in master-slave and duplex", arguments: ["master-slave", "duplex"])
@@ -89,6 +167,82 @@ struct BluetoothCLITests {
         let s = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         #expect((s["completed"] as? Int) == 200, "\(s)")
         #expect((s["corruptDelivered"] as? Int) == 0 && (s["duplicatesDelivered"] as? Int) == 0, "\(s)")
+    }
+
+    /// Runs `modem bt device` on `port` until `done` says the peer finished (or 30 s pass); its log lines.
+    private func runDevice(port: UInt16, until done: () -> Bool) async throws -> String {
+        let scratch = try Scratch("bt-device")
+        let log = scratch.file("stderr")
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        defer { try? handle.close() }
+        let device = Process()
+        device.executableURL = URL(fileURLWithPath: try Paths.modem())
+        device.arguments = ["bt", "device", "--hci", "tcp:127.0.0.1:\(port)", "--name", "Bars Device"]
+        device.standardError = handle
+        device.standardOutput = FileHandle.nullDevice
+        try device.run()
+        let deadline = Date().addingTimeInterval(30)
+        while !done() && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await Task.sleep(for: .milliseconds(300))   // the device's log of the disconnection
+        device.terminate()
+        device.waitUntilExit()
+        return String(decoding: try readBytes(log), as: UTF8.self)
+    }
+
+    @Test("Bumble pages our bt device, finds its Serial Port record by SDP, opens RFCOMM, writes and closes")
+    func bumbleConnectsToOurDevice() async throws {
+        guard let p = try peer(["--connect-to-host"]) else { return }
+        defer { p.stop() }
+        let log = try await runDevice(port: p.port) {
+            p.lines.contains { $0 == "PEER-RFCOMM done" || $0.hasPrefix("PEER-RFCOMM error=") }
+        }
+        let lines = p.lines
+        #expect(lines.contains("PEER-RFCOMM connected address=\(p.hostAddress)"), "\(lines)")
+        #expect(lines.contains("PEER-RFCOMM channel=1"), "Bumble's SDP search found no channel 1: \(lines)")
+        #expect(lines.contains { $0.hasPrefix("PEER-RFCOMM sent=") }, "the DLC did not open: \(lines)")
+        #expect(lines.contains("PEER-RFCOMM done"), "\(lines)")
+        #expect(!lines.contains { $0.contains("error=") }, "\(lines)")
+        // Our device saw the phone connect and then close the channel, in the phone's terms.
+        #expect(log.contains("connected: \(p.deviceAddress), RFCOMM channel 1"), "\(log)")
+        #expect(log.contains("the phone closed RFCOMM channel 1"), "\(log)")
+    }
+
+    @Test("our bt device answers Bumble's hand-made RFCOMM frames: UA, RPN, RLS, Test, NSC for an unknown type, UA for DISC")
+    func rawRFCOMMAnswers() async throws {
+        guard let p = try peer(["--raw-rfcomm"]) else { return }
+        defer { p.stop() }
+        _ = try await runDevice(port: p.port) { p.lines.contains { $0.hasPrefix("PEER-RAW ") } }
+        let lines = p.lines
+        #expect(lines.contains("PEER-RAW done"), "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("PEER-NO-ANSWER") }, "a frame went unanswered: \(lines)")
+        let answers = lines.filter { $0.hasPrefix("PEER-ANSWER ") }.map { line in
+            String(line.dropFirst("PEER-ANSWER ".count).prefix(upTo: line.range(of: " hex=")?.lowerBound ?? line.endIndex))
+        }
+        // DLCI 2's address octet is 0x0B; RPN's answer to a query is the default 9600 baud, 8 data bits,
+        // no parity, 1 stop bit, no flow control, XON 0x11, XOFF 0x13 with every mask bit (RFCOMM/07.10 5.4.6.3.9);
+        // NSC names the unknown type octet 0x47 (type 0x11, EA, C/R). Every answer is a response (cr=0).
+        let test = Array("SwiftModem test".utf8).map { String(format: "%02x", $0) }.joined()
+        #expect(answers == ["type=UA dlci=0 cr=1",
+                            "type=RPN dlci=0 cr=0 value=0b0303001113ff3f",
+                            "type=RLS dlci=0 cr=0 value=0b03",
+                            "type=TEST dlci=0 cr=0 value=\(test)",
+                            "type=NSC dlci=0 cr=0 value=47",
+                            "type=UA dlci=0 cr=1"], "\(lines)")
+    }
+
+    @Test("bt connect to a device that asks for authentication: Secure Simple Pairing (just works), then the echo")
+    func pairing() async throws {
+        guard let p = try peer(["--pair"]) else { return }
+        defer { p.stop() }
+        let scratch = try Scratch("bt-pair")
+        let payload = randomBytes(10_000, seed: 5)
+        let input = try scratch.write("in.bin", payload)
+        let r = try await modem(["bt", "connect", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", p.deviceAddress],
+                                stdinFile: input, timeout: 60)
+        #expect(r.status == 0, "\(r)")
+        #expect(r.stdout == payload, "\(r.stdout.count) of \(payload.count) bytes came back")
+        #expect(p.waitForLine(startingWith: "PEER-PAIR ", timeout: 2) == "PEER-PAIR ok address=\(p.hostAddress)", "\(p.lines)")
     }
 
     @Test("without --hci on a kernel without Bluetooth: one line naming Bluetooth, exit 1, fast")

@@ -70,6 +70,8 @@ let benchmarks: @Sendable () -> Void = {
         maxIterations: 1000
     )
 
+    bluetoothBenchmarks()
+
     for profile in [FSKProfile.bell202, FSKProfile.bell103] {
         let l = line(profile)
         let bytes = payload(count: l.characters)

@@ -62,7 +62,8 @@ public enum HostAction: Sendable, Hashable {
     case received(SerialChannelID, [UInt8])
     /// `bytes` written to the channel left our queues for the controller.
     case sent(SerialChannelID, bytes: Int)
-    /// The channel closed; `reason` names why in words ("the device disconnected: HCI reason 0x13 (...)").
+    /// The channel closed; `reason` names why in words ("the device disconnected: HCI reason 0x13 (...)";
+    /// a host in the device role says "the phone").
     case closed(SerialChannelID, reason: String, byPeer: Bool)
     /// A damaged packet or frame was dropped (counted).
     case damaged(String)
@@ -83,7 +84,8 @@ public struct HostStack: Sendable {
     private var sdpRecords: [ServiceRecord] = []
     /// Our address once the controller is ready.
     public private(set) var localAddress: BDAddress?
-    /// Dropped packets and frames, by layer.
+    /// Packets and frames dropped as damaged, all layers together (each also reported as
+    /// ``HostAction/damaged(_:)``): HCI reassembly, L2CAP, and RFCOMM frames with a bad FCS or malformed.
     public private(set) var damaged = 0
 
     private struct Link: Sendable {
@@ -201,6 +203,12 @@ public struct HostStack: Sendable {
         guard links[handle] != nil else { return [] }
         links[handle]?.closing = "disconnected by this host"
         return route(gap.disconnect(handle: handle, reason: 0x13, now: now), now: now)
+    }
+
+    /// The counters of the RFCOMM session on link `handle` (frames and bytes, bad FCS, malformed
+    /// frames, credit violations, ...); nil when the link has no session.
+    public func rfcommStatistics(handle: UInt16) -> RFCOMMStatistics? {
+        links[handle]?.rfcomm?.statistics
     }
 
     /// The open channels.
@@ -325,8 +333,17 @@ public struct HostStack: Sendable {
             case .received(let cid, let sdu):
                 guard var link = links[handle] else { continue }
                 if cid == link.rfcommCID, link.rfcomm != nil {
+                    let before = link.rfcomm!.statistics
                     let rf = link.rfcomm!.received(sdu, now: now)
+                    let after = link.rfcomm!.statistics
                     links[handle] = link
+                    if after.badFCS > before.badFCS {
+                        damaged += 1
+                        out.append(.damaged("RFCOMM frame of \(sdu.count) bytes on link 0x\(String(handle, radix: 16)) with a bad FCS dropped"))
+                    } else if after.malformed > before.malformed {
+                        damaged += 1
+                        out.append(.damaged("malformed RFCOMM frame of \(sdu.count) bytes on link 0x\(String(handle, radix: 16)) dropped"))
+                    }
                     out += handleRFCOMM(rf, handle: handle, now: now)
                 } else if let mtu = link.sdpServerChannels[cid], !sdpRecords.isEmpty {
                     let server = SDPServer(records: sdpRecords, mtu: Int(mtu))
@@ -431,7 +448,7 @@ public struct HostStack: Sendable {
                 let wasOpen = links[handle]?.open.remove(dlci) != nil
                 if wasOpen {
                     let byPeer = links[handle]?.closing == nil && links[handle]?.closingLocally.remove(dlci) == nil
-                    let words = byPeer && reason == "closed by the device" ? "the device closed RFCOMM channel \(dlci >> 1)" : reason
+                    let words = byPeer && reason == "closed by the device" ? "\(peerName) closed RFCOMM channel \(dlci >> 1)" : inPeerTerms(reason)
                     out.append(.closed(SerialChannelID(handle: handle, dlci: dlci), reason: words, byPeer: byPeer))
                 } else if let (rid, _) = requests.first(where: { $0.value.handle == handle && $0.value.channel == dlci >> 1 }) {
                     out += fail(request: rid, "RFCOMM channel \(dlci >> 1) of \(links[handle]?.address.description ?? "the device"): \(reason)", now: now)
@@ -468,7 +485,7 @@ public struct HostStack: Sendable {
         } else if reason == 0x08 || reason == 0x22 {
             words = "link lost: \(code)"
         } else {
-            words = "the device disconnected: \(code)"
+            words = "\(peerName) disconnected: \(code)"
         }
         _ = link.l2cap.linkLost()
         for dlci in link.open.sorted() {
@@ -479,6 +496,17 @@ public struct HostStack: Sendable {
             out.append(.openFailed(request: id, reason: words))
         }
         return out
+    }
+
+    /// Who is at the other end, in reasons: "the phone" when we are the device, else "the device".
+    private var peerName: String {
+        if case .device = configuration.gap.role { return "the phone" }
+        return "the device"
+    }
+
+    /// A lower layer's reason in this host's terms (RFCOMM names its peer "the device").
+    private func inPeerTerms(_ reason: String) -> String {
+        peerName == "the device" ? reason : reason.replacing("the device", with: peerName)
     }
 
     private mutating func fail(request id: Int, _ reason: String, now: Double) -> [HostAction] {

@@ -43,6 +43,7 @@ public final class SerialPortBridge: HostClient, @unchecked Sendable {
     private weak var driver: HostDriver?
     private var request: Int?
     private var open: SerialChannelID?
+    /// When bytes last arrived, or input was last still being sent: the quiet time counts from here.
     private var lastActivity = 0.0
     private var closingSince: Double?
     private let result = Mutex<Outcome?>(nil)
@@ -150,19 +151,16 @@ public final class SerialPortBridge: HostClient, @unchecked Sendable {
         flow.lock()
         let drained = inputEnded && inFlight == 0
         flow.unlock()
-        guard drained, stack.queuedBytes(open) == 0 else { return [] }
-        lastActivity = max(lastActivity, drainedAt(now))
+        // Until input ended and all left, sending counts as activity: the quiet time starts after.
+        guard drained, stack.queuedBytes(open) == 0 else {
+            lastActivity = now
+            return []
+        }
         if now - lastActivity >= quietSeconds {
             closingSince = now
             return stack.close(open, now: now)
         }
         return []
-    }
-
-    private var drainedSince: Double?
-    private func drainedAt(_ now: Double) -> Double {
-        if drainedSince == nil { drainedSince = now }
-        return drainedSince!
     }
 
     public func hostStopped(failure: String?) {

@@ -1,35 +1,54 @@
-@testable import ModemBluetooth
-
-/// Two virtual controllers sharing a radio-less "air", written for the host stack's tests: enough
-/// of HCI for set-up, inquiry with extended inquiry results, remote names, paging (accept, reject,
-/// page timeout), ACL data both ways with Number Of Completed Packets, and disconnection with
-/// reasons. Each side's host gets what its controller sends through ``take(_:)``.
-struct FakeAir {
-    struct Controller {
-        var address: BDAddress
-        var name = ""
-        var scan: UInt8 = 0
-        var aclLength: Int
-        var aclCount: Int
-        var outbox: [HCIPacket] = []
-        var pagingTo: BDAddress?
+/// Two virtual BR/EDR controllers sharing a radio-less "air", in memory: enough of HCI to join two
+/// ``HostStack`` values with no sockets, threads or clocks, for tests, benchmarks and demonstrations.
+///
+/// It answers the set-up commands (Reset, Read_BD_ADDR, Read_Buffer_Size, local name, scan enable;
+/// any other command completes with status 0), inquiry with one Extended Inquiry Result carrying the
+/// other side's name, Remote_Name_Request, paging (accept, reject, page timeout 0x04 for an address
+/// nobody page-scans), ACL data both ways with Number Of Completed Packets, and disconnection with
+/// reasons (the side that asked sees 0x16, the other the reason given). One link at a time, handle 1.
+///
+/// Use: pass each packet a host sends to ``send(_:_:)`` with the host's side (0 or 1), and hand each
+/// side what ``take(_:)`` returns to that side's host. Time plays no part: everything is answered at once.
+public struct VirtualAir: Sendable {
+    /// One controller's state.
+    public struct Controller: Sendable {
+        /// Its BD_ADDR.
+        public var address: BDAddress
+        /// Its local name (Write_Local_Name).
+        public var name = ""
+        /// Write_Scan_Enable: bit 0 inquiry scan, bit 1 page scan.
+        public var scan: UInt8 = 0
+        /// ACL_Data_Packet_Length it reports.
+        public var aclLength: Int
+        /// Total_Num_ACL_Data_Packets it reports.
+        public var aclCount: Int
+        /// Packets for its host, not yet taken.
+        public var outbox: [HCIPacket] = []
     }
-    var sides: [Controller]
-    /// ACL packets carried, both ways.
-    var aclCarried = 0
-    /// The handle both controllers use for their one link (nil: no link).
-    var link: UInt16?
-    /// When set, ACL packets from side 0 beyond this many are dropped silently (a dead link).
-    var dropAfter: Int?
 
-    init(addresses: [BDAddress], aclLength: Int = 1021, aclCount: Int = 8) {
+    /// The two controllers (side 0 and side 1).
+    public var sides: [Controller]
+    /// ACL packets carried, both ways.
+    public private(set) var aclCarried = 0
+    /// The handle both controllers use for their one link (nil: no link).
+    public private(set) var link: UInt16?
+
+    /// Two controllers at `addresses` (the first two are used), each reporting `aclCount` ACL
+    /// buffers of `aclLength` bytes.
+    /// - Precondition: `addresses.count == 2`.
+    public init(addresses: [BDAddress], aclLength: Int = 1021, aclCount: Int = 8) {
+        precondition(addresses.count == 2, "a VirtualAir joins two controllers")
         sides = addresses.map { Controller(address: $0, aclLength: aclLength, aclCount: aclCount) }
     }
 
-    mutating func take(_ side: Int) -> [HCIPacket] {
-        defer { sides[side].outbox.removeAll() }
+    /// What side `side`'s controller sent its host since the last call, in order.
+    public mutating func take(_ side: Int) -> [HCIPacket] {
+        defer { sides[side].outbox.removeAll(keepingCapacity: true) }
         return sides[side].outbox
     }
+
+    /// Whether either controller has something for its host.
+    public var isBusy: Bool { !sides[0].outbox.isEmpty || !sides[1].outbox.isEmpty }
 
     private mutating func event(_ side: Int, _ code: UInt8, _ parameters: [UInt8]) {
         sides[side].outbox.append(.event(code: code, parameters: parameters))
@@ -48,17 +67,23 @@ struct FakeAir {
         return utf8 + [UInt8](repeating: 0, count: 248 - utf8.count)
     }
 
-    /// A packet from side `side`'s host.
-    mutating func send(_ side: Int, _ packet: HCIPacket) {
+    /// A packet from side `side`'s host (0 or 1).
+    public mutating func send(_ side: Int, _ packet: HCIPacket) {
         let other = 1 - side
         switch packet {
         case .command(let opcode, let p):
+            let needsAddress: Set<UInt16> = [0x0419, 0x0405, 0x0409, 0x040A]
+            if needsAddress.contains(opcode) && p.count < 6 {
+                status(side, opcode, 0x12)                                                               // invalid parameters
+                return
+            }
             switch opcode {
             case 0x0C03: complete(side, opcode, [0])                                                     // Reset
             case 0x1009: complete(side, opcode, [0] + sides[side].address.wire)                          // Read_BD_ADDR
             case 0x1005:                                                                                 // Read_Buffer_Size
                 var r: [UInt8] = [0]
-                r.appendLE(UInt16(sides[side].aclLength)); r.append(0); r.appendLE(UInt16(sides[side].aclCount)); r.appendLE(UInt16(0))
+                r.appendLE(UInt16(sides[side].aclLength)); r.append(0)
+                r.appendLE(UInt16(sides[side].aclCount)); r.appendLE(UInt16(0))
                 complete(side, opcode, r)
             case 0x0C13:                                                                                 // Write_Local_Name
                 sides[side].name = String(decoding: p.prefix { $0 != 0 }, as: UTF8.self)
@@ -70,7 +95,7 @@ struct FakeAir {
                 status(side, opcode)
                 if sides[other].scan & 1 != 0 {
                     var eir: [UInt8] = []
-                    let n = Array(sides[other].name.utf8)
+                    let n = Array(sides[other].name.utf8.prefix(238))
                     eir.append(UInt8(n.count + 1)); eir.append(0x09); eir += n
                     eir += [UInt8](repeating: 0, count: 240 - eir.count)
                     event(side, 0x2F, [1] + sides[other].address.wire + [1, 0, 0x00, 0x1F, 0x00, 0, 0, 0xC0] + eir)
@@ -88,7 +113,6 @@ struct FakeAir {
                 status(side, opcode)
                 let target = BDAddress(wire: p.prefix(6))
                 if target == sides[other].address && sides[other].scan & 2 != 0 && link == nil {
-                    sides[side].pagingTo = target
                     event(other, 0x04, sides[side].address.wire + [0x0C, 0x02, 0x5A, 0x01])
                 } else {
                     event(side, 0x03, [0x04, 0, 0] + target.wire + [1, 0])
@@ -98,11 +122,9 @@ struct FakeAir {
                 link = 0x0001
                 event(side, 0x03, [0, 1, 0] + sides[other].address.wire + [1, 0])
                 event(other, 0x03, [0, 1, 0] + sides[side].address.wire + [1, 0])
-                sides[other].pagingTo = nil
             case 0x040A:                                                                                 // Reject_Connection_Request
                 status(side, opcode)
                 event(other, 0x03, [p.count > 6 ? p[6] : 0x0F, 0, 0] + sides[side].address.wire + [1, 0])
-                sides[other].pagingTo = nil
             case 0x0406:                                                                                 // Disconnect
                 status(side, opcode)
                 if link != nil {
@@ -118,7 +140,6 @@ struct FakeAir {
             var nocp: [UInt8] = [1]
             nocp.appendLE(handle); nocp.appendLE(UInt16(1))
             event(side, 0x13, nocp)
-            if side == 0, let limit = dropAfter, aclCarried > limit { return }
             if link != nil {
                 sides[other].outbox.append(.acl(handle: handle, boundary: boundary, broadcast: broadcast, data: data))
             }
@@ -127,69 +148,11 @@ struct FakeAir {
         }
     }
 
-    /// Both controllers report the link lost (reason 0x08), nothing else is sent.
-    mutating func loseLink() {
+    /// Both controllers report the link lost (reason 0x08, connection timeout); nothing else is sent.
+    public mutating func loseLink() {
         guard link != nil else { return }
         link = nil
         event(0, 0x05, [0, 1, 0, 0x08])
         event(1, 0x05, [0, 1, 0, 0x08])
-    }
-}
-
-/// Two host stacks on a ``FakeAir``, pumped in lockstep on a fake clock.
-struct HostPair {
-    var air: FakeAir
-    var hosts: [HostStack]
-    var now = 0.0
-    /// Every non-send action each host reported, in order.
-    var reported: [[HostAction]] = [[], []]
-
-    init(central: HostConfiguration, device: HostConfiguration, aclLength: Int = 1021, aclCount: Int = 8) {
-        air = FakeAir(addresses: [BDAddress("00:1B:DC:00:00:01")!, BDAddress("00:1B:DC:00:00:0B")!], aclLength: aclLength, aclCount: aclCount)
-        hosts = [HostStack(configuration: central), HostStack(configuration: device)]
-        for side in 0..<2 { apply(side, hosts[side].start(now: now)) }
-    }
-
-    mutating func apply(_ side: Int, _ actions: [HostAction]) {
-        for action in actions {
-            if case .send(let packet) = action { air.send(side, packet) } else { reported[side].append(action) }
-        }
-    }
-
-    /// Delivers what the controllers sent and lets `seconds` of time pass in 10 ms steps,
-    /// calling `react` with each side's new actions (its answers are applied).
-    mutating func run(seconds: Double, react: (Int, HostAction, inout HostStack, Double) -> [HostAction] = { _, _, _, _ in [] }) {
-        let end = now + seconds
-        while now < end {
-            var busy = true
-            var rounds = 0
-            while busy && rounds < 10_000 {
-                busy = false
-                rounds += 1
-                for side in 0..<2 {
-                    for packet in air.take(side) {
-                        busy = true
-                        let before = reported[side].count
-                        apply(side, hosts[side].received(packet, now: now))
-                        reactTo(side, from: before, react)
-                    }
-                }
-            }
-            now += 0.01
-            for side in 0..<2 {
-                let before = reported[side].count
-                apply(side, hosts[side].tick(now: now))
-                reactTo(side, from: before, react)
-            }
-        }
-    }
-
-    private mutating func reactTo(_ side: Int, from start: Int, _ react: (Int, HostAction, inout HostStack, Double) -> [HostAction]) {
-        var i = start
-        while i < reported[side].count {
-            let more = react(side, reported[side][i], &hosts[side], now)
-            apply(side, more)
-            i += 1
-        }
     }
 }
