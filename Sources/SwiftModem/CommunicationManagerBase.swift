@@ -18,7 +18,7 @@ public enum CommunicationManagerBase {
     ///   - configuration: the protocol parameters; nil picks the channel's default (audio: 1200 baud
     ///     with 0.3 s of latency; Bluetooth: ``ModemLinkProtocol/LinkConfiguration/byteStream(mode:)``).
     ///   - audioDevice: the ALSA device for the audio jack.
-    ///   - bluetooth: the controller for Bluetooth (nil: the kernel's).
+    ///   - bluetooth: the controller for Bluetooth (nil: the kernel's, through BlueZ's sockets).
     public static func manager(for channel: DeviceCommunicationChannel, configuration: LinkConfiguration? = nil,
                                audioDevice: String = "default", bluetooth: HCITransportFactory? = nil) -> any CommunicationManager {
         switch channel {
@@ -38,13 +38,15 @@ public enum CommunicationManagerBase {
     public static func searchDevices(listener: any DeviceSearchListener, detectAudioDevice: Bool, detectBluetooth: Bool,
                                      timeout: Double, bluetooth: HCITransportFactory? = nil) -> Int32 {
         var transport: (any HCITransport)?
+        var kernel = false
         if detectBluetooth {
             do throws(BluetoothError) {
-                guard let bluetooth else {
-                    try BlueZ.probe()
-                    return -3   // the kernel has Bluetooth, but inquiry through BlueZ is not supported yet
+                if let bluetooth {
+                    transport = try bluetooth()
+                } else {
+                    try BlueZ.adapter()   // at once: no kernel Bluetooth or adapter (-1), adapter down (-2)
+                    kernel = true
                 }
-                transport = try bluetooth()
             } catch {
                 switch error {
                 case .notPowered: return -2
@@ -55,11 +57,15 @@ public enum CommunicationManagerBase {
         }
         let seconds = min(60, max(1, timeout))
         let opened = transport
+        let useKernel = kernel
         Thread {
+            let found: @Sendable (DiscoveredDevice) -> Void = { device in
+                listener.discoverOneDevice(DeviceInfo(name: device.name, identifier: device.address.description, channel: .bluetooth))
+            }
             if let opened {
-                _ = try? BluetoothScan.run(transport: opened, seconds: seconds, onFound: { device in
-                    listener.discoverOneDevice(DeviceInfo(name: device.name, identifier: device.address.description, channel: .bluetooth))
-                })
+                _ = try? BluetoothScan.run(transport: opened, seconds: seconds, onFound: found)
+            } else if useKernel {
+                _ = try? BlueZ.scan(seconds: seconds, onFound: found)
             }
             if detectAudioDevice {
                 let done = DispatchSemaphore(value: 0)

@@ -15,7 +15,8 @@ struct BTCommand: ParsableCommand {
         tcp:HOST:PORT (H4 over TCP: virtual controllers such as Bumble's, emulators), \
         serial:/dev/ttyUSB0[,BAUD] (an H4 UART controller, 115200 baud by default) or hciN (the \
         kernel's HCI user channel: needs root and the adapter down, not owned by BlueZ). Without \
-        --hci the kernel's Bluetooth (BlueZ sockets) is used.
+        --hci the kernel's Bluetooth is used on adapter hci0, which BlueZ owns: its inquiry, its \
+        L2CAP socket for SDP and its RFCOMM sockets (scan and connect; device mode needs --hci).
 
         Exit status: 0 done; 1 no controller or Bluetooth (a setup failure); 3 the connection \
         failed (no answer, no Serial Port service, refused); 4 the device disconnected first; \
@@ -45,6 +46,9 @@ struct HCIOptions: ParsableArguments {
 
     func validate() throws {
         if let hci { _ = try Self.parse(hci) }
+        if hci == nil && (capture != nil || aclMtu != nil || aclCount != nil) {
+            throw ValidationError("--capture, --acl-mtu and --acl-count need --hci (our own host stack; the kernel's Bluetooth has its own)")
+        }
         if let aclMtu { guard (27...1021).contains(aclMtu) else { throw ValidationError("--acl-mtu must be 27...1021") } }
         if let aclCount { guard (1...64).contains(aclCount) else { throw ValidationError("--acl-count must be 1...64") } }
     }
@@ -65,8 +69,21 @@ struct HCIOptions: ParsableArguments {
         return gap
     }
 
+    /// Without --hci, checks the kernel's Bluetooth (adapter hci0 there and up): one line naming
+    /// the problem and exit 1 when it is not. With --hci, nothing.
+    func requireKernelBluetooth() throws {
+        guard hci == nil else { return }
+        do {
+            try BlueZ.adapter()
+        } catch {
+            printError("modem: \(error)")
+            throw ExitCode(1)
+        }
+    }
+
     /// Opens the controller's transport (with the capture), or, without --hci, checks the kernel's
-    /// Bluetooth: one line naming the problem and exit 1 when there is none.
+    /// Bluetooth: one line naming the problem and exit 1 when there is none (a command that has a
+    /// kernel way checks ``requireKernelBluetooth()`` and takes it instead of calling this).
     func openTransport() throws -> any HCITransport {
         guard let hci else {
             do {
@@ -115,12 +132,17 @@ struct BTScanCommand: ParsableCommand {
 
     func run() throws {
         installStopHandlers()
-        let transport = try controller.openTransport()
         let devices: [DiscoveredDevice]
         do {
-            devices = try BluetoothScan.run(transport: transport, seconds: seconds, gap: controller.gap(.central),
-                                            isInterrupted: { stopRequested.load(ordering: .relaxed) })
-        } catch {
+            if controller.hci == nil {
+                try controller.requireKernelBluetooth()
+                devices = try BlueZ.scan(seconds: seconds, isInterrupted: { stopRequested.load(ordering: .relaxed) })
+            } else {
+                let transport = try controller.openTransport()
+                devices = try BluetoothScan.run(transport: transport, seconds: seconds, gap: controller.gap(.central),
+                                                isInterrupted: { stopRequested.load(ordering: .relaxed) })
+            }
+        } catch let error as BluetoothError {
             printError("modem: \(error)")
             throw ExitCode(1)
         }
@@ -141,6 +163,7 @@ struct BTConnectCommand: ParsableCommand {
         RFCOMM channel) and opens RFCOMM. Standard input goes to the device; what the device sends \
         goes to standard output as it arrives. After standard input ends (and all of it was sent) \
         the command waits until --wait seconds pass with nothing arriving, disconnects and exits 0. \
+        Without --hci the kernel does the connection (SDP over its L2CAP socket, its RFCOMM socket). \
         If the device disconnects first (or grants no RFCOMM credits for 10 s while data waits), every \
         byte that arrived has been written; the reason is named on standard error and the exit status \
         is 4. Status 3: the connection failed. Status 1: set-up failed, or the controller failed (its \
@@ -162,10 +185,31 @@ struct BTConnectCommand: ParsableCommand {
 
     func run() throws {
         installStopHandlers()
-        let transport = try controller.openTransport()
-        let outcome = SerialPortBridge.run(transport: transport, address: BDAddress(address)!, channel: channel.map { UInt8($0) },
+        let device = BDAddress(address)!
+        let outcome: SerialPortBridge.Outcome
+        if controller.hci == nil {
+            try controller.requireKernelBluetooth()
+            let stream: BlueZRFCOMMStream
+            do {
+                stream = try BlueZSerialBridge.connect(to: device, channel: channel.map { UInt8($0) })
+            } catch {
+                switch error {
+                case .noBluetooth, .notPowered:
+                    printError("modem: \(error)")
+                    throw ExitCode(1)
+                default:
+                    printError("modem: cannot connect to \(address): \(error)")
+                    throw ExitCode(connectionFailedStatus)
+                }
+            }
+            outcome = BlueZSerialBridge.run(stream: stream, input: 0, output: 1, quietSeconds: wait,
+                                            isInterrupted: { stopRequested.load(ordering: .relaxed) })
+        } else {
+            let transport = try controller.openTransport()
+            outcome = SerialPortBridge.run(transport: transport, address: device, channel: channel.map { UInt8($0) },
                                            input: 0, output: 1, quietSeconds: wait, gap: controller.gap(.central),
                                            isInterrupted: { stopRequested.load(ordering: .relaxed) })
+        }
         switch outcome {
         case .finished: return
         case .deviceDisconnected(let reason):

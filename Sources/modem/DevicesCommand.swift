@@ -26,7 +26,7 @@ struct DevicesCommand: AsyncParsableCommand {
         device when nothing answers.
 
         With --bluetooth, Bluetooth devices in range are listed too (the seed's search over both \
-        channels): an inquiry of --seconds through --hci (or the kernel's Bluetooth), one line per \
+        channels): an inquiry of --seconds through --hci (or the kernel's inquiry on hci0), one line per \
         device with its address and name.
 
         Exit status: 0 when the list was read (even if it is empty), 1 when alsa-lib could not be \
@@ -56,6 +56,7 @@ struct DevicesCommand: AsyncParsableCommand {
     /// The seed's search, Bluetooth only (the sound devices were listed above).
     func searchBluetooth() throws {
         var factory: HCITransportFactory?
+        try controller.requireKernelBluetooth()   // without --hci: the kernel's line, exit 1, at once
         if let hci = controller.hci {
             let spec = try HCIOptions.parse(hci)
             factory = { () throws(BluetoothError) in try spec.open(capture: nil) }

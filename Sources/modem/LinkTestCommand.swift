@@ -144,6 +144,7 @@ struct LinkTestCommand: AsyncParsableCommand {
             let pcap = writer
             transport = { () throws(BluetoothError) in try spec.open(capture: pcap) }
         } else {
+            try controller.requireKernelBluetooth()   // the kernel's line, exit 1, at once; then its RFCOMM socket
             transport = nil
         }
         let manager = BluetoothManager(configuration: config, gap: controller.gap(.central), transport: transport)

@@ -30,7 +30,7 @@ public final class BluetoothManager: CommunicationManager {
     public var state: PhoneStateMachine.State { session.state }
     public var deviceName: String? { session.deviceName }
 
-    private let session: PhoneSession<BluetoothPhoneDriver>
+    private let session: PhoneSession<BluetoothWayDriver>
     private let target = TargetBox()
 
     /// The device `open` connects to, shared with the session's driver factory.
@@ -38,13 +38,38 @@ public final class BluetoothManager: CommunicationManager {
         let value = Mutex<(address: BDAddress, channel: UInt8?)?>(nil)
     }
 
+    /// The way down to the radio.
+    enum Way: Sendable {
+        /// Our own host stack over an HCI transport.
+        case hostStack(HCITransportFactory)
+        /// The kernel's Bluetooth: `check` runs at once in `open` (no kernel Bluetooth, no adapter,
+        /// adapter down), `connect` on the driver's thread (SDP unless a channel is given, RFCOMM).
+        case kernel(check: @Sendable () throws(BluetoothError) -> Void,
+                    connect: @Sendable (BDAddress, UInt8?) throws(BluetoothError) -> BlueZRFCOMMStream)
+    }
+
     /// Creates a manager.
     /// - Parameters:
     ///   - configuration: the protocol parameters (default: ``ModemLinkProtocol/LinkConfiguration/byteStream(mode:)`` master-slave).
-    ///   - gap: controller options (ACL overrides); the role is always central.
-    ///   - transport: opens the controller's transport; nil uses the kernel's Bluetooth.
-    public init(configuration: LinkConfiguration = .byteStream(mode: .masterSlave),
-                gap: GAPConfiguration = GAPConfiguration(role: .central), transport: HCITransportFactory?) {
+    ///   - gap: controller options (ACL overrides); the role is always central. Our own host stack only.
+    ///   - transport: opens the controller's transport (our own host stack); nil uses the kernel's
+    ///     Bluetooth: its RFCOMM sockets on adapter hci0, which BlueZ owns (SDP over its L2CAP socket).
+    public convenience init(configuration: LinkConfiguration = .byteStream(mode: .masterSlave),
+                            gap: GAPConfiguration = GAPConfiguration(role: .central), transport: HCITransportFactory?) {
+        let way: Way
+        if let transport {
+            way = .hostStack(transport)
+        } else {
+            way = .kernel(check: { () throws(BluetoothError) in try BlueZ.adapter() },
+                          connect: { (address, channel) throws(BluetoothError) in
+                              try BlueZSerialBridge.connect(to: address, channel: channel)
+                          })
+        }
+        self.init(configuration: configuration, gap: gap, way: way)
+    }
+
+    /// A manager on either way down (tests give the kernel way a stand-in stream).
+    init(configuration: LinkConfiguration, gap: GAPConfiguration, way: Way) {
         let target = self.target
         var gap = gap
         gap.role = .central
@@ -53,22 +78,25 @@ public final class BluetoothManager: CommunicationManager {
             guard let (address, channel) = target.value.withLock({ $0 }) else {
                 throw .transportUnavailable(code: -1, "no address: call open(identifier:) with the device's address")
             }
-            guard let transport else {
+            switch way {
+            case .kernel(let check, let connect):
                 do throws(BluetoothError) {
-                    try BlueZ.probe()
+                    try check()
                 } catch {
                     throw .transportUnavailable(code: error.seedOpenCode, error.description)
                 }
-                throw .transportUnavailable(code: -6, "the kernel's Bluetooth needs BlueZ RFCOMM sockets, not yet supported for the manager: pass an HCI transport")
+                return BluetoothWayDriver(BlueZPhoneDriver(device: address.description, configuration: configuration, hooks: hooks,
+                                                           connect: { () throws(BluetoothError) in try connect(address, channel) }))
+            case .hostStack(let transport):
+                let opened: any HCITransport
+                do throws(BluetoothError) {
+                    opened = try transport()
+                } catch {
+                    throw .transportUnavailable(code: error.seedOpenCode, error.description)
+                }
+                return BluetoothWayDriver(BluetoothPhoneDriver(transport: opened, gap: central, address: address, channel: channel,
+                                                               configuration: configuration, hooks: hooks))
             }
-            let opened: any HCITransport
-            do throws(BluetoothError) {
-                opened = try transport()
-            } catch {
-                throw .transportUnavailable(code: error.seedOpenCode, error.description)
-            }
-            return BluetoothPhoneDriver(transport: opened, gap: central, address: address, channel: channel,
-                                        configuration: configuration, hooks: hooks)
         }
     }
 
@@ -139,6 +167,16 @@ public final class BluetoothManager: CommunicationManager {
 
     /// The seed's `closeResource`: disconnect (blocking).
     public func closeResource() { session.closeResource() }
+}
+
+/// The driver behind a Bluetooth manager, whichever the way down: our own host stack
+/// (``BluetoothPhoneDriver``) or the kernel's RFCOMM socket (``BlueZPhoneDriver``).
+final class BluetoothWayDriver: PhoneDriver {
+    private let inner: any PhoneDriver
+    init(_ inner: any PhoneDriver) { self.inner = inner }
+    func start() { inner.start() }
+    func withMachine(_ body: @escaping @Sendable (inout PhoneStateMachine, Double) -> [LinkAction]) { inner.withMachine(body) }
+    func stop() { inner.stop() }
 }
 
 /// Runs a phone's state machine on an RFCOMM channel of our own host stack: connects (page, SDP,

@@ -19,6 +19,13 @@ public final class BlueZRFCOMMStream: Sendable {
         self.channel = channel
     }
 
+    /// A stream on an open socket (tests run it on a Unix socket pair standing in for RFCOMM).
+    init(socket: BlueZSocket, address: BDAddress, channel: UInt8) {
+        self.socket = socket
+        self.address = address
+        self.channel = channel
+    }
+
     /// The descriptor, to `poll` for readability.
     public var fileDescriptor: Int32 { socket.fileDescriptor }
 
@@ -46,6 +53,13 @@ public final class BlueZRFCOMMStream: Sendable {
 
     /// Closes the stream (the kernel sends DISC); a blocked reader wakes with the end of the stream.
     public func close() { socket.shutdown() }
+
+    /// Closes the stream after what the kernel still holds has left, waiting up to `seconds` for
+    /// the device to confirm (`SO_LINGER`, then shutdown).
+    public func closeInOrder(waitingUpTo seconds: Int32) {
+        socket.setLinger(seconds: seconds)
+        socket.shutdown()
+    }
 
     /// A reset or broken connection is the device going away, not an unknown failure.
     private func closedIfReset(_ error: BluetoothError) -> BluetoothError {

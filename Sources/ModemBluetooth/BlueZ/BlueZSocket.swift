@@ -61,6 +61,11 @@ public final class BlueZSocket: Sendable {
         return socket
     }
 
+    /// A raw HCI socket bound to no adapter: for the adapter ioctls (``deviceInfo(device:)``, ``inquiry(device:seconds:)``).
+    public static func hciControl() throws(BluetoothError) -> BlueZSocket {
+        try open(type: Int32(SOCK_RAW.rawValue), protocol: protocolHCI, what: "HCI")
+    }
+
     /// A raw HCI socket bound to adapter `device` (hci0 = 0) on channel 0 (`HCI_CHANNEL_RAW`, shared
     /// with bluetoothd), receiving every event: for inquiry and name requests. Each send and
     /// receive is one packet with its H4 indicator byte.
@@ -118,6 +123,49 @@ public final class BlueZSocket: Sendable {
     }
 
     // MARK: Calls
+
+    /// `ioctl(fd, request, buffer)` with `buffer` read and written in place; EINTR is retried
+    /// unless `retryInterrupted` is false (then it is thrown as ``BluetoothError/unknown(_:)`` naming EINTR).
+    func control(_ request: UInt, _ buffer: inout [UInt8], what: String, retryInterrupted: Bool = true) throws(BluetoothError) {
+        while true {
+            let rc = buffer.withUnsafeMutableBytes { Glibc.ioctl(fileDescriptor, request, $0.baseAddress!) }
+            if rc >= 0 { return }
+            if errno == EINTR && retryInterrupted { continue }
+            throw Self.error(errno: errno, doing: what)
+        }
+    }
+
+    /// The adapter's `struct hci_dev_info` (`HCIGETDEVINFO`): ENODEV (no such adapter) becomes
+    /// ``BluetoothError/noBluetooth(_:)``.
+    public func deviceInfo(device: UInt16) throws(BluetoothError) -> BlueZAdapterInfo {
+        var buffer = BlueZAdapterInfo.request(device: device)
+        try control(BlueZIoctl.getDeviceInfo, &buffer, what: "HCIGETDEVINFO for hci\(device)")
+        do {
+            return try BlueZAdapterInfo(parsing: buffer)
+        } catch {
+            throw .unknown("HCIGETDEVINFO for hci\(device): \(error.reason)")
+        }
+    }
+
+    /// The kernel's inquiry (`HCIINQUIRY`, the cache flushed first): blocks for about `seconds`
+    /// and returns what answered, at most 255 devices. An interruption (a signal) ends it early with
+    /// ``BluetoothError/unknown(_:)`` naming EINTR.
+    public func inquiry(device: UInt16, seconds: Double) throws(BluetoothError) -> [HCIInquiryResponse] {
+        var buffer = BlueZInquiry.request(device: device, seconds: seconds)
+        try control(BlueZIoctl.inquiry, &buffer, what: "HCIINQUIRY on hci\(device)", retryInterrupted: false)
+        do {
+            return try BlueZInquiry.responses(in: buffer)
+        } catch {
+            throw .unknown("HCIINQUIRY on hci\(device): \(error.reason)")
+        }
+    }
+
+    /// Sets `SO_LINGER` to `seconds`: a later ``shutdown()`` waits that long for the kernel to close
+    /// the connection in order (RFCOMM: the queued data, then DISC and its answer).
+    public func setLinger(seconds: Int32) {
+        var value = Glibc.linger(l_onoff: 1, l_linger: seconds)
+        _ = setsockopt(fileDescriptor, SOL_SOCKET, SO_LINGER, &value, socklen_t(MemoryLayout<Glibc.linger>.size))
+    }
 
     private func bind(to address: [UInt8], what: String) throws(BluetoothError) {
         let rc = address.withUnsafeBytes {
@@ -218,7 +266,7 @@ public final class BlueZSocket: Sendable {
     /// "ENETDOWN" for the codes the mapping names, else the C library's text and the number.
     static func errnoName(_ code: Int32) -> String {
         let names: [Int32: String] = [
-            EAFNOSUPPORT: "EAFNOSUPPORT", ENODEV: "ENODEV", ENETDOWN: "ENETDOWN", EHOSTDOWN: "EHOSTDOWN",
+            EAFNOSUPPORT: "EAFNOSUPPORT", EINTR: "EINTR", ENODEV: "ENODEV", ENETDOWN: "ENETDOWN", EHOSTDOWN: "EHOSTDOWN",
             ERFKILL: "ERFKILL", ECONNREFUSED: "ECONNREFUSED", EHOSTUNREACH: "EHOSTUNREACH", ETIMEDOUT: "ETIMEDOUT",
         ]
         if let name = names[code] { return name }

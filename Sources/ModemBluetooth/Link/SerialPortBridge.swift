@@ -11,8 +11,11 @@ import Synchronization
 /// nothing arriving, closes the channel and the link, and ends with ``Outcome/finished``. When the
 /// device goes first, every byte that arrived has been written and the outcome names the reason.
 ///
-/// `@unchecked Sendable`: the input reader thread shares only `inFlight`, `inputEnded` and
-/// `readerStopped`, under the `flow` condition lock; everything else is used on the host driver's thread.
+/// The way-independent half (input reader, output, quiet time, outcome) is ``SerialBridgeCore``,
+/// shared with ``BlueZSerialBridge`` (the same command over the kernel's RFCOMM socket).
+///
+/// `@unchecked Sendable`: `request` and `open` are used on the host driver's thread only; the
+/// core guards what it shares with the input reader; the driver reference is under a `Mutex`.
 public final class SerialPortBridge: HostClient, @unchecked Sendable {
     /// How a bridge ended.
     public enum Outcome: Sendable, Equatable {
@@ -35,33 +38,25 @@ public final class SerialPortBridge: HostClient, @unchecked Sendable {
 
     private let address: BDAddress
     private let channel: UInt8?
-    private let input: Int32
-    private let output: Int32
-    private let quietSeconds: Double
-    private let isInterrupted: @Sendable () -> Bool
     private let onOpened: @Sendable (SerialChannelID) -> Void
-    private weak var driver: HostDriver?
+    private let core: SerialBridgeCore
+    private let driverBox = DriverBox()
     private var request: Int?
     private var open: SerialChannelID?
-    /// When bytes last arrived, or input was last still being sent: the quiet time counts from here.
-    private var lastActivity = 0.0
-    private var closingSince: Double?
-    private let result = Mutex<Outcome?>(nil)
-    /// Shared with the input reader: bytes in flight and whether input ended.
-    private let flow = NSCondition()
-    private var inFlight = 0
-    private var inputEnded = false
-    private var readerStopped = false
+
+    /// The driver, set once before it starts; read by the core's finish from any thread.
+    private final class DriverBox: Sendable {
+        let driver = Mutex<HostDriver?>(nil)
+    }
 
     private init(address: BDAddress, channel: UInt8?, input: Int32, output: Int32, quietSeconds: Double,
                  isInterrupted: @escaping @Sendable () -> Bool, onOpened: @escaping @Sendable (SerialChannelID) -> Void) {
         self.address = address
         self.channel = channel
-        self.input = input
-        self.output = output
-        self.quietSeconds = quietSeconds
-        self.isInterrupted = isInterrupted
         self.onOpened = onOpened
+        let box = driverBox
+        core = SerialBridgeCore(input: input, output: output, quietSeconds: quietSeconds, isInterrupted: isInterrupted,
+                                onFinish: { box.driver.withLock { $0 }?.requestStop() })
     }
 
     /// Runs a bridge to the end (blocking the calling thread).
@@ -84,14 +79,12 @@ public final class SerialPortBridge: HostClient, @unchecked Sendable {
         let bridge = SerialPortBridge(address: address, channel: channel, input: input, output: output, quietSeconds: quietSeconds,
                                       isInterrupted: isInterrupted, onOpened: onOpened)
         let driver = HostDriver(transport: transport, stack: HostStack(configuration: HostConfiguration(gap: gap)), client: bridge)
-        bridge.driver = driver
+        bridge.driverBox.driver.withLock { $0 = driver }
         driver.start()
         driver.waitUntilStopped()
-        bridge.flow.lock()
-        bridge.readerStopped = true
-        bridge.flow.broadcast()
-        bridge.flow.unlock()
-        return bridge.result.withLock { $0 } ?? .controllerFailed("the host stopped without a result")
+        bridge.core.stopReader()
+        bridge.driverBox.driver.withLock { $0 = nil }
+        return bridge.core.outcome ?? .controllerFailed("the host stopped without a result")
     }
 
     public func host(_ stack: inout HostStack, did action: HostAction, now: Double) -> [HostAction] {
@@ -101,32 +94,22 @@ public final class SerialPortBridge: HostClient, @unchecked Sendable {
             request = id
             return actions
         case .failed(let reason):
-            finish(.controllerFailed(reason))
+            core.finish(.controllerFailed(reason))
         case .openFailed(let id, let reason) where id == request:
-            finish(.openFailed(reason))
+            core.finish(.openFailed(reason))
         case .opened(let id, _, let incoming) where !incoming && open == nil:
             open = id
-            lastActivity = now
             onOpened(id)
-            startReader(channel: id)
+            let box = driverBox
+            core.opened(now: now) { chunk in
+                box.driver.withLock { $0 }?.perform { stack, now in stack.write(id, chunk, now: now) }
+            }
         case .received(let id, let bytes) where id == open:
-            lastActivity = now
-            if let failure = writeAll(bytes) {
-                finish(.outputFailed(failure))
-                return stack.disconnect(handle: id.handle, now: now)
-            }
+            if !core.deliver(bytes, now: now) { return stack.disconnect(handle: id.handle, now: now) }
         case .sent(let id, let bytes) where id == open:
-            flow.lock()
-            inFlight = max(0, inFlight - bytes)
-            flow.broadcast()
-            flow.unlock()
+            core.sent(bytes)
         case .closed(let id, let reason, let byPeer) where id == open:
-            if byPeer || closingSince == nil {
-                finish(.deviceDisconnected(reason))
-            } else {
-                finish(.finished)
-                return stack.disconnect(handle: id.handle, now: now)
-            }
+            if core.closed(reason: reason, byPeer: byPeer) == .finished { return stack.disconnect(handle: id.handle, now: now) }
         default:
             break
         }
@@ -134,94 +117,19 @@ public final class SerialPortBridge: HostClient, @unchecked Sendable {
     }
 
     public func host(_ stack: inout HostStack, tick now: Double) -> [HostAction] {
-        if isInterrupted() {
-            finish(.interrupted)
+        if core.interrupted() {
             if let open { return stack.disconnect(handle: open.handle, now: now) }
             return []
         }
         guard let open else { return [] }
-        if let since = closingSince {
-            // The device did not confirm our close within 2 s: drop the link.
-            if now - since > 2 {
-                finish(.finished)
-                return stack.disconnect(handle: open.handle, now: now)
-            }
-            return []
+        switch core.step(now: now, queuedBytes: stack.queuedBytes(open)) {
+        case .wait: return []
+        case .close: return stack.close(open, now: now)
+        case .drop: return stack.disconnect(handle: open.handle, now: now)
         }
-        flow.lock()
-        let drained = inputEnded && inFlight == 0
-        flow.unlock()
-        // Until input ended and all left, sending counts as activity: the quiet time starts after.
-        guard drained, stack.queuedBytes(open) == 0 else {
-            lastActivity = now
-            return []
-        }
-        if now - lastActivity >= quietSeconds {
-            closingSince = now
-            return stack.close(open, now: now)
-        }
-        return []
     }
 
     public func hostStopped(failure: String?) {
-        if let failure { finish(.controllerFailed(failure)) }
-    }
-
-    private func finish(_ outcome: Outcome) {
-        let first = result.withLock { r -> Bool in
-            guard r == nil else { return false }
-            r = outcome
-            return true
-        }
-        if first { driver?.requestStop() }
-    }
-
-    /// Writes every byte to `output` (retrying short writes and interruptions); nil, or why it failed.
-    private func writeAll(_ bytes: [UInt8]) -> String? {
-        var offset = 0
-        while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.write(output, $0.baseAddress, $0.count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN {
-                    var fds = [pollfd(fd: output, events: Int16(POLLOUT), revents: 0)]
-                    _ = Glibc.poll(&fds, 1, 100)
-                    continue
-                }
-                return String(cString: strerror(errno))
-            }
-            offset += n
-        }
-        return nil
-    }
-
-    /// Reads `input` on a thread of its own and hands its bytes to the host, at most
-    /// ``maximumInFlight`` bytes ahead of what left for the controller.
-    private func startReader(channel: SerialChannelID) {
-        let thread = Thread { [self] in
-            var buffer = [UInt8](repeating: 0, count: 16 * 1024)
-            while true {
-                flow.lock()
-                while inFlight >= Self.maximumInFlight && !readerStopped { flow.wait() }
-                let stopped = readerStopped
-                flow.unlock()
-                if stopped { return }
-                let n = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 {
-                    flow.lock()
-                    inputEnded = true
-                    flow.unlock()
-                    return
-                }
-                let chunk = Array(buffer[0..<n])
-                flow.lock()
-                inFlight += n
-                flow.unlock()
-                driver?.perform { stack, now in stack.write(channel, chunk, now: now) }
-            }
-        }
-        thread.name = "modem-bt-input"
-        thread.start()
+        if let failure { core.finish(.controllerFailed(failure)) }
     }
 }
