@@ -26,8 +26,14 @@ public enum BlueZSDP {
         while true {
             switch step {
             case .send(let pdu):
-                try socket.send(pdu)
-                let answer = try socket.receive(maxCount: 65536, timeout: timeout)
+                let answer: [UInt8]
+                do {
+                    try socket.send(pdu)
+                    answer = try socket.receive(maxCount: 65536, timeout: timeout)
+                } catch {
+                    if case .unknown(let message) = error { throw .connectionFailed("SDP with \(device) failed: \(message)") }
+                    throw error
+                }
                 if answer.isEmpty {
                     throw .connectionFailed(socket.isAtEnd ? "SDP with \(device) failed: the device closed the SDP channel"
                                                            : "SDP with \(device) failed: no answer within \(Int(timeout)) s")

@@ -1,0 +1,448 @@
+import Foundation
+@testable import ModemBluetooth
+import ModemLinkProtocol
+import ModemTestSupport
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs a blocking call (the seed's facade waits on async work) on a thread of its own, not on the
+/// concurrency pool that work needs.
+private func offThePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { c in Thread { c.resume(returning: body()) }.start() }
+}
+
+/// A flag shared with threads.
+private final class Flag: Sendable {
+    let value = Atomic<Bool>(false)
+}
+
+/// The kernel way down (BlueZ) without a kernel that has Bluetooth: the kernel's structures as
+/// bytes, the ioctl numbers, the name requests as a value, and the SDP look-up, the serial-port
+/// bridge and the Bluetooth manager on Unix socket pairs standing in for the L2CAP and RFCOMM sockets.
+@Suite("BlueZ way down (no kernel Bluetooth needed)", .serialized)
+struct BlueZPathTests {
+    private let device = BDAddress("00:1B:DC:00:00:0B")!
+    private let other = BDAddress("00:1B:DC:00:01:02")!
+
+    /// Whether this kernel refuses AF_BLUETOOTH (the case these no-kernel checks are about).
+    private static var kernelHasNoBluetooth: Bool {
+        let fd = socket(31, Int32(SOCK_RAW.rawValue), 1)
+        if fd >= 0 { close(fd); return false }
+        return errno == EAFNOSUPPORT
+    }
+
+    private static let noKernelLine =
+        "no Bluetooth: this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT); use --hci tcp:HOST:PORT or --hci serial:DEVICE"
+
+    // MARK: The kernel's structures
+
+    @Test("ioctl numbers are the kernel headers' _IOR('H', 211/240, int)")
+    func ioctlNumbers() {
+        // Values printed by a C program with <linux/ioctl.h>: _IOR('H', 211, int), _IOR('H', 240, int).
+        #expect(BlueZIoctl.getDeviceInfo == 0x8004_48D3)
+        #expect(BlueZIoctl.inquiry == 0x8004_48F0)
+        // The builder itself, on another of the headers' numbers (HCIGETDEVLIST = _IOR('H', 210, int)).
+        #expect(BlueZIoctl.read(type: UInt8(ascii: "H"), number: 210, size: 4) == 0x8004_48D2)
+    }
+
+    @Test("hci_inquiry_req: device, cache flush, GIAC least significant byte first, length in 1.28 s units, 255 responses")
+    func inquiryRequestLayout() {
+        let request = BlueZInquiry.request(device: 0x0102, seconds: 5)
+        #expect(request.count == 10 + 255 * 14)
+        #expect(Array(request[0..<10]) == [0x02, 0x01, 0x01, 0x00, 0x33, 0x8B, 0x9E, 4, 255, 0])
+        #expect(request[10...].allSatisfy { $0 == 0 })
+        #expect(BlueZInquiry.length(seconds: 1) == 1)
+        #expect(BlueZInquiry.length(seconds: 1.28) == 1)
+        #expect(BlueZInquiry.length(seconds: 1.3) == 2)
+        #expect(BlueZInquiry.length(seconds: 60) == 47)
+        #expect(BlueZInquiry.length(seconds: 1000) == 48)
+        #expect(BlueZInquiry.length(seconds: .nan) == 1)
+    }
+
+    /// One packed `inquiry_info` record.
+    private func record(_ address: BDAddress, repetition: UInt8, classOfDevice: UInt32, clock: UInt16) -> [UInt8] {
+        var bytes = address.wire + [repetition, 0x02, 0x00]
+        bytes += [UInt8(classOfDevice & 0xFF), UInt8(classOfDevice >> 8 & 0xFF), UInt8(classOfDevice >> 16 & 0xFF)]
+        bytes += [UInt8(clock & 0xFF), UInt8(clock >> 8)]
+        return bytes
+    }
+
+    @Test("inquiry_info records read from the ioctl's buffer, as many as num_rsp says")
+    func inquiryResponses() throws {
+        var buffer = BlueZInquiry.request(device: 0, seconds: 2)
+        buffer[8] = 3
+        let records = record(device, repetition: 1, classOfDevice: 0x5A020C, clock: 0x1234)
+            + record(other, repetition: 2, classOfDevice: 0x001F00, clock: 0x7FFF)
+            + record(device, repetition: 1, classOfDevice: 0x5A020C, clock: 0x1234)   // the same device again
+        buffer.replaceSubrange(10..<(10 + records.count), with: records)
+        let found = try BlueZInquiry.responses(in: buffer)
+        #expect(found == [HCIInquiryResponse(address: device, pageScanRepetitionMode: 1, classOfDevice: 0x5A020C, clockOffset: 0x1234),
+                          HCIInquiryResponse(address: other, pageScanRepetitionMode: 2, classOfDevice: 0x001F00, clockOffset: 0x7FFF)])
+        // num_rsp 0: nothing answered.
+        buffer[8] = 0
+        #expect(try BlueZInquiry.responses(in: buffer).isEmpty)
+        // A count the buffer cannot hold, and a buffer shorter than the request, are malformed.
+        #expect(throws: MalformedPacket.self) { try BlueZInquiry.responses(in: Array(buffer[0..<(10 + 14)]) .enumerated().map { $0.offset == 8 ? 2 : $0.element }) }
+        #expect(throws: MalformedPacket.self) { try BlueZInquiry.responses(in: [0, 0, 1]) }
+    }
+
+    @Test("hci_dev_info: name, address, flags (HCI_UP is bit 0), ACL buffers at their offsets")
+    func adapterInfo() throws {
+        #expect(Array(BlueZAdapterInfo.request(device: 3)[0..<2]) == [3, 0])
+        #expect(BlueZAdapterInfo.request(device: 3).count == 92)
+        var bytes = [UInt8](repeating: 0, count: 92)
+        bytes[0] = 1
+        bytes.replaceSubrange(2..<6, with: Array("hci1".utf8))
+        bytes.replaceSubrange(10..<16, with: device.wire)
+        bytes.replaceSubrange(16..<20, with: [0x05, 0x00, 0x00, 0x00])   // UP | RUNNING
+        bytes[20] = 0x01
+        bytes.replaceSubrange(44..<48, with: [0xFD, 0x03, 0x08, 0x00])   // 1021 bytes × 8
+        let up = try BlueZAdapterInfo(parsing: bytes)
+        #expect(up.device == 1 && up.name == "hci1" && up.address == device && up.flags == 5)
+        #expect(up.aclMTU == 1021 && up.aclPackets == 8)
+        #expect(up.isUp)
+        bytes[16] = 0x04   // RUNNING without UP
+        #expect(try !BlueZAdapterInfo(parsing: bytes).isUp)
+        #expect(throws: MalformedPacket.self) { try BlueZAdapterInfo(parsing: Array(bytes[0..<91])) }
+    }
+
+    // MARK: Names over the raw HCI socket
+
+    private func nameComplete(_ address: BDAddress, status: UInt8 = 0, name: String) -> HCIPacket {
+        var name248 = Array(name.utf8)
+        name248 += [UInt8](repeating: 0, count: 248 - name248.count)
+        return .event(code: HCIEvent.Code.remoteNameRequestComplete, parameters: [status] + address.wire + name248)
+    }
+
+    @Test("names: one request at a time, only the asked device's answer counts, refusals and silence move on")
+    func nameRequests() {
+        let first = HCIInquiryResponse(address: device, pageScanRepetitionMode: 2, clockOffset: 0x0123)
+        let second = HCIInquiryResponse(address: other, pageScanRepetitionMode: 1, clockOffset: 0)
+        var names = BlueZNameRequests(devices: [first, second], nameTimeout: 5)
+        #expect(names.start(now: 0) == [.send(HCICommand.remoteNameRequest(device, pageScanRepetitionMode: 2, clockOffset: 0x8123))])
+        // bluetoothd's traffic on the shared socket, another device's name, damage: ignored.
+        #expect(names.received(nameComplete(other, name: "not asked yet"), now: 0.1).isEmpty)
+        #expect(names.received(.event(code: HCIEvent.Code.remoteNameRequestComplete, parameters: [0, 1]), now: 0.1).isEmpty)
+        #expect(names.received(.event(code: HCIEvent.Code.commandStatus, parameters: [0x00, 1, 0x19, 0x04]), now: 0.1).isEmpty)
+        #expect(names.tick(now: 4.9).isEmpty)
+        // The asked device answers: its name, then the next request.
+        #expect(names.received(nameComplete(device, name: "Bumble Echo"), now: 1) ==
+                [.named(device, "Bumble Echo"), .send(HCICommand.remoteNameRequest(other, pageScanRepetitionMode: 1, clockOffset: 0x8000))])
+        // The second never answers: cancelled at its deadline, and the requests are done.
+        #expect(names.tick(now: 5.9).isEmpty)
+        #expect(names.tick(now: 6.0) == [.send(HCICommand.remoteNameRequestCancel(other)), .finished])
+        #expect(names.isFinished)
+        #expect(names.tick(now: 60).isEmpty)
+        #expect(names.received(nameComplete(other, name: "late"), now: 61).isEmpty)
+
+        // The controller refuses a request (Command Status with an error): the next device.
+        var refused = BlueZNameRequests(devices: [first, second])
+        _ = refused.start(now: 0)
+        #expect(refused.received(.event(code: HCIEvent.Code.commandStatus, parameters: [0x0C, 1, 0x19, 0x04]), now: 0.1) ==
+                [.send(HCICommand.remoteNameRequest(other, pageScanRepetitionMode: 1, clockOffset: 0x8000))])
+        // A failed or empty name is no name.
+        #expect(refused.received(nameComplete(other, status: 0x04, name: ""), now: 0.2) == [.finished])
+        var none = BlueZNameRequests(devices: [])
+        #expect(none.start(now: 0) == [.finished])
+    }
+
+    // MARK: SDP over a packet socket
+
+    /// A sequenced-packet socket pair: [ours, the stand-in device's].
+    private func packetPair() throws -> (BlueZSocket, Int32) {
+        var fds: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0)
+        return (BlueZSocket(adopting: fds[0]), fds[1])
+    }
+
+    /// Answers each request packet on `fd` with `answer` until the peer goes; closes `fd` after `limit` answers.
+    private func serve(_ fd: Int32, limit: Int = .max, answer: @escaping @Sendable ([UInt8]) -> [UInt8]) -> Thread {
+        let thread = Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            var answered = 0
+            while answered < limit {
+                let n = recv(fd, &buffer, buffer.count, 0)
+                if n <= 0 { break }
+                let reply = answer(Array(buffer[0..<n]))
+                if send(fd, reply, reply.count, Int32(MSG_NOSIGNAL)) < 0 { break }
+                answered += 1
+            }
+            close(fd)
+        }
+        thread.start()
+        return thread
+    }
+
+    @Test("SDP over a packet socket: our SDPClient against our SDPServer finds the channel, through continuations")
+    func sdpFindsTheChannel() throws {
+        for mtu in [48, 672] {
+            let (socket, far) = try packetPair()
+            let server = SDPServer(records: [ServiceRecord.serialPort(channel: 7, name: "A rather long service name to need continuations at 48 bytes")], mtu: mtu)
+            let requests = Mutex(0)
+            _ = serve(far) { request in
+                requests.withLock { $0 += 1 }
+                return server.respond(to: request)
+            }
+            #expect(try BlueZSDP.serialPortChannel(over: socket, device: "dev", timeout: 5) == 7)
+            if mtu == 48 { #expect(requests.withLock { $0 } > 1, "continuations expected at MTU 48") }
+        }
+    }
+
+    @Test("SDP over a packet socket: no Serial Port record, a malformed answer, a closed channel, silence")
+    func sdpFailures() throws {
+        func failure(_ body: () throws(BluetoothError) -> UInt8) -> String {
+            do { _ = try body(); return "no error" } catch { return "\(error)" }
+        }
+        let (a, farA) = try packetPair()
+        let empty = SDPServer(records: [])
+        _ = serve(farA) { empty.respond(to: $0) }
+        #expect(failure { () throws(BluetoothError) in try BlueZSDP.serialPortChannel(over: a, device: "dev", timeout: 5) }
+                == "connection failed: dev has no Serial Port service (SDP)")
+
+        let (b, farB) = try packetPair()
+        _ = serve(farB) { _ in [0x07, 0x00] }
+        #expect(failure { () throws(BluetoothError) in try BlueZSDP.serialPortChannel(over: b, device: "dev", timeout: 5) }
+                .hasPrefix("connection failed: SDP with dev failed: malformed SDP answer"))
+
+        let (c, farC) = try packetPair()
+        close(farC)
+        let closed = failure { () throws(BluetoothError) in try BlueZSDP.serialPortChannel(over: c, device: "dev", timeout: 5) }
+        #expect(closed.contains("SDP with dev failed") || closed.contains("disconnected"), "\(closed)")
+
+        let (d, farD) = try packetPair()
+        defer { close(farD) }
+        #expect(failure { () throws(BluetoothError) in try BlueZSDP.serialPortChannel(over: d, device: "dev", timeout: 0.2) }
+                == "connection failed: SDP with dev failed: no answer within 0 s")
+    }
+
+    // MARK: The serial-port bridge on a stream socket
+
+    /// A stream socket pair standing in for RFCOMM: the bridge's stream, the device's descriptor.
+    private func streamPair() throws -> (BlueZRFCOMMStream, Int32) {
+        var fds: [Int32] = [0, 0]
+        try #require(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &fds) == 0)
+        return (BlueZRFCOMMStream(socket: BlueZSocket(adopting: fds[0]), address: device, channel: 1), fds[1])
+    }
+
+    /// A file holding `bytes`, opened for reading, and an empty output file.
+    private func files(_ bytes: [UInt8]) throws -> (input: Int32, output: Int32, outputPath: String) {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bluez-bridge-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        let inPath = dir.appendingPathComponent("in").path
+        let outPath = dir.appendingPathComponent("out").path
+        try Data(bytes).write(to: URL(fileURLWithPath: inPath))
+        return (open(inPath, O_RDONLY), open(outPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600), outPath)
+    }
+
+    private func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
+        var rng = TestRandom(seed: seed)
+        return (0..<count).map { _ in UInt8(truncatingIfNeeded: rng.next()) }
+    }
+
+    @Test("bridge: 100 KB echoed back byte-exact, then the quiet time, then finished")
+    func bridgeEcho() throws {
+        let payload = randomBytes(100_000, seed: 9)
+        let (stream, far) = try streamPair()
+        let (input, output, outPath) = try files(payload)
+        defer { close(input); close(output) }
+        let echoed = Mutex(0)
+        let echo = Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let n = read(far, &buffer, buffer.count)
+                if n <= 0 { break }
+                var offset = 0
+                while offset < n {
+                    let w = buffer[offset..<n].withUnsafeBytes { write(far, $0.baseAddress, $0.count) }
+                    if w <= 0 { break }
+                    offset += w
+                }
+                echoed.withLock { $0 += n }
+            }
+            close(far)
+        }
+        echo.start()
+        let outcome = BlueZSerialBridge.run(stream: stream, input: input, output: output, quietSeconds: 0.3)
+        #expect(outcome == .finished)
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: outPath))) == payload)
+        #expect(echoed.withLock { $0 } == payload.count)
+    }
+
+    @Test("bridge: the device closes first: every byte it sent is written, the reason names the channel")
+    func bridgeDeviceClosesFirst() throws {
+        let payload = randomBytes(20_000, seed: 4)
+        let (stream, far) = try streamPair()
+        let (input, output, outPath) = try files(payload)
+        defer { close(input); close(output) }
+        let device = Thread {
+            // Echo the first 5,000 bytes, then go away.
+            var got: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 5000)
+            while got.count < 5000 {
+                let n = read(far, &buffer, 5000 - got.count)
+                if n <= 0 { break }
+                got += buffer[0..<n]
+            }
+            _ = got.withUnsafeBytes { write(far, $0.baseAddress, $0.count) }
+            usleep(100_000)
+            close(far)
+        }
+        device.start()
+        let outcome = BlueZSerialBridge.run(stream: stream, input: input, output: output, quietSeconds: 5)
+        guard case .deviceDisconnected(let reason) = outcome else {
+            Issue.record("expected the device to disconnect first, got \(outcome)")
+            return
+        }
+        #expect(reason.contains("channel 1"), "\(reason)")
+        #expect(try Array(Data(contentsOf: URL(fileURLWithPath: outPath))) == Array(payload[0..<5000]))
+    }
+
+    @Test("bridge: interrupted ends it with that outcome")
+    func bridgeInterrupted() throws {
+        let (stream, far) = try streamPair()
+        defer { close(far) }
+        var fds: [Int32] = [0, 0]
+        try #require(pipe(&fds) == 0)   // input that never ends
+        defer { close(fds[0]); close(fds[1]) }
+        let (_, output, _) = try files([])
+        defer { close(output) }
+        let stop = Flag()
+        let outcome = Mutex<SerialPortBridge.Outcome?>(nil)
+        let readEnd = fds[0]
+        let runner = Thread {
+            let o = BlueZSerialBridge.run(stream: stream, input: readEnd, output: output, quietSeconds: 0.1,
+                                          isInterrupted: { stop.value.load(ordering: .relaxed) })
+            outcome.withLock { $0 = o }
+        }
+        runner.start()
+        usleep(200_000)
+        #expect(outcome.withLock { $0 } == nil, "the bridge waits while input is open")
+        stop.value.store(true, ordering: .relaxed)
+        var waited = 0
+        while outcome.withLock({ $0 }) == nil && waited < 500 { usleep(10_000); waited += 1 }
+        #expect(outcome.withLock { $0 } == .interrupted)
+    }
+
+    // MARK: The Bluetooth manager on the kernel way
+
+    /// The channel protocol's device on the far end of a stream socket (master-slave: echoes each request).
+    private func runDevice(on fd: Int32, until done: Flag) -> Thread {
+        let thread = Thread {
+            var machine = DeviceStateMachine(configuration: .byteStream(mode: .masterSlave), name: "Stand-in", mode: .followPhone)
+            machine.attach()
+            var station = StreamLinkStation(machine: machine)
+            let origin = Date()
+            func carry(_ actions: [StreamLinkAction]) {
+                var queue = actions[...]
+                while let action = queue.popFirst() {
+                    let now = Date().timeIntervalSince(origin)
+                    switch action {
+                    case .write(let bytes):
+                        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        queue.append(contentsOf: station.transmitted(now: now))
+                    case .event(.received(let message, let data)):
+                        queue.append(contentsOf: station.perform(station.machine.reply(data, to: message, now: now).actions))
+                    default:
+                        break
+                    }
+                }
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !done.value.load(ordering: .relaxed) {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&p, 1, 10) > 0 {
+                    let n = recv(fd, &buffer, buffer.count, 0)
+                    if n <= 0 { break }
+                    carry(station.received(bytes: buffer[0..<n], now: Date().timeIntervalSince(origin)))
+                }
+                carry(station.tick(now: Date().timeIntervalSince(origin)))
+            }
+            close(fd)
+        }
+        thread.start()
+        return thread
+    }
+
+    @Test("manager over a stand-in RFCOMM stream: handshake, exchanges, error 20 when the device goes")
+    func managerOverTheKernelWay() async throws {
+        let (stream, far) = try streamPair()
+        let stopDevice = Flag()
+        _ = runDevice(on: far, until: stopDevice)
+        let asked = Mutex<(BDAddress, UInt8?)?>(nil)
+        let manager = BluetoothManager(configuration: .byteStream(mode: .masterSlave), gap: GAPConfiguration(role: .central),
+                                       way: .kernel(check: {}, connect: { address, channel in
+                                           asked.withLock { $0 = (address, channel) }
+                                           return stream
+                                       }))
+        try await manager.open(identifier: "00:1B:DC:00:00:0B/3")
+        #expect(asked.withLock { $0 }?.0 == device)
+        #expect(asked.withLock { $0 }?.1 == 3)
+        #expect(manager.deviceName == "Stand-in")
+        for i in 0..<20 {
+            let payload = randomBytes(1 + i * 50, seed: UInt64(i))
+            #expect(try await manager.exchange(payload, timeout: .seconds(5)) == payload)
+        }
+        let seen = Mutex<String?>(nil)
+        let watcher = Task {
+            for await event in manager.events {
+                if case .error(let code, let message) = event, code == .bluetoothDisconnected {
+                    seen.withLock { $0 = message }
+                    return
+                }
+            }
+        }
+        defer { watcher.cancel() }
+        stopDevice.value.store(true, ordering: .relaxed)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while seen.withLock({ $0 }) == nil && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let message = try #require(seen.withLock { $0 }, "no error 20 within 5 s of the device going")
+        #expect(message.contains("RFCOMM channel 1"), "\(message)")
+        #expect(manager.state == .waitingDevice)
+        await manager.closeResources()
+    }
+
+    @Test("manager codes on the kernel way: -4 no Bluetooth, -5 not powered, -2 connection failed, -1 bad address")
+    func managerCodes() async {
+        func code(check: @escaping @Sendable () throws(BluetoothError) -> Void,
+                  connect: @escaping @Sendable (BDAddress, UInt8?) throws(BluetoothError) -> BlueZRFCOMMStream,
+                  identifier: String = "00:1B:DC:00:00:0B") async -> Int32 {
+            let manager = BluetoothManager(configuration: .byteStream(mode: .masterSlave), gap: GAPConfiguration(role: .central),
+                                           way: .kernel(check: check, connect: connect))
+            return await offThePool { manager.openDevice(identifier) }
+        }
+        let never: @Sendable (BDAddress, UInt8?) throws(BluetoothError) -> BlueZRFCOMMStream = { _, _ throws(BluetoothError) in
+            throw .unknown("connect must not be reached")
+        }
+        #expect(await code(check: { () throws(BluetoothError) in throw .noBluetooth("no Bluetooth adapter") }, connect: never) == -4)
+        #expect(await code(check: { () throws(BluetoothError) in throw .notPowered("hci0 is down") }, connect: never) == -5)
+        #expect(await code(check: {}, connect: { _, _ throws(BluetoothError) in throw .connectionFailed("refused") }) == -2)
+        #expect(await code(check: {}, connect: never, identifier: "nonsense") == -1)
+    }
+
+    @Test("on this kernel (no AF_BLUETOOTH) the manager without a transport fails at once with -4 and the kernel's line")
+    func managerWithoutKernelBluetooth() async throws {
+        guard Self.kernelHasNoBluetooth else { return }   // a kernel with Bluetooth: not the case under test
+        let manager = BluetoothManager(transport: nil)
+        let start = ContinuousClock.now
+        #expect(await offThePool { manager.openDevice("00:1B:DC:00:00:0B") } == -4)
+        do {
+            try await manager.open(identifier: "00:1B:DC:00:00:0B")
+            Issue.record("open succeeded without kernel Bluetooth")
+        } catch {
+            guard case .transportUnavailable(let code, let message) = error else { Issue.record("\(error)"); return }
+            #expect(code == -4)
+            #expect(message == Self.noKernelLine)
+        }
+        #expect(ContinuousClock.now - start < .seconds(1))
+        // The scan, the adapter check and the connection say the same.
+        #expect(throws: BluetoothError.noBluetooth(String(Self.noKernelLine.dropFirst("no Bluetooth: ".count)))) {
+            try BlueZ.scan(seconds: 1)
+        }
+        #expect(throws: BluetoothError.noBluetooth(String(Self.noKernelLine.dropFirst("no Bluetooth: ".count)))) {
+            try BlueZSerialBridge.connect(to: device, channel: nil)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every Bluetooth command without --hci takes the kernel's way (BlueZ); on a kernel without
+/// AF_BLUETOOTH (this machine, CI) each says so in the same one line, exits 1 and does so at once.
+@Suite("modem without --hci: the kernel's Bluetooth")
+struct BlueZCLITests {
+    private static let line =
+        "modem: no Bluetooth: this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT); use --hci tcp:HOST:PORT or --hci serial:DEVICE"
+
+    private static var kernelHasNoBluetooth: Bool {
+        let fd = socket(31, Int32(SOCK_RAW.rawValue), 1)
+        if fd >= 0 { close(fd); return false }
+        return errno == EAFNOSUPPORT
+    }
+
+    @Test("scan, connect (SDP and --channel), link-test, devices, device: the EAFNOSUPPORT line, exit 1, under 5 s",
+          arguments: [["bt", "scan", "--seconds", "2"],
+                      ["bt", "connect", "--address", "00:1B:DC:00:00:0B"],
+                      ["bt", "connect", "--address", "00:1B:DC:00:00:0B", "--channel", "3", "--wait", "0"],
+                      ["link-test", "--channel", "bluetooth", "--address", "00:1B:DC:00:00:0B", "--count", "2"],
+                      ["devices", "--bluetooth", "--seconds", "2"],
+                      ["bt", "device"]])
+    func noKernelBluetooth(arguments: [String]) async throws {
+        guard Self.kernelHasNoBluetooth else { return }   // a kernel with Bluetooth: not the case under test
+        let r = try await modem(arguments, timeout: 20)
+        #expect(r.status == 1, "\(r)")
+        #expect(r.seconds < 5, "\(r.seconds) s")
+        let lines = r.stderrText.split(separator: "\n").map(String.init)
+        #expect(lines.last == Self.line, "\(r.stderrText)")
+        #expect(lines.filter { $0.hasPrefix("modem: ") }.count == 1, "one line naming the problem: \(r.stderrText)")
+    }
+
+    @Test("the host stack's options without --hci are usage errors naming --hci")
+    func hostStackOptionsNeedHCI() async throws {
+        for args in [["bt", "scan", "--capture", "/tmp/never.pcap"],
+                     ["bt", "connect", "--address", "00:1B:DC:00:00:0B", "--acl-mtu", "27"],
+                     ["bt", "connect", "--address", "00:1B:DC:00:00:0B", "--acl-count", "2"]] {
+            let r = try await modem(args, timeout: 20)
+            #expect(r.status == 64, "\(r)")
+            #expect(r.stderrText.contains("need --hci"), "\(r.stderrText)")
+        }
+    }
+}
