@@ -193,6 +193,10 @@ struct BTConnectCommand: ParsableCommand {
             do {
                 stream = try BlueZSerialBridge.connect(to: device, channel: channel.map { UInt8($0) })
             } catch {
+                if stopRequested.load(ordering: .relaxed) {
+                    printError("modem: interrupted")
+                    throw ExitCode(interruptedStatus)
+                }
                 switch error {
                 case .noBluetooth, .notPowered:
                     printError("modem: \(error)")

@@ -265,7 +265,7 @@ struct BlueZPathTests {
             close(far)
         }
         echo.start()
-        let outcome = BlueZSerialBridge.run(stream: stream, input: input, output: output, quietSeconds: 0.3)
+        let outcome = BlueZSerialBridge.run(stream: stream, input: input, output: output, quietSeconds: 1.5)   // generous: the echo thread may be descheduled on a loaded machine
         #expect(outcome == .finished)
         #expect(try Array(Data(contentsOf: URL(fileURLWithPath: outPath))) == payload)
         #expect(echoed.withLock { $0 } == payload.count)

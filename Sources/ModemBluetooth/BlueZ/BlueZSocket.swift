@@ -215,7 +215,11 @@ public final class BlueZSocket: Sendable {
             var poller = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
             let ready = poll(&poller, 1, Int32(max(0, timeout) * 1000))
             if ready == 0 { return [] }
-            if ready < 0, errno != EINTR { throw Self.error(errno: errno, doing: "poll") }
+            if ready < 0 {
+                // A signal (Ctrl-C's wake-up) ends the wait like the timeout: the caller looks again.
+                if errno == EINTR { return [] }
+                throw Self.error(errno: errno, doing: "poll")
+            }
         }
         var buffer = [UInt8](repeating: 0, count: max(1, maxCount))
         while true {
