@@ -255,6 +255,28 @@ public enum TCPSocket {
         }
     }
 
+    /// Sends what the socket takes now from several buffers in order (`sendmsg` with an I/O
+    /// vector, so a header and a body leave without being joined first): the count sent (maybe 0),
+    /// or the `errno` of a failure. Never raises SIGPIPE.
+    public static func send(_ fd: Int32, parts: [UnsafeRawBufferPointer]) -> Result<Int, SocketFailure> {
+        var vectors = parts.filter { !$0.isEmpty }.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+        if vectors.isEmpty { return .success(0) }
+        while true {
+            let n = vectors.withUnsafeMutableBufferPointer { v -> Int in
+                var message = msghdr()
+                message.msg_iov = v.baseAddress
+                message.msg_iovlen = v.count
+                return sendmsg(fd, &message, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            }
+            if n >= 0 { return .success(n) }
+            switch errno {
+            case EINTR: continue
+            case EAGAIN, EWOULDBLOCK: return .success(0)
+            default: return .failure(SocketFailure(code: errno))
+            }
+        }
+    }
+
     /// `poll(2)`: the number of ready descriptors, 0 on timeout or interruption by a signal (so the
     /// caller can check its stop flag).
     public static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int) throws(SocketError) -> Int {

@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 
 /// Noise's CipherState (spec rev. 34, section 5.1) for ChaChaPoly: a key `k` and a 64-bit nonce `n`.
 /// The nonce is 32 zero bits followed by `n` little-endian; `n` = 2^64 - 1 is reserved, so a state
@@ -74,18 +75,45 @@ public struct CipherState: Sendable {
         }
     }
 
-    /// Encrypts with an explicit counter (the records of a session carry it in clear), without
-    /// touching ``nonce``.
-    func seal(counter: UInt64, ad: [UInt8], plaintext: [UInt8]) throws(NoiseError) -> [UInt8] {
-        var copy = self
-        copy.nonce = counter
-        return try copy.encrypt(ad: ad, plaintext: plaintext)
+    /// A whole record frame, `header | ciphertext | tag`, for `kind | body` under an explicit counter
+    /// (carried in clear in `header`, which is also the associated data). Copies: the plaintext is
+    /// assembled once, the sealed box is copied once into the frame.
+    func sealFrame(counter: UInt64, header: [UInt8], kind: UInt8, body: [UInt8]) throws(NoiseError) -> [UInt8] {
+        guard let key else { throw NoiseError("no key") }
+        guard counter != UInt64.max else { throw NoiseError("the nonce is used up (2^64 - 1 messages)") }
+        var plaintext = [UInt8]()
+        plaintext.reserveCapacity(body.count + 1)
+        plaintext.append(kind)
+        plaintext.append(contentsOf: body)
+        let box: ChaChaPoly.SealedBox
+        do {
+            box = try ChaChaPoly.seal(plaintext, using: key, nonce: Self.nonceBytes(counter), authenticating: header)
+        } catch {
+            throw NoiseError("ChaChaPoly failed: \(error)")
+        }
+        let combined = box.combined  // nonce (12) | ciphertext | tag
+        var frame = [UInt8]()
+        frame.reserveCapacity(header.count + combined.count - 12)
+        frame.append(contentsOf: header)
+        frame.append(contentsOf: combined.dropFirst(12))
+        return frame
     }
 
-    /// Decrypts with an explicit counter, without touching ``nonce``.
-    func open(counter: UInt64, ad: [UInt8], ciphertext: ArraySlice<UInt8>) throws(NoiseError) -> [UInt8] {
-        guard let key else { return Array(ciphertext) }
+    /// Opens a record frame (`header` of `headerLength` bytes, then ciphertext and tag) under an
+    /// explicit counter: the kind and the body.
+    func openFrame(counter: UInt64, frame: [UInt8], headerLength: Int) throws(NoiseError) -> (kind: UInt8, body: [UInt8]) {
+        guard let key else { throw NoiseError("no key") }
         guard counter != UInt64.max else { throw NoiseError("the nonce is used up (2^64 - 1 messages)") }
-        return try Self.open(key: key, nonce: counter, ad: ad, ciphertext: ciphertext)
+        guard frame.count >= headerLength + Self.tagLength + 1 else { throw NoiseError("a record shorter than its tag") }
+        let split = frame.count - Self.tagLength
+        let plaintext: Data
+        do {
+            let box = try ChaChaPoly.SealedBox(nonce: Self.nonceBytes(counter), ciphertext: frame[headerLength..<split], tag: frame[split...])
+            plaintext = try ChaChaPoly.open(box, using: key, authenticating: frame[0..<headerLength])
+        } catch {
+            throw NoiseError("a message failed authentication (changed in transit, or another key)")
+        }
+        guard let kind = plaintext.first else { throw NoiseError("an empty record") }
+        return (kind, Array(plaintext.dropFirst()))
     }
 }

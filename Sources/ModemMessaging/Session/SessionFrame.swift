@@ -77,8 +77,9 @@ public struct SessionFrameError: Error, Sendable, Equatable, CustomStringConvert
 /// ``append(_:)`` or ``withSpace(_:)``, take frames with ``next()``. Memory is bounded by one frame
 /// plus what was appended.
 public struct SessionFrameDecoder: Sendable {
-    private var buffer: [UInt8] = []
+    private var buffer: [UInt8] = []  // bytes head..<end are pending; end..<count is spare room
     private var head = 0
+    private var end = 0
     private var preambleDue: Bool
 
     /// A decoder; `expectPreamble` for the listening end of a stream.
@@ -87,32 +88,39 @@ public struct SessionFrameDecoder: Sendable {
     }
 
     /// Bytes received but not yet returned as frames.
-    public var bufferedCount: Int { buffer.count - head }
+    public var bufferedCount: Int { end - head }
 
     /// Appends received bytes.
     public mutating func append<S: Sequence<UInt8>>(_ bytes: S) {
         compact()
+        buffer.removeLast(buffer.count - end)
         buffer.append(contentsOf: bytes)
+        end = buffer.count
     }
 
     /// Lets `body` write up to `count` bytes at the end of the buffer (a `recv` straight into it);
     /// `body` returns how many it wrote.
     public mutating func withSpace(_ count: Int, _ body: (UnsafeMutableRawBufferPointer) -> Int) -> Int {
         compact()
-        let start = buffer.count
-        buffer.append(contentsOf: repeatElement(0, count: count))
+        let start = end
+        if buffer.count < start + count { buffer.append(contentsOf: repeatElement(0, count: start + count - buffer.count)) }
         let written = buffer.withUnsafeMutableBytes { raw in
             body(UnsafeMutableRawBufferPointer(rebasing: raw[start..<(start + count)]))
         }
-        buffer.removeLast(count - max(0, min(written, count)))
+        end += max(0, min(written, count))
         return written
     }
 
     private mutating func compact() {
-        if head > 0 && (head == buffer.count || head >= 65_536) {
-            buffer.removeFirst(head)
+        if head > 0 && (head == end || head >= 65_536) {
+            buffer.withUnsafeMutableBytes { raw in
+                if end > head { raw.baseAddress!.copyMemory(from: raw.baseAddress! + head, byteCount: end - head) }
+            }
+            end -= head
             head = 0
         }
+        // Give back a large spare area once it is no longer needed (a burst of big frames).
+        if buffer.count > 4 * 65_600 && end < 65_600 { buffer.removeLast(buffer.count - max(end, 65_600)) }
     }
 
     /// The next whole frame, or nil when more bytes are needed.

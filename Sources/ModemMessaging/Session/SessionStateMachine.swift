@@ -174,17 +174,16 @@ public struct SessionStateMachine: Sendable {
         guard let first = frame.first, let type = SessionFrameType(byte: first) else {
             return protocolError("a frame of unknown type 0x\(String(frame.first ?? 0, radix: 16))")
         }
-        let body = Array(frame.dropFirst())
         switch type {
         case .nope:
-            let reason = body.first ?? 2
-            let text = String(decoding: body.dropFirst(), as: UTF8.self)
+            let reason = frame.count > 1 ? frame[1] : 2
+            let text = String(decoding: frame.dropFirst(2), as: UTF8.self)
             guard phase != .open else { return protocolError("a refusal after the session opened") }
             return fail(Self.failure(reason: reason, text: text, fromPeer: true))
         case .handshake1, .handshake2, .handshake3:
-            return handshakeMessage(type, body, now: now)
+            return handshakeMessage(type, Array(frame.dropFirst()), now: now)
         case .record:
-            return record(body, now: now)
+            return record(frame, now: now)
         }
     }
 
@@ -320,11 +319,7 @@ public struct SessionStateMachine: Sendable {
         sendCounter += 1
         var header = [SessionFrameType.record.byte]
         header += [UInt8].bigEndian(counter)
-        var plaintext = [UInt8]()
-        plaintext.reserveCapacity(body.count + 1)
-        plaintext.append(kind)
-        plaintext += body
-        return header + (try cipher.seal(counter: counter, ad: header, plaintext: plaintext))
+        return try cipher.sealFrame(counter: counter, header: header, kind: kind, body: body)
     }
 
     private mutating func handshakeMessage(_ type: SessionFrameType, _ body: [UInt8], now: Double) -> [SessionAction] {
@@ -435,12 +430,12 @@ public struct SessionStateMachine: Sendable {
         return tlv.encoded
     }
 
-    private mutating func record(_ body: [UInt8], now: Double) -> [SessionAction] {
+    private mutating func record(_ frame: [UInt8], now: Double) -> [SessionAction] {
         guard let cipher = receiveCipher, phase == .awaitingAccept || phase == .open else {
             return protocolError("a record before the handshake finished")
         }
-        guard body.count >= 8 + 16 + 1 else { return protocolError("a record of \(body.count + 1) bytes is too short") }
-        let counter = body.readBigEndian(UInt64.self)!
+        guard frame.count >= SessionWire.recordHeaderLength + 16 + 1 else { return protocolError("a record of \(frame.count) bytes is too short") }
+        let counter = frame.readBigEndian(UInt64.self, at: 1)!
         if counter < expectedCounter {
             replaysDropped += 1
             return []
@@ -448,16 +443,14 @@ public struct SessionStateMachine: Sendable {
         if counter > expectedCounter && configuration.transportKind == .stream {
             return protocolError("record \(expectedCounter) is missing (got \(counter)) on a stream")
         }
-        let header = [SessionFrameType.record.byte] + body.prefix(8)
-        let plaintext: [UInt8]
+        let kind: UInt8
+        let content: [UInt8]
         do {
-            plaintext = try cipher.open(counter: counter, ad: header, ciphertext: body[8...])
+            (kind, content) = try cipher.openFrame(counter: counter, frame: frame, headerLength: SessionWire.recordHeaderLength)
         } catch {
             return protocolError("a record failed authentication (changed in transit)")
         }
         expectedCounter = counter + 1
-        guard let kind = plaintext.first else { return protocolError("an empty record") }
-        let content = Array(plaintext.dropFirst())
         if phase == .awaitingAccept {
             switch kind {
             case SessionRecordKind.accept:
