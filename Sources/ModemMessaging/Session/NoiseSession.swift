@@ -209,9 +209,10 @@ final class SessionCore: Sendable {
                     switch item {
                     case .record(let kind, let body):
                         s.outgoingBytes -= body.count
-                        if !s.senders.isEmpty, s.outgoingBytes < Self.outgoingLimit {
-                            let c = s.senders.removeFirst()
-                            w.add { c.resume() }
+                        // Hysteresis: wake the waiting senders once the queue is half empty, not per record.
+                        if !s.senders.isEmpty, s.outgoingBytes <= Self.outgoingLimit / 2 {
+                            for c in s.senders { w.add { c.resume() } }
+                            s.senders.removeAll()
                         }
                         if let frame = try? s.machine.seal(kind: kind, body: body, now: t) { return .frame(frame) }
                         return .wait
@@ -340,7 +341,7 @@ final class SessionCore: Sendable {
                     s.incomingHead = 0
                 }
                 if case .record(_, let body) = input { s.incomingBytes -= body.count + 16 }
-                if s.incomingBytes < Self.incomingLimit, let r = s.readerPaused {
+                if s.incomingBytes <= Self.incomingLimit / 2, let r = s.readerPaused {
                     s.readerPaused = nil
                     w.add { r.resume() }
                 }
