@@ -1,5 +1,24 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import Crypto
 import Synchronization
+
+/// Records of up to 64 KiB are allocated and freed many thousand times a second (plaintext, sealed
+/// box, frame). With glibc's default trim threshold (128 KiB) a thread's arena gives the pages back
+/// to the kernel after nearly every record and takes them again on the next (`madvise` + page
+/// faults): measured on 1 GiB over loopback, system time 1.1-2.2 s instead of 0.45 s. Keeping up to
+/// 4 MiB of free memory per arena avoids it. Set once per process, when the first session starts.
+let allocatorTuned: Bool = {
+    #if canImport(Glibc)
+    // mallopt(M_TRIM_THRESHOLD = -1, ...) from <malloc.h>, which the Glibc module does not export.
+    typealias MallOpt = @convention(c) (Int32, Int32) -> Int32
+    if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
+        _ = unsafeBitCast(symbol, to: MallOpt.self)(-1, 4 << 20)
+    }
+    #endif
+    return true
+}()
 
 /// The running parts of a ``NoiseSession``: the machine behind a mutex, a bounded queue of records
 /// to send, a bounded queue of inputs received, and three tasks (reader, writer, timer) that move
@@ -409,6 +428,7 @@ public final class NoiseSession: RecordSession, Sendable {
             transportKind: transport.kind, keepalive: options.keepalive(for: transport.kind), limits: options.limits,
             handshakeTimeout: options.handshakeTimeout ?? (transport.kind == .stream ? 15 : 120), staticKey: identity,
             ephemeralKey: ephemeralKey, trusted: trusted, maximumFrameSize: transport.maximumFrameSize)
+        _ = allocatorTuned
         let machine = SessionStateMachine(configuration: configuration)
         let core = SessionCore(transport: transport, machine: machine)
         core.start()
