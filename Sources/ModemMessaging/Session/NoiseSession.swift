@@ -383,6 +383,14 @@ final class SessionCore: Sendable {
     }
 
     var replaysDropped: Int { state.withLock { $0.machine.replaysDropped } }
+
+    /// The session object is gone: close the line unless it is already over.
+    func abandon() {
+        let open = state.withLock { !$0.machine.isFinished && !$0.transportClosed }
+        guard open else { return }
+        let transport = self.transport
+        Task { await transport.close() }
+    }
 }
 
 /// A session over any ``MessageTransport``: the Noise XX handshake with both identities checked
@@ -455,4 +463,7 @@ public final class NoiseSession: RecordSession, Sendable {
 
     /// Records dropped as replays so far.
     public var replaysDropped: Int { core.replaysDropped }
+
+    /// A session dropped while still open closes its line (the peer sees END_OTHER_USER_LOST).
+    deinit { core.abandon() }
 }
