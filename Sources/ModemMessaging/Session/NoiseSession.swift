@@ -103,9 +103,13 @@ final class SessionCore: Sendable {
             }
         }
         if s.end != nil {
-            // Nothing queued will be sent now: release every waiting sender.
+            // Nothing queued will be sent now: release every waiting sender, and a paused reader.
             for c in s.senders { w.add { c.resume() } }
             s.senders.removeAll()
+            if let r = s.readerPaused {
+                s.readerPaused = nil
+                w.add { r.resume() }
+            }
         }
         if s.machine.hasOutput || s.closingTransport || s.outgoingHead < s.outgoing.count, let c = s.writerIdle {
             s.writerIdle = nil
