@@ -39,6 +39,22 @@ final class CuttableTransport: MessageTransport {
     func close() async { if !cut.load(ordering: .relaxed) { await inner.close() } }
 }
 
+/// A transport wrapper that notes when it was closed.
+final class WatchedTransport: MessageTransport {
+    let inner: TCPTransport
+    private let flag = Atomic<Bool>(false)
+    var isClosed: Bool { flag.load(ordering: .acquiring) }
+    init(inner: TCPTransport) { self.inner = inner }
+    var kind: TransportKind { inner.kind }
+    var maximumFrameSize: Int { inner.maximumFrameSize }
+    func send(_ frame: [UInt8]) async throws(TransportError) { try await inner.send(frame) }
+    func receive() async -> TransportInput { await inner.receive() }
+    func close() async {
+        await inner.close()
+        flag.store(true, ordering: .releasing)
+    }
+}
+
 /// Sessions on both ends of a loopback TCP connection.
 func sessionPair(keys: (KeyStore, KeyStore), keepalive: Double? = nil, limitsA: SessionLimits? = nil,
                  wrap: @escaping @Sendable (TCPTransport, Bool) -> any MessageTransport = { t, _ in t })
@@ -152,6 +168,25 @@ struct NoiseSessionTests {
         let waited = ContinuousClock.now - cutAt
         #expect(waited > .seconds(0.4) && waited < .seconds(3))  // 2 x 0.5 s from the last frame heard, up to 0.5 s before the cut
         for t in cuts.withLock({ $0 }) { await t.inner.close() }
+    }
+
+    @Test("the end is reported only once the last frame (CLOSED) is on the line: a process may exit at once")
+    func endAfterFlush() async throws {
+        let keys = try keyPair()
+        let watched = Mutex<[Bool: WatchedTransport]>([:])
+        let (ra, rb) = try await sessionPair(keys: keys) { t, initiator in
+            let w = WatchedTransport(inner: t)
+            watched.withLock { $0[initiator] = w }
+            return w
+        }
+        let a = try ra.get(), b = try rb.get()
+        await a.close()
+        #expect(await b.receive() == .peerClosing)
+        await b.close()
+        #expect(await b.receive() == .ended(.otherUserQuit))
+        #expect(watched.withLock { $0[false]! }.isClosed)
+        #expect(await a.receive() == .ended(.userQuit(nil)))
+        #expect(watched.withLock { $0[true]! }.isClosed)
     }
 
     @Test("a peer that stops reading stalls the sender: its sends suspend, memory stays bounded")
