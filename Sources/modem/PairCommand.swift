@@ -1,0 +1,155 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import ModemAudio
+import ModemLink
+import ModemMessaging
+
+/// `modem pair`: pairing by sound on one sound device (docs/messaging-plan.md section 4).
+struct PairCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "pair",
+        abstract: "Pair with another installation by sound: exchange and trust each other's keys.",
+        discussion: """
+        One end runs with --announce and plays a short token that commits to its key; the other end
+        listens, answers, and both check each other. Both then trust the other's key and print one line
+        'paired CODE' on standard output with the same 6-digit code (compare them). Both ends may share
+        one line and hear themselves (a sound server's null sink).
+        Exit status: 0 paired; 1 'no pairing heard' (or not completed) after --seconds; 3 'ambiguous,
+        pair again' (two pairings heard at once: nothing is trusted); 64 bad options.
+        Example:
+          modem pair --device default            # on one machine
+          modem pair --device default --announce # on the other
+        """
+    )
+
+    @Option(help: ArgumentHelp("ALSA device to play on and record from.", valueName: "NAME")) var device: String
+    @Flag(help: "Play the token (the other end listens).") var announce = false
+    @Option(help: ArgumentHelp("Give up after this many seconds (default 10).", valueName: "S")) var seconds: Double = 10
+    @Option(help: ArgumentHelp("The keys folder (default under the user's data folder).", valueName: "DIR")) var keys: String?
+    @Option(help: ArgumentHelp("The user name given to the peer (letters, digits, . _ -; at most 64).", valueName: "USER"))
+    var name: String?
+    @Option(help: ArgumentHelp("Line rate in baud (300...4800; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
+    @Option(help: ArgumentHelp("Sound device buffer, milliseconds.", valueName: "MS")) var latencyMs: Int = 60
+
+    static let sampleRate = 48000
+
+    func validate() throws {
+        guard seconds.isFinite, seconds > 0, seconds <= 3600 else { throw ValidationError("--seconds must be 0 < s <= 3600") }
+        guard baud.isFinite, (300...4800).contains(baud) else { throw ValidationError("--baud must be 300...4800") }
+        guard (10...1000).contains(latencyMs) else { throw ValidationError("--latency-ms must be 10...1000") }
+        guard !device.isEmpty else { throw ValidationError("--device must name a sound device") }
+        if let name {
+            let ok = !name.isEmpty && name.utf8.count <= 64 && name.unicodeScalars.allSatisfy {
+                ("a"..."z").contains($0) || ("A"..."Z").contains($0) || ("0"..."9").contains($0) || $0 == "." || $0 == "_" || $0 == "-"
+            }
+            guard ok else { throw ValidationError("--name must be 1...64 of letters, digits, '.', '_', '-'") }
+        }
+    }
+
+    func run() throws {
+        installStopHandlers()
+        let status: Int32
+        do {
+            status = try pair()
+        } catch let e as ExitCode {
+            throw e
+        } catch _ where stopRequested.load(ordering: .relaxed) {
+            printError("modem pair: interrupted")
+            throw ExitCode(interruptedStatus)
+        } catch {
+            printError("modem pair: \(error)")
+            throw ExitCode(1)
+        }
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    private func pair() throws -> Int32 {
+        let store = try PairingKeys(folder: keys)
+        let identity = try store.identity()
+        let latencySeconds = 0.3
+        let config = LinkConfiguration(mode: .duplex, baudRate: baud, framePayload: 256, latencySeconds: latencySeconds)
+        var random = SystemRandomNumberGenerator()
+        var machine = PairingStateMachine(role: announce ? .announcer : .listener, privateKey: identity, name: name,
+                                          seconds: seconds, timing: .audio(baud: baud, latencySeconds: latencySeconds), random: &random)
+        let line = try SharedLineFrameLine(configuration: config, sampleRate: Self.sampleRate, seed: random.next(),
+                                           slotSeconds: 0.1, maximumSlots: 1)
+        // Capture first, so the token we play is in what we record (and the listener hears from the start).
+        let capture = try ALSACapture(device: device, sampleRate: Self.sampleRate, latencyMilliseconds: latencyMs)
+        let playback = try ALSAPlayback(device: device, sampleRate: Self.sampleRate, latencyMilliseconds: latencyMs)
+        let driver = SharedLineDriver(line: line, sink: playback, source: capture)
+        var started = false
+        var outcome: [PairingAction] = []
+        try driver.run(shouldStop: { stopRequested.load(ordering: .relaxed) }) { input, now in
+            var actions: [PairingAction]
+            switch input {
+            case .tick:
+                if !started {
+                    started = true
+                    actions = machine.start(now: now)
+                } else {
+                    actions = machine.tick(now: now)
+                }
+            case .heard(let bytes): actions = machine.frameHeard(bytes, now: now)
+            case .transmitted: actions = machine.transmitted(now: now)
+            }
+            var commands: [SharedLineCommand] = []
+            for a in actions {
+                switch a {
+                case .play(let b): commands.append(.send(b))
+                case .cancelQueued: commands.append(.cancelQueued)
+                case .trust, .paired, .failed: outcome.append(a)
+                }
+            }
+            if machine.isFinished { commands.append(.stop) }
+            return commands
+        }
+        if stopRequested.load(ordering: .relaxed) {
+            printError("modem pair: interrupted")
+            return interruptedStatus
+        }
+        var status: Int32 = 1
+        for a in outcome {
+            switch a {
+            case .trust(let peerName, let key):
+                try store.trust(name: peerName, publicKey: key)
+                printError("modem pair: trusted \(peerName)")
+            case .paired(let code):
+                try printOutput("paired \(code)")
+                status = 0
+            case .failed(let f):
+                printError(f.description)
+                status = f == .ambiguous ? 3 : 1
+            default: break
+            }
+        }
+        return status
+    }
+}
+
+/// TEMPORARY until msg-core's KeyStore is merged: the identity and trust calls pairing needs.
+struct PairingKeys {
+    let folder: String
+    init(folder: String?) throws {
+        self.folder = folder ?? (NSHomeDirectory() + "/.local/share/swiftmodem/keys")
+        try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+    }
+    func identity() throws -> Curve25519.KeyAgreement.PrivateKey {
+        let path = folder + "/identity"
+        if let text = try? String(contentsOfFile: path, encoding: .utf8),
+           let b64 = text.split(separator: " ").last.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }),
+           let data = Data(base64Encoded: b64) {
+            return try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: data)
+        }
+        let key = Curve25519.KeyAgreement.PrivateKey()
+        FileManager.default.createFile(atPath: path, contents: Data("x25519-private \(key.rawRepresentation.base64EncodedString())\n".utf8),
+                                       attributes: [.posixPermissions: 0o600])
+        return key
+    }
+    func trust(name: String, publicKey: [UInt8]) throws {
+        let path = folder + "/trusted"
+        let old = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        try (old + "\(name) \(Data(publicKey).base64EncodedString())\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+}
