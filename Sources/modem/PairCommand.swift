@@ -1,5 +1,4 @@
 import ArgumentParser
-import Crypto
 import Foundation
 import ModemAudio
 import ModemLink
@@ -65,7 +64,7 @@ struct PairCommand: ParsableCommand {
     }
 
     private func pair() throws -> Int32 {
-        let store = try PairingKeys(folder: keys)
+        let store = try KeyStore(folder: keys)
         let identity = try store.identity()
         let latencySeconds = 0.3
         let config = LinkConfiguration(mode: .duplex, baudRate: baud, framePayload: 256, latencySeconds: latencySeconds)
@@ -127,29 +126,3 @@ struct PairCommand: ParsableCommand {
     }
 }
 
-/// TEMPORARY until msg-core's KeyStore is merged: the identity and trust calls pairing needs.
-struct PairingKeys {
-    let folder: String
-    init(folder: String?) throws {
-        self.folder = folder ?? (NSHomeDirectory() + "/.local/share/swiftmodem/keys")
-        try FileManager.default.createDirectory(atPath: self.folder, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
-    }
-    func identity() throws -> Curve25519.KeyAgreement.PrivateKey {
-        let path = folder + "/identity"
-        if let text = try? String(contentsOfFile: path, encoding: .utf8),
-           let b64 = text.split(separator: " ").last.map({ $0.trimmingCharacters(in: .whitespacesAndNewlines) }),
-           let data = Data(base64Encoded: b64) {
-            return try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: data)
-        }
-        let key = Curve25519.KeyAgreement.PrivateKey()
-        FileManager.default.createFile(atPath: path, contents: Data("x25519-private \(key.rawRepresentation.base64EncodedString())\n".utf8),
-                                       attributes: [.posixPermissions: 0o600])
-        return key
-    }
-    func trust(name: String, publicKey: [UInt8]) throws {
-        let path = folder + "/trusted"
-        let old = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
-        try (old + "\(name) \(Data(publicKey).base64EncodedString())\n").write(toFile: path, atomically: true, encoding: .utf8)
-    }
-}
