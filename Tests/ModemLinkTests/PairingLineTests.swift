@@ -24,17 +24,20 @@ struct PairingLineTests {
         let call: [UInt8] = Array("call".utf8)
         var ends: [InMemorySharedLine.End] = []
         for i in 0..<3 {
-            let line = try SharedLineFrameLine(configuration: config, sampleRate: rate, seed: UInt64(10 + i), slotSeconds: 0.1, maximumSlots: 1)
+            let line = try SharedLineFrameLine(configuration: config, sampleRate: rate, seed: UInt64(10 + i), slotSeconds: 0.1, maximumSlots: 0)
             var first = true
-            ends.append(.init(line: line) { input, _ in
+            var answerAt: Double?
+            ends.append(.init(line: line) { input, now in
                 switch input {
                 case .tick:
                     if first && i == 0 { first = false; return [.send(call)] }
                     first = false
+                    // End 2 queues its answer while end 1's is on the air: it must wait for a quiet line.
+                    if let t = answerAt, now >= t { answerAt = nil; return [.send(Array("answer \(i)".utf8))] }
                 case .heard(let m):
                     heard[i].append(m)
-                    // The callee answers the call once; everyone stops after hearing three messages.
-                    if m == call && i != 0 { return [.send(Array("answer \(i)".utf8))] }
+                    // The callees answer the call once; everyone stops after hearing three messages.
+                    if m == call && i != 0 { answerAt = now + (i == 1 ? 0 : 0.15) }
                 case .transmitted:
                     transmitted[i] += 1
                 }

@@ -362,11 +362,9 @@ public struct PairingStateMachine: Sendable {
         return [.failed(f)]
     }
 
-    /// The peer's user name when it is a valid trust label (`[A-Za-z0-9._-]{1,64}`), else `paired-CODE`.
+    /// The peer's user name when it is a valid trust label (``KeyStore/validateName(_:)``), else `paired-CODE`.
     private func trustName(code: String) -> String {
-        let ok = !peerName.isEmpty && peerName.allSatisfy { b in
-            (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x2E || b == 0x5F || b == 0x2D
-        }
-        return ok ? String(decoding: peerName, as: UTF8.self) : "paired-\(code)"
+        let n = String(decoding: peerName, as: UTF8.self)
+        return (try? KeyStore.validateName(n)) != nil ? n : "paired-\(code)"
     }
 }
