@@ -30,6 +30,7 @@ struct PairCommand: ParsableCommand {
     var name: String?
     @Option(help: ArgumentHelp("Line rate in baud (300...4800; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
     @Option(help: ArgumentHelp("Sound device buffer, milliseconds.", valueName: "MS")) var latencyMs: Int = 60
+    @Flag(help: "Log each message heard and played, with the line's clock, on standard error.") var verbose = false
 
     static let sampleRate = 48000
 
@@ -64,6 +65,7 @@ struct PairCommand: ParsableCommand {
     }
 
     private func pair() throws -> Int32 {
+        let runStart = ContinuousClock.now
         let store = try KeyStore(folder: keys)
         let identity = try store.identity()
         let latencySeconds = 0.3
@@ -78,6 +80,14 @@ struct PairCommand: ParsableCommand {
         let playback = try ALSAPlayback(device: device, sampleRate: Self.sampleRate, latencyMilliseconds: latencyMs)
         let driver = SharedLineDriver(line: line, sink: playback, source: capture)
         var started = false
+        let wallStart = runStart
+        func log(_ what: String, _ bytes: [UInt8], _ now: Double) {
+            guard verbose else { return }
+            let kind = bytes.count > 1 ? String(UnicodeScalar(bytes[1])) : "?"
+            let wall = (ContinuousClock.now - wallStart) / .seconds(1)
+            printError(String(format: "modem pair: line %.2f s (wall %.2f s): %@ %@ (%d bytes)", now, wall, what, kind, bytes.count))
+        }
+        if verbose { printError(String(format: "modem pair: devices open %.2f s after start", (ContinuousClock.now - runStart) / .seconds(1))) }
         var outcome: [PairingAction] = []
         try driver.run(shouldStop: { stopRequested.load(ordering: .relaxed) }) { input, now in
             var actions: [PairingAction]
@@ -89,13 +99,19 @@ struct PairCommand: ParsableCommand {
                 } else {
                     actions = machine.tick(now: now)
                 }
-            case .heard(let bytes): actions = machine.frameHeard(bytes, now: now)
-            case .transmitted: actions = machine.transmitted(now: now)
+            case .heard(let bytes):
+                log("heard", bytes, now)
+                actions = machine.frameHeard(bytes, now: now)
+            case .transmitted:
+                if verbose { printError(String(format: "modem pair: line %.2f s: transmission ended", now)) }
+                actions = machine.transmitted(now: now)
             }
             var commands: [SharedLineCommand] = []
             for a in actions {
                 switch a {
-                case .play(let b): commands.append(.send(b))
+                case .play(let b):
+                    log("play", b, now)
+                    commands.append(.send(b))
                 case .cancelQueued: commands.append(.cancelQueued)
                 case .trust, .paired, .failed: outcome.append(a)
                 }
