@@ -65,10 +65,48 @@ struct PairCLITests {
         // Bounded wait, generous: the check allows 5 s for the announcer's whole run.
         #expect(a.seconds <= 5, "announcer took \(a.seconds) s")
 
+        // Each trusts the other's key.
+        for (me, peer) in [("a", "b"), ("b", "a")] {
+            let show = try await modem(["keys", "show", "--keys", keys.file(peer)])
+            let peerKey = show.stdoutText.split(separator: "\n").last.map(String.init) ?? "?"
+            let list = try await modem(["keys", "list", "--keys", keys.file(me)])
+            #expect(peerKey.hasPrefix("smk1") && list.stdoutText.contains(" \(peerKey) "), "\(me) trusts \(list.stdoutText), \(peer) is \(peerKey)")
+        }
+
         let alone = try await runProcess("/usr/bin/env", [server, modemPath, "pair", "--device", "default", "--keys", keys.file("c"),
                                                           "--seconds", "1.5"], timeout: 30)
         #expect(alone.status == 1, "\(alone)")
         #expect(alone.stderrText.contains("no pairing heard"), "\(alone)")
         #expect(pairCode(alone) == nil)
+    }
+}
+
+extension PairCLITests {
+    @Test("two announcers and one listener on the null sink: nobody pairs; the listener says 'ambiguous, pair again' (exit 3)")
+    func twoAnnouncers() async throws {
+        let (server, stop) = try await startLoop("PairCLI2")
+        defer { stop() }
+        let keys = try Scratch("PairCLI2")
+        let modemPath = try Paths.modem()
+        func run(_ dir: String, _ extra: [String]) async throws -> ProcessResult {
+            try await runProcess("/usr/bin/env", [server, modemPath, "pair", "--device", "default", "--keys", keys.file(dir),
+                                                  "--seconds", "8"] + extra, timeout: 30)
+        }
+        async let b = run("b", [])
+        try await Task.sleep(for: .milliseconds(500))
+        async let a1 = run("a1", ["--announce"])
+        try await Task.sleep(for: .milliseconds(300))
+        let a2 = try await run("a2", ["--announce"])
+        let (rb, r1) = try await (b, a1)
+        for r in [rb, r1, a2] {
+            #expect(pairCode(r) == nil, "\(r)")
+            #expect(r.status == 3 || r.status == 1, "\(r)")
+        }
+        #expect(rb.status == 3 && rb.stderrText.contains("ambiguous, pair again"), "\(rb)")
+        // Nothing was trusted by anyone.
+        for dir in ["b", "a1", "a2"] {
+            let list = try await modem(["keys", "list", "--keys", keys.file(dir)])
+            #expect(!list.stdoutText.contains("smk1"), "\(dir): \(list)")
+        }
     }
 }

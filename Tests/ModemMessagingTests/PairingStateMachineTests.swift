@@ -266,40 +266,87 @@ struct PairingStateMachineTests {
         #expect(failure(outA) == .ambiguous && trusted(outA).isEmpty)
     }
 
-    @Test("two announcers and two listeners on one line, 100 seeded trials: each end pairs with its partner or reports ambiguous, never a wrong pair")
-    func twoPairingsAtOnce() {
+    /// Runs `trials` seeded trials of two pairs on one line, listener i starting in `listenerSpread`
+    /// seconds and its announcer 0.5...1.5 s after it (at 0.5 s at the earliest); counts each end's outcome.
+    private func grid(trials: Int, seedBase: UInt64, listenerSpread: Double)
+        -> (paired: Int, ambiguous: Int, other: Int, wrong: Int, notes: [String]) {
         var paired = 0, ambiguous = 0, other = 0, wrong = 0
-        var otherNotes: [String] = []
-        for trial in 0..<100 {
-            var r = SeededRandom(UInt64(1000 + trial))
+        var notes: [String] = []
+        for trial in 0..<trials {
+            var r = SeededRandom(seedBase + UInt64(trial))
             let keys = (0..<4).map { _ in Curve25519.KeyAgreement.PrivateKey() }
             // Ends 0, 1: listeners (partners of 2, 3); ends 2, 3: announcers, each after its listener.
-            let l0 = r.uniform() * 0.5, l1 = r.uniform() * 0.5
+            let l0 = r.uniform() * listenerSpread, l1 = r.uniform() * listenerSpread
             let starts = [l0, l1, max(l0, 0.5) + r.uniform() * 1.0, max(l1, 0.5) + r.uniform() * 1.0]
             let ends = (0..<4).map { i in
                 SimulatedRoom.End(machine: machine(i < 2 ? .listener : .announcer, keys[i], seed: r.next()), start: starts[i])
             }
             let room = SimulatedRoom(ends: ends, seed: r.next())
-            room.run(until: 15)
+            room.run(until: 20)
             for i in 0..<4 {
                 let partner = (i + 2) % 4
                 let out = room.ends[i].outcome
                 let t = trusted(out)
                 if let c = code(out) {
+                    // Paired: with the partner's key, and the partner (if it paired) shows the same code.
                     let ok = t.count == 1 && t[0].1 == Array(keys[partner].publicKey.rawRepresentation)
                         && (code(room.ends[partner].outcome) == nil || code(room.ends[partner].outcome) == c)
-                    if ok { paired += 1 } else { wrong += 1 }
+                    if ok { paired += 1 } else { wrong += 1; notes.append("WRONG trial \(trial) end \(i): \(out)") }
                 } else if failure(out) == .ambiguous && t.isEmpty {
                     ambiguous += 1
                 } else {
                     other += 1
-                    otherNotes.append("trial \(trial) end \(i): \(out)")
+                    notes.append("trial \(trial) end \(i): \(out)")
                 }
             }
         }
-        print("two pairings at once, 100 trials x 4 ends: paired with partner \(paired), ambiguous \(ambiguous), other \(other), wrong \(wrong)")
-        #expect(wrong == 0)
-        #expect(other == 0, "\(otherNotes.prefix(5))")
-        #expect(paired + ambiguous == 400)
+        return (paired, ambiguous, other, wrong, notes)
+    }
+
+    @Test("two announcers and two listeners on one line, 100 seeded trials: each end pairs with its partner or reports ambiguous, never a wrong pair")
+    func twoPairingsAtOnce() {
+        let g = grid(trials: 100, seedBase: 1000, listenerSpread: 0.5)
+        print("two pairings at once, 100 trials x 4 ends: paired with partner \(g.paired), ambiguous \(g.ambiguous), other \(g.other), wrong \(g.wrong)")
+        #expect(g.wrong == 0, "\(g.notes.prefix(5))")
+        #expect(g.other == 0, "\(g.notes.prefix(5))")
+        #expect(g.paired + g.ambiguous == 400)
+    }
+
+    @Test("two pairings overlapping by chance (listeners start within 4 s), 300 seeded trials: never a wrong pair")
+    func twoPairingsStaggered() {
+        let g = grid(trials: 300, seedBase: 9000, listenerSpread: 4)
+        print("two pairings staggered, 300 trials x 4 ends: paired with partner \(g.paired), ambiguous \(g.ambiguous), timed out \(g.other), wrong \(g.wrong)")
+        #expect(g.wrong == 0, "\(g.notes.filter { $0.hasPrefix("WRONG") }.prefix(5))")
+        // Some pairs do complete when they happen not to overlap.
+        #expect(g.paired > 0)
+        #expect(g.paired + g.ambiguous + g.other == 1200)
+    }
+
+    @Test("two pairings one after the other on one line (20 seeded trials): every end pairs with its partner")
+    func oneAfterTheOther() {
+        var paired = 0
+        for trial in 0..<20 {
+            var r = SeededRandom(UInt64(5000 + trial))
+            let keys = (0..<4).map { _ in Curve25519.KeyAgreement.PrivateKey() }
+            let second = 8 + r.uniform() * 2
+            let starts = [r.uniform() * 0.5, second, 0.5 + r.uniform() * 0.5, second + 0.5 + r.uniform() * 0.5]
+            let ends = (0..<4).map { i in
+                SimulatedRoom.End(machine: machine(i < 2 ? .listener : .announcer, keys[i], seed: r.next()), start: starts[i])
+            }
+            let room = SimulatedRoom(ends: ends, seed: r.next())
+            room.run(until: 25)
+            // Partners: 0 with 2, 1 with 3.
+            for i in 0..<4 {
+                let partner = (i + 2) % 4
+                let out = room.ends[i].outcome
+                if let c = code(out), trusted(out).map(\.1) == [Array(keys[partner].publicKey.rawRepresentation)],
+                   code(room.ends[partner].outcome) == c {
+                    paired += 1
+                } else {
+                    Issue.record("trial \(trial) end \(i): \(out)")
+                }
+            }
+        }
+        #expect(paired == 80)
     }
 }

@@ -102,6 +102,9 @@ public struct PairingStateMachine: Sendable {
     private let session: UInt16
     /// Announcer: r_A; listener: n_B.
     private let randomBytes: [UInt8]
+    /// Draws the jitter added to each resend (0...0.5 s), so two announcers that collided do not
+    /// collide again on every repeat.
+    private var jitter: UInt64
 
     private enum Phase: Sendable {
         case idle
@@ -151,6 +154,15 @@ public struct PairingStateMachine: Sendable {
         self.timing = timing
         session = UInt16.random(in: 0...UInt16.max, using: &random)
         randomBytes = (0..<PairingMessage.nonceLength).map { _ in UInt8.random(in: 0...255, using: &random) }
+        jitter = random.next() | 1
+    }
+
+    /// The next resend jitter, 0...0.5 s (xorshift64).
+    private mutating func nextJitter() -> Double {
+        jitter ^= jitter << 13
+        jitter ^= jitter >> 7
+        jitter ^= jitter << 17
+        return Double(jitter % 501) / 1000
     }
 
     /// Whether the machine has finished (paired or failed): the driver may stop.
@@ -178,7 +190,7 @@ public struct PairingStateMachine: Sendable {
     /// This end's transmission ended (the resend timers start from here).
     public mutating func transmitted(now: Double) -> [PairingAction] {
         switch phase {
-        case .announcing, .revealing: resendAt = now + timing.resendSeconds
+        case .announcing, .revealing: resendAt = now + timing.resendSeconds + nextJitter()
         default: break
         }
         return []
