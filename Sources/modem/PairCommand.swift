@@ -33,7 +33,9 @@ struct PairCommand: ParsableCommand {
     /// announcer past the 5 s the issue allows. Use 1200 (Bell 202) for pairing through the air.
     @Option(help: ArgumentHelp("Line rate in baud (300...4800; 2400 by default; 1200 = Bell 202 tones, for pairing through the air).",
                                valueName: "N")) var baud: Double = 2400
-    @Option(help: ArgumentHelp("Sound device buffer, milliseconds.", valueName: "MS")) var latencyMs: Int = 60
+    @Option(help: ArgumentHelp("Sound device buffer, milliseconds.", valueName: "MS")) var latencyMs: Int = 150
+    @Option(help: ArgumentHelp("Silence played first, milliseconds (keeps the playback ahead of the capture).", valueName: "MS"))
+    var prerollMs: Int = 80
     @Flag(help: "Log each message heard and played, with the line's clock, on standard error.") var verbose = false
 
     static let sampleRate = 48000
@@ -42,6 +44,7 @@ struct PairCommand: ParsableCommand {
         guard seconds.isFinite, seconds > 0, seconds <= 3600 else { throw ValidationError("--seconds must be 0 < s <= 3600") }
         guard baud.isFinite, (300...4800).contains(baud) else { throw ValidationError("--baud must be 300...4800") }
         guard (10...1000).contains(latencyMs) else { throw ValidationError("--latency-ms must be 10...1000") }
+        guard (0...1000).contains(prerollMs) else { throw ValidationError("--preroll-ms must be 0...1000") }
         guard !device.isEmpty else { throw ValidationError("--device must name a sound device") }
         if let name {
             let ok = !name.isEmpty && name.utf8.count <= 64 && name.unicodeScalars.allSatisfy {
@@ -82,7 +85,7 @@ struct PairCommand: ParsableCommand {
         // Capture first, so the token we play is in what we record (and the listener hears from the start).
         let capture = try ALSACapture(device: device, sampleRate: Self.sampleRate, latencyMilliseconds: latencyMs)
         let playback = try ALSAPlayback(device: device, sampleRate: Self.sampleRate, latencyMilliseconds: latencyMs)
-        let driver = SharedLineDriver(line: line, sink: playback, source: capture)
+        let driver = SharedLineDriver(line: line, sink: playback, source: capture, prerollSeconds: Double(prerollMs) / 1000)
         var started = false
         let wallStart = runStart
         func log(_ what: String, _ bytes: [UInt8], _ now: Double) {

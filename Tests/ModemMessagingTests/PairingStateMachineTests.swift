@@ -349,4 +349,18 @@ struct PairingStateMachineTests {
         }
         #expect(paired == 80)
     }
+
+    @Test("an end ignores its own messages; an answer with a low-order key is never paired with")
+    func ownAndInvalid() {
+        var a = machine(.announcer, key(20), seed: 20)
+        guard case .play(let token) = a.start(now: 0).first else { Issue.record("no token"); return }
+        #expect(a.frameHeard(token, now: 0.3).isEmpty)
+        let bad = PairingMessage.answer(session: (try? PairingMessage(decoding: token))?.session ?? 0,
+                                        publicKey: Array(repeating: 0, count: 32), nonce: Array(repeating: 1, count: 16), name: [])
+        var out = a.frameHeard(bad.encode(), now: 0.5)
+        out += a.tick(now: 1)
+        out += a.tick(now: 30)
+        #expect(code(out) == nil && trusted(out).isEmpty)
+        #expect(failure(out) == .ambiguous)
+    }
 }

@@ -14,15 +14,21 @@ public final class SharedLineDriver {
     public let source: any AudioSource
     /// Samples per block.
     public let blockSamples: Int
+    /// Silence played before the first block, samples: how far the playback runs ahead of the capture.
+    public let prerollSamples: Int
 
     /// Creates a driver. Open the capture before the playback, so the first sound played is heard.
     /// - Parameters:
     ///   - blockSamples: samples per step (default: 10 ms at the source's rate).
-    public init(line: SharedLineFrameLine, sink: any AudioSink, source: any AudioSource, blockSamples: Int? = nil) {
+    ///   - prerollSeconds: silence played first, so the playback never runs dry while the capture
+    ///     delivers in bursts (a sound server's fragments); it adds as much latency (default 20 ms).
+    public init(line: SharedLineFrameLine, sink: any AudioSink, source: any AudioSource, blockSamples: Int? = nil,
+                prerollSeconds: Double = 0.02) {
         self.line = line
         self.sink = sink
         self.source = source
         self.blockSamples = max(16, blockSamples ?? source.sampleRate / 100)
+        prerollSamples = max(0, Int(prerollSeconds * Double(source.sampleRate)))
     }
 
     /// Runs until the client asked to stop and everything queued was handed to the sink, or
@@ -36,8 +42,8 @@ public final class SharedLineDriver {
     public func run(shouldStop: () -> Bool = { false }, client: (SharedLineInput, Double) -> [SharedLineCommand]) throws -> Double {
         let rate = Double(source.sampleRate)
         var stopping = line.apply(client(.tick, 0))
-        // Two blocks of silence ahead of the playback: the loop then writes as much as it reads.
-        let silence = [Float](repeating: 0, count: 2 * blockSamples)
+        // Silence ahead of the playback: the loop then writes as much as it reads.
+        let silence = [Float](repeating: 0, count: prerollSamples)
         try silence.withUnsafeBufferPointer { try sink.write($0) }
         var block = [Float](repeating: 0, count: blockSamples)
         var samples = 0

@@ -213,7 +213,7 @@ public struct PairingStateMachine: Sendable {
         case .announcing:
             if let r = resendAt, now >= r { resendAt = nil; return [play(tokenBytes)] }
         case .collecting(let until):
-            if now >= until { return reveal() }
+            if now >= until { return reveal(now: now) }
         case .revealing:
             if let r = resendAt, now >= r { resendAt = nil; return [play(revealBytes)] }
         default: break
@@ -266,13 +266,13 @@ public struct PairingStateMachine: Sendable {
         }
     }
 
-    private mutating func reveal() -> [PairingAction] {
+    private mutating func reveal(now: Double) -> [PairingAction] {
         guard let pk = peerKey else { return [] }
         let withoutMAC = PairingMessage.reveal(session: session, publicKey: publicKey, opening: randomBytes, name: name, mac: []).encode()
         let transcript = tokenBytes + answerBytes + withoutMAC
         guard let k = try? PairingCrypto.confirmationKey(privateKey: privateKey, peer: pk, transcript: transcript) else {
             // A listener with an invalid key (a low-order point): not a pairing we can finish.
-            return ambiguous(nil)
+            return ambiguous(now)
         }
         confirmationKey = k
         code = PairingCrypto.code(transcript: transcript)
@@ -336,12 +336,11 @@ public struct PairingStateMachine: Sendable {
     }
 
     /// Two pairings at once: trust nothing, tell the others, linger answering with aborts.
-    private mutating func ambiguous(_ now: Double?, also other: UInt16? = nil) -> [PairingAction] {
+    private mutating func ambiguous(_ now: Double, also other: UInt16? = nil) -> [PairingAction] {
         heardAnything = true
         code = nil
         peerKey = nil
-        let t = now ?? 0
-        phase = .aborting(until: min(t + timing.abortLingerSeconds, deadline))
+        phase = .aborting(until: min(now + timing.abortLingerSeconds, deadline))
         var actions: [PairingAction] = [.cancelQueued]
         var sessions: [UInt16] = []
         switch role {
