@@ -359,8 +359,13 @@ struct PairingStateMachineTests {
                                         publicKey: Array(repeating: 0, count: 32), nonce: Array(repeating: 1, count: 16), name: [])
         var out = a.frameHeard(bad.encode(), now: 0.5)
         out += a.tick(now: 1)
+        #expect(out.isEmpty, "no P2 for a low-order key: \(out)")
         out += a.tick(now: 30)
         #expect(code(out) == nil && trusted(out).isEmpty)
-        #expect(failure(out) == .ambiguous)
+        #expect(failure(out) == .noPairingHeard)
+        // The confirmation key refuses it too.
+        #expect(throws: (any Error).self) {
+            try PairingCrypto.confirmationKey(privateKey: key(21), peer: Array(repeating: 0, count: 32), transcript: [])
+        }
     }
 }

@@ -121,9 +121,10 @@ public enum PairingMessageError: Error, Sendable, Hashable, CustomStringConverti
 /// transcript `T = token | P1 | P2 without its MAC`.
 public enum PairingCrypto {
     /// K = HKDF-SHA256(X25519(privateKey, peer), salt: SHA-256(T), info: "SM-pair-confirm-1"), 32 bytes.
-    /// - Throws: when `peer` is not a valid X25519 public key (wrong length, or a low-order point).
+    /// - Throws: when `peer` is not a valid X25519 public key (wrong length, all zeros, or a low-order point).
     public static func confirmationKey(privateKey: Curve25519.KeyAgreement.PrivateKey, peer: [UInt8],
                                        transcript: [UInt8]) throws -> SymmetricKey {
+        try KeyText.validatePublicKey(peer)
         let peerKey = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: peer)
         let shared = try privateKey.sharedSecretFromKeyAgreement(with: peerKey)
         let salt = Array(SHA256.hash(data: transcript))

@@ -246,6 +246,8 @@ public struct PairingStateMachine: Sendable {
             // Our own token and reveal are in `played`: these are someone else's.
             return ambiguous(now)
         case .answer(_, let pk, _, let name):
+            // A key no one can prove to hold (all zeros, low order): junk, not a listener.
+            guard (try? KeyText.validatePublicKey(pk)) != nil else { return [] }
             heardAnything = true
             switch phase {
             case .announcing:
