@@ -338,3 +338,37 @@ struct DataConnectionsTests {
         #expect(await sending.value != nil)
     }
 }
+
+/// Records the seed-named delegate calls it gets.
+final class RecordingDelegate: DataConnectionDelegate {
+    let calls = Mutex<[String]>([])
+    let blob = Mutex<[UInt8]>([])
+    func incomingDataConnectionOffered(_ connection: ConnectionID, metadata: [UInt8]) async {
+        calls.withLock { $0.append("offered \(String(decoding: metadata, as: UTF8.self))") }
+    }
+    func dataConnectionConnected(_ connection: ConnectionID) async { calls.withLock { $0.append("connected") } }
+    func dataConnectionEnded(_ connection: ConnectionID, reason: DataReason) async { calls.withLock { $0.append("ended \(reason)") } }
+    func dataAvailable(_ connection: ConnectionID, channel: ChannelID, data: [UInt8], progress: (UInt64, UInt64)?, done: Bool) async {
+        if done { blob.withLock { $0 = data }; calls.withLock { $0.append("data done") } }
+    }
+    func sessionEnded(_ end: SessionEnd) async { calls.withLock { $0.append(end.seedName) } }
+}
+
+@Suite("Data connections: the seed's delegate facade")
+struct DataDelegateTests {
+    @Test("offered, connected, data done, ended and the session's end arrive under the seed's names")
+    func delegate() async throws {
+        let (sa, sb) = InMemorySessionLine.pair()
+        let a = DataConnections(session: sa, configuration: smallBlocks())
+        let b = DataConnections(session: sb, configuration: smallBlocks())
+        let recorder = RecordingDelegate()
+        let pump = Task { await b.deliverEvents(to: recorder) }
+        let id = try await a.start(metadata: Array("hello".utf8))
+        try await a.sendBlob([1, 2, 3], description: "x", on: id)
+        await a.close()
+        await pump.value
+        #expect(recorder.blob.withLock { $0 } == [1, 2, 3])
+        #expect(recorder.calls.withLock { $0 } == ["offered hello", "connected", "data done", "ended ended by the user",
+                                                   "END_OTHER_USER_QUIT"])
+    }
+}

@@ -627,6 +627,9 @@ public actor DataConnections {
         }
     }
 
+    /// True while an incoming file (not a blob) is being received on the channel.
+    func isIncomingFile(_ id: ConnectionID, _ ch: ChannelID) -> Bool { incomingFiles[ChannelKey(conn: id, ch: ch)] != nil }
+
     private var openedOutgoing: Set<ChannelKey> = []
     private func outgoingKeys(_ id: ConnectionID) -> [ChannelKey] { openedOutgoing.filter { $0.conn == id } }
 
