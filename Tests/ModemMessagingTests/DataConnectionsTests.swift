@@ -280,6 +280,45 @@ struct DataConnectionsTests {
         await a4.close()
     }
 
+    @Test("the sender's file changed under the same name, size and mtime: the claimed blocks do not match, all is sent again")
+    func resumeChangedSource() async throws {
+        let dir = dataTestFolder("changed")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = dir + "-src.bin"
+        var data = dataTestBytes(30 * 16_384, seed: 8)
+        writeTestFile(atPath: source, contents: Data(data))
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        let folder = try ReceiveFolder(path: dir)
+        let (sa, sb) = InMemorySessionLine.pair(capacity: 2)
+        let a = DataConnections(session: sa, configuration: smallBlocks())
+        let b = DataConnections(session: sb, configuration: smallBlocks(folder: folder))
+        let cutter = collect(b) { e in
+            if case .progress(_, _, let bytes, _) = e, bytes >= 10 * 16_384 { await sa.line.cut(); return true }
+            return false
+        }
+        let id = try await a.start()
+        await #expect(throws: DataError.self) { _ = try await a.sendFile(path: source, on: id) }
+        _ = await cutter.value
+        // Change block 0 in place, keeping the size and the modification time to the nanosecond.
+        var st = stat()
+        #expect(stat(source, &st) == 0)
+        data[5] ^= 0xFF
+        let fd = open(source, O_WRONLY)
+        _ = data.withUnsafeBytes { pwrite(fd, $0.baseAddress!, 16, 0) }
+        close(fd)
+        var times = [st.st_atim, st.st_mtim]
+        #expect(utimensat(AT_FDCWD, source, &times, 0) == 0)
+
+        let (sa2, sb2) = InMemorySessionLine.pair(capacity: 2)
+        let a2 = DataConnections(session: sa2, configuration: smallBlocks())
+        _ = DataConnections(session: sb2, configuration: smallBlocks(folder: folder))
+        let id2 = try await a2.start()
+        let sent = try await a2.sendFile(path: source, on: id2)
+        #expect(sent.skippedBlocks == 0 && sent.sentBlocks == 30)
+        #expect(FileManager.default.contents(atPath: dir + "/" + (source as NSString).lastPathComponent) == Data(data))
+        await a2.close()
+    }
+
     @Test("a byte changed in transit fails the block's hash: the sender is told, nothing is kept under the name")
     func tamperedInTransit() async throws {
         let dir = dataTestFolder("tamper")

@@ -141,6 +141,15 @@ final class IncomingFile {
 
     /// Writes one DATA record's bytes; verifies the block when its last record arrives.
     func write(block: Int, offset: Int, last: Bool, hash: [UInt8]?, bytes: ArraySlice<UInt8>) -> WriteResult {
+        if block == 0, offset == 0, nextBlock > 0, offsetInBlock == 0 {
+            // The sender's copy differs from the blocks we claimed (CH-HAVE's aggregate did not match
+            // there): it starts again from the beginning, and so do we.
+            nextBlock = 0
+            resumedBlocks = 0
+            hasher = SHA256()
+            aggregate = [UInt8](repeating: 0, count: 32)
+            writeHeader(verified: 0)
+        }
         guard block == nextBlock, block < blocks, offset == offsetInBlock,
               offset + bytes.count <= blockLength(block) else { return .failed(.protocolError) }
         let at = off_t(UInt64(block) * UInt64(blockSize)) + off_t(offset)
