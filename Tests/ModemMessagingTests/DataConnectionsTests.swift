@@ -319,6 +319,39 @@ struct DataConnectionsTests {
         await a2.close()
     }
 
+    @Test("two connections at once, files both ways over a narrow line; a file larger than the free space is declined")
+    func bothWaysAndNoSpace() async throws {
+        let dirA = dataTestFolder("both-a"), dirB = dataTestFolder("both-b")
+        defer { try? FileManager.default.removeItem(atPath: dirA); try? FileManager.default.removeItem(atPath: dirB) }
+        let one = dataTestBytes(200_000, seed: 21), two = dataTestBytes(150_000, seed: 22)
+        writeTestFile(atPath: dirA + "/one.bin", contents: Data(one))
+        writeTestFile(atPath: dirB + "/two.bin", contents: Data(two))
+        let (sa, sb) = InMemorySessionLine.pair(capacity: 2)
+        let a = DataConnections(session: sa, configuration: smallBlocks(folder: try ReceiveFolder(path: dirA + "/in")))
+        let b = DataConnections(session: sb, configuration: smallBlocks(folder: try ReceiveFolder(path: dirB + "/in")))
+        async let fromA = a.start(metadata: Array("a".utf8))
+        async let fromB = b.start(metadata: Array("b".utf8))
+        let (idA, idB) = try await (fromA, fromB)
+        async let sentA = a.sendFile(path: dirA + "/one.bin", on: idA)
+        async let sentB = b.sendFile(path: dirB + "/two.bin", on: idB)
+        let (ra, rb) = try await (sentA, sentB)
+        #expect(ra.sha256 == sha256(one) && rb.sha256 == sha256(two))
+        #expect(FileManager.default.contents(atPath: dirB + "/in/one.bin") == Data(one))
+        #expect(FileManager.default.contents(atPath: dirA + "/in/two.bin") == Data(two))
+        await a.close()
+
+        // A receiver whose folder lacks room (a margin larger than any disk) declines before writing.
+        let (sc, sd) = InMemorySessionLine.pair()
+        let c = DataConnections(session: sc, configuration: smallBlocks())
+        var tight = smallBlocks(folder: try ReceiveFolder(path: dirB + "/tight"))
+        tight.freeSpaceMargin = UInt64(1) << 62
+        _ = DataConnections(session: sd, configuration: tight)
+        let id = try await c.start()
+        await #expect(throws: DataError.refused(.noSpace)) { _ = try await c.sendFile(path: dirA + "/one.bin", on: id) }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dirB + "/tight").isEmpty)
+        await c.close()
+    }
+
     @Test("a byte changed in transit fails the block's hash: the sender is told, nothing is kept under the name")
     func tamperedInTransit() async throws {
         let dir = dataTestFolder("tamper")
