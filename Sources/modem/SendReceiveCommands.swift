@@ -40,41 +40,44 @@ struct ReceiveCommand: AsyncParsableCommand {
     }
 
     private func serve() async throws {
-        do {
-            let folder: ReceiveFolder
-            do throws(FolderError) { folder = try ReceiveFolder(path: dir) } catch { throw UsageError("--dir: \(error.description)") }
-            let store = try keyOptions.open()
-            let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-            let session = try await openSession(listen: listen, to: nil, hci: nil, options: options)
-            var decider: (@Sendable (FileOffer) async -> Bool)?
-            if !acceptAll {
-                let question = FileQuestion()
-                decider = { @Sendable offer in await question.ask(offer) }
-            }
-            let connections = DataConnections(session: session, configuration: DataConfiguration(
-                folder: folder, autoAcceptConnections: true, fileDecider: decider))
-            printError("modem receive: session with \(session.peer.name)")
-            var bar = ProgressLine(enabled: true)
-            for await event in connections.events {
-                switch event {
-                case .offered(_, let metadata) where !metadata.isEmpty:
-                    printError("modem receive: \(session.peer.name) says: \(String(decoding: metadata, as: UTF8.self))")
-                case .progress(_, _, let bytes, let total):
-                    bar.update("receiving \(formatBytes(bytes)) of \(formatBytes(total))")
-                case .fileReceived(_, _, let file):
-                    bar.clear()
-                    try printOutput("received \(file.name) \(file.size) sha256 \(hexString(file.sha256)) in \(String(format2: file.seconds)) s")
-                case .blobReceived(_, _, let description, let data):
-                    printError("modem receive: a blob \(description.debugDescription) of \(data.count) bytes (not stored)")
-                case .channelFailed(_, _, let name, let reason):
-                    bar.clear()
-                    printError("modem receive: \(name): \(reason)")
-                case .sessionEnded(let end):
-                    bar.clear()
-                    printError("modem receive: session ended (\(end.seedName))")
-                default:
-                    break
-                }
+        let folder: ReceiveFolder
+        do throws(FolderError) { folder = try ReceiveFolder(path: dir) } catch { throw UsageError("--dir: \(error.description)") }
+        let store = try keyOptions.open()
+        let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
+        let session = try await openSession(listen: listen, to: nil, hci: nil, options: options)
+        var decider: (@Sendable (FileOffer) async -> Bool)?
+        if !acceptAll {
+            let question = FileQuestion()
+            decider = { @Sendable offer in await question.ask(offer) }
+        }
+        let connections = DataConnections(session: session, configuration: DataConfiguration(
+            folder: folder, autoAcceptConnections: true, fileDecider: decider))
+        printError("modem receive: session with \(printable(session.peer.name))")
+        let stopWatch = Task {
+            while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
+            if stopRequested.load(ordering: .relaxed) { await connections.close() }
+        }
+        defer { stopWatch.cancel() }
+        var bar = ProgressLine(enabled: true)
+        for await event in connections.events {
+            switch event {
+            case .offered(_, let metadata) where !metadata.isEmpty:
+                printError("modem receive: \(printable(session.peer.name)) says: \(printable(String(decoding: metadata, as: UTF8.self)))")
+            case .progress(_, _, let bytes, let total):
+                bar.update("receiving \(formatBytes(bytes)) of \(formatBytes(total))")
+            case .fileReceived(_, _, let file):
+                bar.clear()
+                try printOutput("received \(file.name) \(file.size) sha256 \(hexString(file.sha256)) in \(String(format2: file.seconds)) s")
+            case .blobReceived(_, _, let description, let data):
+                printError("modem receive: a blob \(printable(description)) of \(data.count) bytes (not stored)")
+            case .channelFailed(_, _, let name, let reason):
+                bar.clear()
+                printError("modem receive: \(printable(name)): \(reason)")
+            case .sessionEnded(let end):
+                bar.clear()
+                printError("modem receive: session ended (\(end.seedName))")
+            default:
+                break
             }
         }
     }
@@ -87,7 +90,7 @@ actor FileQuestion {
             printError("modem receive: declined \(offer.name) (no terminal to ask on; use --accept-all)")
             return false
         }
-        let question = "accept \(offer.name) (\(formatBytes(offer.size))) from \(offer.peer.name)? [y/N] "
+        let question = "accept \(offer.name) (\(formatBytes(offer.size))) from \(printable(offer.peer.name))? [y/N] "
         question.withCString { p in _ = write(2, p, strlen(p)) }
         guard let line = readLine(strippingNewline: true) else { return false }
         let answer = String(line.filter { $0 != " " && $0 != "\t" }).lowercased()
@@ -139,51 +142,55 @@ struct SendCommand: AsyncParsableCommand {
     }
 
     private func sendAll() async throws {
-        do {
-            for file in files {
-                var st = stat()
-                guard stat(file, &st) == 0 else { throw UsageError("\(file): no such file") }
-                guard (st.st_mode & S_IFMT) == S_IFREG else { throw UsageError("\(file): not a regular file") }
-                guard access(file, R_OK) == 0 else { throw UsageError("\(file): not readable") }
-            }
-            let store = try keyOptions.open()
-            let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-            let session = try await openSession(listen: nil, to: to, hci: nil, options: options)
-            let connections = DataConnections(session: session, configuration: DataConfiguration())
-            // Events are not needed here; keep them drained.
-            let drain = Task { for await _ in connections.events {} }
-            var failures = 0
-            do {
-                let id = try await connections.start(metadata: Array((metadata ?? "").utf8))
-                for file in files {
-                    let started = ProgressLine.now()
-                    let bar = SharedProgress()
-                    let sent: SentFile
-                    do throws(DataError) {
-                        sent = try await connections.sendFile(path: file, as: asName, on: id) { done, total in
-                            bar.update(done: done, total: total, started: started)
-                        }
-                    } catch {
-                        bar.clear()
-                        printError("modem send: \(file): \(error.description)")
-                        failures += 1
-                        if case .ended = error { break }
-                        continue
-                    }
-                    bar.clear()
-                    let seconds = ProgressLine.now() - started
-                    let rate = seconds > 0 ? Double(sent.sentBytes) / seconds / 1e6 : 0
-                    try printOutput("sent \(sent.name) \(sent.size) in \(String(format2: seconds)) s (\(String(format2: rate)) MB/s)")
-                }
-            } catch {
-                printError("modem send: \(error)")
-                failures = max(failures, 1)
-            }
-            let end = await connections.close()
-            _ = await drain.value
-            if failures > 0 { throw ExitCode(1) }
-            if case .otherUserLost = end { printError("modem send: \(end.seedName)") }
+        for file in files {
+            var st = stat()
+            guard stat(file, &st) == 0 else { throw UsageError("\(file): no such file") }
+            guard (st.st_mode & S_IFMT) == S_IFREG else { throw UsageError("\(file): not a regular file") }
+            guard access(file, R_OK) == 0 else { throw UsageError("\(file): not readable") }
         }
+        let store = try keyOptions.open()
+        let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
+        let session = try await openSession(listen: nil, to: to, hci: nil, options: options)
+        let connections = DataConnections(session: session, configuration: DataConfiguration())
+        let stopWatch = Task {
+            while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
+            if stopRequested.load(ordering: .relaxed) { await connections.close() }
+        }
+        defer { stopWatch.cancel() }
+        // Events are not needed here; keep them drained.
+        let drain = Task { for await _ in connections.events {} }
+        var failures = 0
+        do {
+            let id = try await connections.start(metadata: Array((metadata ?? "").utf8))
+            for file in files {
+                let started = ProgressLine.now()
+                let bar = SharedProgress()
+                let sent: SentFile
+                do throws(DataError) {
+                    sent = try await connections.sendFile(path: file, as: asName, on: id) { done, total in
+                        bar.update(done: done, total: total, started: started)
+                    }
+                } catch {
+                    bar.clear()
+                    printError("modem send: \(file): \(error.description)")
+                    failures += 1
+                    if case .ended = error { break }
+                    continue
+                }
+                bar.clear()
+                let seconds = ProgressLine.now() - started
+                let rate = seconds > 0 ? Double(sent.sentBytes) / seconds / 1e6 : 0
+                try printOutput("sent \(sent.name) \(sent.size) in \(String(format2: seconds)) s (\(String(format2: rate)) MB/s)")
+            }
+        } catch {
+            printError("modem send: \(error)")
+            failures = max(failures, 1)
+        }
+        let end = await connections.close()
+        _ = await drain.value
+        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if failures > 0 { throw ExitCode(1) }
+        if case .otherUserLost = end { printError("modem send: \(end.seedName)") }
     }
 }
 
@@ -200,6 +207,13 @@ final class SharedProgress: Sendable {
         }
     }
     func clear() { line.withLock { $0.clear() } }
+}
+
+/// Text from the peer made safe for a terminal: control characters become `?`.
+func printable(_ text: String) -> String {
+    String(String.UnicodeScalarView(text.unicodeScalars.map { s in
+        s.value < 0x20 || s.value == 0x7F || (0x80...0x9F).contains(s.value) ? "?" : s
+    }))
 }
 
 func hexString(_ bytes: [UInt8]) -> String {
