@@ -352,6 +352,37 @@ struct DataConnectionsTests {
         await c.close()
     }
 
+    @Test("a hostile peer: blobs past the memory budget and a 4097-byte offer are refused, stray records ignored")
+    func hostilePeer() async throws {
+        let (raw, sb) = InMemorySessionLine.pair()
+        let b = DataConnections(session: sb, configuration: DataConfiguration(maximumBlob: 1 << 20, autoAcceptConnections: true))
+        let events = collect(b) { if case .refused = $0 { true } else { false } }
+        func send(_ m: DataMessage) async throws { let (k, body) = m.encoded(); try await raw.send(kind: k, body: body) }
+        try await send(.offer(conn: 1, metadata: []))
+        guard case .record(DataRecordKind.answer, let answer) = await raw.receive() else { Issue.record("no answer"); return }
+        #expect(DataMessage.decode(kind: DataRecordKind.answer, body: answer) == .answer(conn: 0x8000_0001, accept: true, reason: .none))
+        // Data for channels nobody opened, a CH-HAVE for a channel b never opened: ignored.
+        try await send(.data(conn: 1, channel: 9, block: 0, offset: 0, last: true, hash: nil, bytes: [1, 2]))
+        try await send(.channelHave(conn: 0x8000_0001, channel: 0x8001, blocks: 0, aggregate: Array(repeating: 0, count: 32), bitmap: []))
+        // Blobs of 1 MiB each: four fit the budget of 4 MiB held at once, the fifth is refused.
+        for ch in UInt16(1)...5 {
+            try await send(.channelOpen(conn: 1, channel: ch, kind: .blob, size: 1 << 20, blockSize: 16_384, fileKey: [],
+                                        description: "b\(ch)", name: ""))
+        }
+        guard case .record(DataRecordKind.channelResult, let result) = await raw.receive() else { Issue.record("no result"); return }
+        #expect(DataMessage.decode(kind: DataRecordKind.channelResult, body: result)
+                == .channelResult(conn: 0x8000_0001, channel: 0x8005, ok: false, reason: .tooLarge, badBlocks: []))
+        // An offer over 4096 bytes is refused by the receiver, whatever the sender's library allowed.
+        try await send(.offer(conn: 2, metadata: Array(repeating: 0, count: 4097)))
+        guard case .record(DataRecordKind.answer, let refusal) = await raw.receive() else { Issue.record("no refusal"); return }
+        #expect(DataMessage.decode(kind: DataRecordKind.answer, body: refusal) == .answer(conn: 0x8000_0002, accept: false, reason: .metadataTooLarge))
+        let seen = await events.value
+        #expect(seen.contains(.refused(ConnectionID(local: false, number: 2), .metadataTooLarge)))
+        #expect(seen.contains(.channelFailed(ConnectionID(local: false, number: 1), ChannelID(local: false, number: 5), name: "b5", .tooLarge)))
+        await raw.close()
+        #expect(await b.ended() == .otherUserQuit)
+    }
+
     @Test("a byte changed in transit fails the block's hash: the sender is told, nothing is kept under the name")
     func tamperedInTransit() async throws {
         let dir = dataTestFolder("tamper")

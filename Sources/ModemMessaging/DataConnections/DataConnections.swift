@@ -468,7 +468,12 @@ public actor DataConnections {
     private func deliverReply(_ key: ChannelKey, _ r: Reply) {
         if case .result(let ok, _) = r, !ok { failedOutgoing.insert(key) }
         if case .ended = r { failedOutgoing.insert(key) }
-        if let w = replyWaiters.removeValue(forKey: key) { w.resume(returning: r) } else { replies[key, default: []].append(r) }
+        if let w = replyWaiters.removeValue(forKey: key) {
+            w.resume(returning: r)
+        } else if replies[key, default: []].count < 4 {
+            // At most a few unclaimed replies per channel: a peer repeating them cannot grow memory.
+            replies[key, default: []].append(r)
+        }
     }
 
     // MARK: the loop
@@ -572,7 +577,9 @@ public actor DataConnections {
             case .stream:
                 await emit(.streamOpened(id, ch, description: description))
             case .blob:
-                if size > UInt64(configuration.maximumBlob) {
+                let held = incomingBlobs.values.reduce(0) { $0 + $1.size }
+                if size > UInt64(configuration.maximumBlob) || UInt64(held) + size > UInt64(configuration.maximumBlob) * 4 {
+                    // One blob at most `maximumBlob`, all incoming blobs together at most four times that.
                     await refuse(key, name: description, reason: .tooLarge)
                 } else {
                     incomingBlobs[key] = IncomingBlob(size: Int(size), blockSize: Int(blockSize), description: description)
@@ -686,6 +693,7 @@ public actor DataConnections {
     private func openIncomingFile(_ key: ChannelKey, size: UInt64, blockSize: Int, fileKey: [UInt8],
                                   description: String, name rawName: String) async {
         guard let folder = configuration.folder else { return await refuse(key, name: rawName, reason: .declined) }
+        guard incomingFiles.count < 64 else { return await refuse(key, name: rawName, reason: .tooLarge) }
         let cleaned: String
         do throws(NameError) { cleaned = try NameCleaner.clean(rawName) } catch {
             return await refuse(key, name: rawName, reason: .badName)
