@@ -162,7 +162,7 @@ struct NoiseSessionTests {
         let sent = Atomic<Int>(0)
         let body = [UInt8](repeating: 7, count: 60_000)
         let sender = Task {
-            for _ in 0..<600 {
+            for _ in 0..<400 {
                 try await a.send(kind: 0x10, body: body)
                 sent.add(1, ordering: .relaxed)
             }
@@ -181,11 +181,11 @@ struct NoiseSessionTests {
         // Reading resumes the flow.
         let reader = Task { () -> Int in
             var n = 0
-            while case .record = await b.receive() { n += 1; if n == 600 { break } }
+            while case .record = await b.receive() { n += 1; if n == 400 { break } }
             return n
         }
         try await sender.value
-        #expect(await reader.value == 600)
+        #expect(await reader.value == 400)
         await a.close()
         await b.close()
     }
