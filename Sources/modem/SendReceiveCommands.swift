@@ -178,6 +178,9 @@ struct SendCommand: AsyncParsableCommand {
                     continue
                 }
                 bar.clear()
+                if sent.skippedBlocks > 0 {
+                    printError("modem send: \(sent.name): resumed, \(sent.skippedBlocks) of \(sent.skippedBlocks + sent.sentBlocks) blocks were already there")
+                }
                 let seconds = ProgressLine.now() - started
                 let rate = seconds > 0 ? Double(sent.sentBytes) / seconds / 1e6 : 0
                 try printOutput("sent \(sent.name) \(sent.size) in \(String(format2: seconds)) s (\(String(format2: rate)) MB/s)")

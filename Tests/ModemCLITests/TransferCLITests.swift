@@ -67,6 +67,50 @@ struct TransferCLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("in/.modem-partial")).isEmpty)
     }
 
+    @Test("a receiver killed mid-file: the next send resumes from the verified blocks and the file arrives whole",
+          .timeLimit(.minutes(2)))
+    func resumeAfterKill() async throws {
+        let dir = try Scratch("TransferCLITests")
+        let (ka, kb) = try await Self.trustedKeys(dir)
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        let data = [UInt8](try #require(try random.read(upToCount: 200 << 20)))
+        try random.close()
+        let source = try dir.write("resume.bin", data)
+        let inbox = dir.file("in")
+        let port = try Self.freePort()
+        let rx = try await Self.startReceiver(dir, port: port, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx-a")
+        defer { rx.kill() }
+        let first = Task { try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka], timeout: 60) }
+        // Kill the receiver once 16 MiB of the partial file are written.
+        var killed = false
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, !killed {
+            let parts = (try? FileManager.default.contentsOfDirectory(atPath: inbox + "/.modem-partial")) ?? []
+            for p in parts where p.hasSuffix(".part") {
+                let size = (try? FileManager.default.attributesOfItem(atPath: inbox + "/.modem-partial/" + p)[.size] as? Int) ?? 0
+                if size > 16 << 20 { rx.kill(); killed = true }
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(killed, "the partial file never reached 16 MiB: \(rx.stderrText)")
+        let cut = try await first.value
+        guard killed, cut.status != 0 else {
+            Issue.record("the first send was not cut (\(cut)); nothing to resume")
+            return
+        }
+        #expect(cut.stderrText.contains("resume.bin"), "\(cut.stderrText)")
+        #expect(!FileManager.default.fileExists(atPath: inbox + "/resume.bin"))
+
+        let port2 = try Self.freePort()
+        let rx2 = try await Self.startReceiver(dir, port: port2, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx-b")
+        defer { rx2.kill() }
+        let second = try await modem(["send", "--to", "tcp:127.0.0.1:\(port2)", source, "--keys", ka], timeout: 60)
+        #expect(second.succeeded, "\(second)\n\(rx2.stderrText)")
+        #expect(second.stderrText.contains("resume.bin: resumed, "), "\(second.stderrText)")
+        #expect(await rx2.wait(timeout: 10))
+        #expect(try readBytes(inbox + "/resume.bin") == data)
+    }
+
     @Test("hostile names stay inside --dir; a name with nothing usable fails the send with exit 1",
           .timeLimit(.minutes(1)))
     func hostileNames() async throws {
