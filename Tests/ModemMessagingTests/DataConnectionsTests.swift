@@ -383,6 +383,31 @@ struct DataConnectionsTests {
         #expect(await b.ended() == .otherUserQuit)
     }
 
+    @Test("the same file sent twice at once: one writer per partial file, the other is declined")
+    func sameFileTwice() async throws {
+        let dir = dataTestFolder("twice")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = dir + "-src.bin"
+        let data = dataTestBytes(20 * 16_384, seed: 30)
+        writeTestFile(atPath: source, contents: Data(data))
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        let (sa, sb) = InMemorySessionLine.pair(capacity: 2)
+        let a = DataConnections(session: sa, configuration: smallBlocks())
+        _ = DataConnections(session: sb, configuration: smallBlocks(folder: try ReceiveFolder(path: dir)))
+        let id = try await a.start()
+        @Sendable func attempt() async -> Result<SentFile, DataError> {
+            do throws(DataError) { return .success(try await a.sendFile(path: source, on: id)) } catch { return .failure(error) }
+        }
+        async let first = attempt()
+        async let second = attempt()
+        let results = await [first, second]
+        let ok = results.filter { if case .success = $0 { true } else { false } }
+        #expect(ok.count == 1)
+        #expect(results.contains { if case .failure(.refused(.declined)) = $0 { true } else { false } })
+        #expect(FileManager.default.contents(atPath: dir + "/" + (source as NSString).lastPathComponent) == Data(data))
+        await a.close()
+    }
+
     @Test("a byte changed in transit fails the block's hash: the sender is told, nothing is kept under the name")
     func tamperedInTransit() async throws {
         let dir = dataTestFolder("tamper")

@@ -711,6 +711,11 @@ public actor DataConnections {
         guard let free = try? folder.freeBytes(), free >= size &+ configuration.freeSpaceMargin else {
             return await refuse(key, name: cleaned, reason: .noSpace)
         }
+        let base = IncomingFile.base(peerKey: session.peer.publicKey, fileKey: fileKey)
+        guard !incomingFiles.values.contains(where: { $0.base == base }) else {
+            // The same file is already arriving on another channel: one writer per partial file.
+            return await refuse(key, name: cleaned, reason: .declined)
+        }
         let file: IncomingFile
         do throws(FolderError) {
             file = try IncomingFile(folder: folder, peerKey: session.peer.publicKey, fileKey: fileKey, size: size,

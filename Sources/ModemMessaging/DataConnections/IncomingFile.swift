@@ -25,7 +25,8 @@ final class IncomingFile {
     private var partialDir: Int32 = -1
     private var partFd: Int32 = -1
     private var stateFd: Int32 = -1
-    private let base: String
+    /// `<peer fingerprint>-<fileKey>`: the partial files' name without extension.
+    let base: String
     private static let magic = Array("SMPART02".utf8)
     private static let header = 24
 
@@ -42,6 +43,10 @@ final class IncomingFile {
         return String(decoding: out, as: UTF8.self)
     }
 
+    static func base(peerKey: [UInt8], fileKey: [UInt8]) -> String {
+        hex(SHA256.hash(data: peerKey).prefix(8)) + "-" + hex(fileKey.prefix(16))
+    }
+
     init(folder: ReceiveFolder, peerKey: [UInt8], fileKey: [UInt8], size: UInt64, blockSize: Int, name: String,
          originalName: String) throws(FolderError) {
         self.size = size
@@ -50,7 +55,7 @@ final class IncomingFile {
         self.name = name
         self.originalName = originalName
         self.started = Self.now()
-        self.base = Self.hex(SHA256.hash(data: peerKey).prefix(8)) + "-" + Self.hex(fileKey.prefix(16))
+        self.base = Self.base(peerKey: peerKey, fileKey: fileKey)
         partialDir = try folder.partialFolder()
         partFd = openat(partialDir, base + ".part", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         stateFd = openat(partialDir, base + ".state", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
