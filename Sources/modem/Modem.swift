@@ -14,7 +14,8 @@ struct Modem: AsyncParsableCommand {
           modem devices
         """,
         version: SwiftModemVersion.string,
-        subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self, LinkTestCommand.self, DeviceCommand.self, BTCommand.self, KeysCommand.self,
-                      PairCommand.self]
+        subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self,
+                      LinkTestCommand.self, DeviceCommand.self, BTCommand.self, KeysCommand.self, PairCommand.self,
+                      SendCommand.self, ReceiveCommand.self]
     )
 }

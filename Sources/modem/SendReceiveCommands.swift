@@ -1,0 +1,234 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import ModemMessaging
+import SwiftModem
+import Synchronization
+
+/// `modem receive`: serves one data-connection session and stores the files it brings.
+struct ReceiveCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "receive",
+        abstract: "Receive files over an encrypted data connection (seed 004) into a folder.",
+        discussion: """
+        Serves one session on ENDPOINT (tcp:HOST:PORT) and exits when it ends. Each file is stored under
+        a cleaned name inside --dir (never outside it), verified block by block and as a whole, and
+        renamed into place only once verified; interrupted files resume from DIR/.modem-partial.
+        Without --accept-all each file is asked for on the terminal; without a terminal it is declined.
+        One line per file on standard output: received NAME BYTES sha256 HEX in S s
+        """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Where to listen: tcp:HOST:PORT.", valueName: "endpoint"))
+    var listen: String
+
+    @Option(name: .long, help: ArgumentHelp("The folder files are stored in (created if missing).", valueName: "dir"))
+    var dir: String
+
+    @Flag(name: .long, help: "Accept every file without asking.")
+    var acceptAll = false
+
+    @OptionGroup var keyOptions: KeysOptions
+
+    @Option(name: .long, help: ArgumentHelp("The user name announced to the peer.", valueName: "name"))
+    var name: String?
+
+    func run() async throws {
+        installStopHandlers()
+        try await reportingErrors { try await serve() }
+    }
+
+    private func serve() async throws {
+        let folder: ReceiveFolder
+        do throws(FolderError) { folder = try ReceiveFolder(path: dir) } catch { throw UsageError("--dir: \(error.description)") }
+        let store = try keyOptions.open()
+        let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
+        let session = try await openSession(listen: listen, to: nil, hci: nil, options: options)
+        var decider: (@Sendable (FileOffer) async -> Bool)?
+        if !acceptAll {
+            let question = FileQuestion()
+            decider = { @Sendable offer in await question.ask(offer) }
+        }
+        let connections = DataConnections(session: session, configuration: DataConfiguration(
+            folder: folder, autoAcceptConnections: true, fileDecider: decider))
+        printError("modem receive: session with \(printable(session.peer.name))")
+        let stopWatch = Task {
+            while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
+            if stopRequested.load(ordering: .relaxed) { await connections.close() }
+        }
+        defer { stopWatch.cancel() }
+        var bar = ProgressLine(enabled: true)
+        for await event in connections.events {
+            switch event {
+            case .offered(_, let metadata) where !metadata.isEmpty:
+                printError("modem receive: \(printable(session.peer.name)) says: \(printable(String(decoding: metadata, as: UTF8.self)))")
+            case .progress(_, _, let bytes, let total):
+                bar.update("receiving \(formatBytes(bytes)) of \(formatBytes(total))")
+            case .fileReceived(_, _, let file):
+                bar.clear()
+                try printOutput("received \(file.name) \(file.size) sha256 \(hexString(file.sha256)) in \(String(format2: file.seconds)) s")
+            case .blobReceived(_, _, let description, let data):
+                printError("modem receive: a blob \(printable(description)) of \(data.count) bytes (not stored)")
+            case .channelFailed(_, _, let name, let reason):
+                bar.clear()
+                printError("modem receive: \(printable(name)): \(reason)")
+            case .sessionEnded(let end):
+                bar.clear()
+                printError("modem receive: session ended (\(end.seedName))")
+            default:
+                break
+            }
+        }
+    }
+}
+
+/// Asks on the terminal for each file, one question at a time; declines without a terminal.
+actor FileQuestion {
+    func ask(_ offer: FileOffer) -> Bool {
+        guard isatty(0) != 0, isatty(2) != 0 else {
+            printError("modem receive: declined \(offer.name) (no terminal to ask on; use --accept-all)")
+            return false
+        }
+        let question = "accept \(offer.name) (\(formatBytes(offer.size))) from \(printable(offer.peer.name))? [y/N] "
+        question.withCString { p in _ = write(2, p, strlen(p)) }
+        guard let line = readLine(strippingNewline: true) else { return false }
+        let answer = String(line.filter { $0 != " " && $0 != "\t" }).lowercased()
+        return answer == "y" || answer == "yes"
+    }
+}
+
+/// `modem send`: offers files to a listening `modem receive`.
+struct SendCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "send",
+        abstract: "Send files over an encrypted data connection (seed 004).",
+        discussion: """
+        Dials ENDPOINT (tcp:HOST:PORT), offers one connection carrying --metadata, and sends each FILE
+        in verified blocks; a file the receiver already holds part of resumes. One line per file on
+        standard output: sent NAME BYTES in S s (X MB/s). Exit status 0 only when the receiver has
+        confirmed every file.
+        """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Where to dial: tcp:HOST:PORT.", valueName: "endpoint"))
+    var to: String
+
+    @Argument(help: ArgumentHelp("The files to send.", valueName: "file"))
+    var files: [String] = []
+
+    @Option(name: .customLong("as"), help: ArgumentHelp("The name to offer the file under (one file only).", valueName: "name"))
+    var asName: String?
+
+    @Option(name: .long, help: ArgumentHelp("Text sent with the offer (at most 4096 bytes).", valueName: "text"))
+    var metadata: String?
+
+    @OptionGroup var keyOptions: KeysOptions
+
+    @Option(name: .long, help: ArgumentHelp("The user name announced to the peer.", valueName: "name"))
+    var name: String?
+
+    func validate() throws {
+        guard !files.isEmpty else { throw ValidationError("name at least one file to send") }
+        if asName != nil, files.count != 1 { throw ValidationError("--as names one file; \(files.count) were given") }
+        if let metadata, metadata.utf8.count > DataMessage.maximumMetadata {
+            throw ValidationError("--metadata: \(DataError.metadataTooLarge(metadata.utf8.count, DataMessage.maximumMetadata))")
+        }
+    }
+
+    func run() async throws {
+        installStopHandlers()
+        try await reportingErrors { try await sendAll() }
+    }
+
+    private func sendAll() async throws {
+        for file in files {
+            var st = stat()
+            guard stat(file, &st) == 0 else { throw UsageError("\(file): no such file") }
+            guard (st.st_mode & S_IFMT) == S_IFREG else { throw UsageError("\(file): not a regular file") }
+            guard access(file, R_OK) == 0 else { throw UsageError("\(file): not readable") }
+        }
+        let store = try keyOptions.open()
+        let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
+        let session = try await openSession(listen: nil, to: to, hci: nil, options: options)
+        let connections = DataConnections(session: session, configuration: DataConfiguration())
+        let stopWatch = Task {
+            while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
+            if stopRequested.load(ordering: .relaxed) { await connections.close() }
+        }
+        defer { stopWatch.cancel() }
+        // Events are not needed here; keep them drained.
+        let drain = Task { for await _ in connections.events {} }
+        var failures = 0
+        do {
+            let id = try await connections.start(metadata: Array((metadata ?? "").utf8))
+            for file in files {
+                let started = ProgressLine.now()
+                let bar = SharedProgress()
+                let sent: SentFile
+                do throws(DataError) {
+                    sent = try await connections.sendFile(path: file, as: asName, on: id) { done, total in
+                        bar.update(done: done, total: total, started: started)
+                    }
+                } catch {
+                    bar.clear()
+                    printError("modem send: \(file): \(error.description)")
+                    failures += 1
+                    if case .ended = error { break }
+                    continue
+                }
+                bar.clear()
+                if sent.skippedBlocks > 0 {
+                    printError("modem send: \(sent.name): resumed, \(sent.skippedBlocks) of \(sent.skippedBlocks + sent.sentBlocks) blocks were already there")
+                }
+                let seconds = ProgressLine.now() - started
+                let rate = seconds > 0 ? Double(sent.sentBytes) / seconds / 1e6 : 0
+                try printOutput("sent \(sent.name) \(sent.size) in \(String(format2: seconds)) s (\(String(format2: rate)) MB/s)")
+            }
+        } catch {
+            printError("modem send: \(error)")
+            failures = max(failures, 1)
+        }
+        let end = await connections.close()
+        _ = await drain.value
+        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if failures > 0 { throw ExitCode(1) }
+        if case .otherUserLost = end { printError("modem send: \(end.seedName)") }
+    }
+}
+
+/// A progress bar shared with the sender's progress callback.
+final class SharedProgress: Sendable {
+    private let line = Mutex(ProgressLine(enabled: true))
+    func update(done: UInt64, total: UInt64, started: Double) {
+        line.withLock { bar in
+            let seconds = max(0.001, ProgressLine.now() - started)
+            let percent = total == 0 ? 100 : Int(Double(done) * 100 / Double(total))
+            let width = 30
+            let filled = total == 0 ? width : Int(Double(width) * Double(done) / Double(total))
+            bar.update("[\(String(repeating: "#", count: filled))\(String(repeating: " ", count: width - filled))] \(percent)% \(formatBytes(done)) \(String(format2: Double(done) / seconds / 1e6)) MB/s")
+        }
+    }
+    func clear() { line.withLock { $0.clear() } }
+}
+
+/// Text from the peer made safe for a terminal: control characters become `?`.
+func printable(_ text: String) -> String {
+    String(String.UnicodeScalarView(text.unicodeScalars.map { s in
+        s.value < 0x20 || s.value == 0x7F || (0x80...0x9F).contains(s.value) ? "?" : s
+    }))
+}
+
+func hexString(_ bytes: [UInt8]) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+    return String(decoding: out, as: UTF8.self)
+}
+
+func formatBytes(_ n: UInt64) -> String {
+    if n >= 1 << 30 { return "\(String(format2: Double(n) / Double(1 << 30))) GiB" }
+    if n >= 1 << 20 { return "\(String(format2: Double(n) / Double(1 << 20))) MiB" }
+    if n >= 1 << 10 { return "\(String(format2: Double(n) / Double(1 << 10))) KiB" }
+    return "\(n) B"
+}

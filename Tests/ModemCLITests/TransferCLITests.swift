@@ -1,0 +1,174 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `modem send` and `modem receive` as separate processes over TCP on 127.0.0.1, with two key
+/// folders that trust each other. Every wait is bounded.
+@Suite("modem send / receive (data connections) CLI", .serialized)
+struct TransferCLITests {
+    /// Two key folders that trust each other (alice sends, bob receives).
+    static func trustedKeys(_ dir: Scratch) async throws -> (alice: String, bob: String) {
+        let ka = dir.file("ka"), kb = dir.file("kb")
+        let a = try await modem(["keys", "show", "--keys", ka])
+        let b = try await modem(["keys", "show", "--keys", kb])
+        #expect(a.succeeded && b.succeeded, "\(a) \(b)")
+        let keyA = String(a.stdoutText.split(separator: "\n").last ?? "")
+        let keyB = String(b.stdoutText.split(separator: "\n").last ?? "")
+        let t1 = try await modem(["keys", "trust", "bob", keyB, "--keys", ka])
+        let t2 = try await modem(["keys", "trust", "alice", keyA, "--keys", kb])
+        #expect(t1.succeeded && t2.succeeded, "\(t1) \(t2)")
+        return (ka, kb)
+    }
+
+    /// A port that was free a moment ago.
+    static func freePort() throws -> Int {
+        let l = try TNCTestListener()
+        l.close()
+        return l.port
+    }
+
+    /// Starts `modem receive` and waits until it listens (a connect succeeds).
+    static func startReceiver(_ dir: Scratch, port: Int, into folder: String, keys: String, extra: [String] = [],
+                              name: String = "rx") async throws -> TNCBackgroundProcess {
+        let rx = try TNCBackgroundProcess(try Paths.modem(), ["receive", "--listen", "tcp:127.0.0.1:\(port)", "--dir", folder,
+                                                              "--keys", keys, "--name", "bob"] + extra, in: dir, name: name)
+        // Give it a moment to bind; the sender dials with its own timeout anyway.
+        try await Task.sleep(for: .milliseconds(400))
+        return rx
+    }
+
+    @Test("a 20 MiB file with 4096 bytes of metadata arrives byte-exact; both summary lines; the receiver exits",
+          .timeLimit(.minutes(2)))
+    func twentyMiB() async throws {
+        let dir = try Scratch("TransferCLITests")
+        let (ka, kb) = try await Self.trustedKeys(dir)
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        let data = [UInt8](try #require(try random.read(upToCount: 20 << 20)))
+        try random.close()
+        #expect(data.count == 20 << 20)
+        let source = try dir.write("big.bin", data)
+        let port = try Self.freePort()
+        let rx = try await Self.startReceiver(dir, port: port, into: dir.file("in"), keys: kb, extra: ["--accept-all"])
+        defer { rx.kill() }
+        let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka, "--name", "alice",
+                                    "--metadata", String(repeating: "m", count: 4096)], timeout: 60)
+        #expect(send.succeeded, "\(send)\nreceiver: \(rx.stderrText)")
+        #expect(send.stdoutText.hasPrefix("sent big.bin 20971520 in "), "\(send.stdoutText)")
+        #expect(send.stdoutText.contains(" MB/s)"), "\(send.stdoutText)")
+        #expect(await rx.wait(timeout: 10), "receive did not exit after the session: \(rx.stderrText)")
+        #expect(rx.exitedNormally && rx.status == 0, "\(rx.stderrText)")
+        let sum = try await runProcess("/usr/bin/sha256sum", [source])
+        let hex = String(sum.stdoutText.prefix(64))
+        #expect(hex.count == 64, "\(sum)")
+        #expect(rx.stdoutText.hasPrefix("received big.bin 20971520 sha256 \(hex) in "), "\(rx.stdoutText)")
+        #expect(try readBytes(dir.file("in/big.bin")) == data)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("in/.modem-partial")).isEmpty)
+    }
+
+    @Test("a receiver killed mid-file: the next send resumes from the verified blocks and the file arrives whole",
+          .timeLimit(.minutes(2)))
+    func resumeAfterKill() async throws {
+        let dir = try Scratch("TransferCLITests")
+        let (ka, kb) = try await Self.trustedKeys(dir)
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        let data = [UInt8](try #require(try random.read(upToCount: 200 << 20)))
+        try random.close()
+        let source = try dir.write("resume.bin", data)
+        let inbox = dir.file("in")
+        let port = try Self.freePort()
+        let rx = try await Self.startReceiver(dir, port: port, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx-a")
+        defer { rx.kill() }
+        let first = Task { try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka], timeout: 60) }
+        // Kill the receiver once 16 MiB of the partial file are written.
+        var killed = false
+        let deadline = Date().addingTimeInterval(30)
+        while Date() < deadline, !killed {
+            let parts = (try? FileManager.default.contentsOfDirectory(atPath: inbox + "/.modem-partial")) ?? []
+            for p in parts where p.hasSuffix(".part") {
+                let size = (try? FileManager.default.attributesOfItem(atPath: inbox + "/.modem-partial/" + p)[.size] as? Int) ?? 0
+                if size > 16 << 20 { rx.kill(); killed = true }
+            }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(killed, "the partial file never reached 16 MiB: \(rx.stderrText)")
+        let cut = try await first.value
+        guard killed, cut.status != 0 else {
+            Issue.record("the first send was not cut (\(cut)); nothing to resume")
+            return
+        }
+        #expect(cut.stderrText.contains("resume.bin"), "\(cut.stderrText)")
+        #expect(!FileManager.default.fileExists(atPath: inbox + "/resume.bin"))
+
+        let port2 = try Self.freePort()
+        let rx2 = try await Self.startReceiver(dir, port: port2, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx-b")
+        defer { rx2.kill() }
+        let second = try await modem(["send", "--to", "tcp:127.0.0.1:\(port2)", source, "--keys", ka], timeout: 60)
+        #expect(second.succeeded, "\(second)\n\(rx2.stderrText)")
+        #expect(second.stderrText.contains("resume.bin: resumed, "), "\(second.stderrText)")
+        #expect(await rx2.wait(timeout: 10))
+        #expect(try readBytes(inbox + "/resume.bin") == data)
+    }
+
+    @Test("hostile names stay inside --dir; a name with nothing usable fails the send with exit 1",
+          .timeLimit(.minutes(1)))
+    func hostileNames() async throws {
+        let dir = try Scratch("TransferCLITests")
+        let (ka, kb) = try await Self.trustedKeys(dir)
+        let source = try dir.write("x.bin", Array("payload".utf8))
+        let inbox = dir.file("deep/in")
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+        for (i, name) in ["../../escape.bin", "/etc/passwd", "CON.txt"].enumerated() {
+            let port = try Self.freePort()
+            let rx = try await Self.startReceiver(dir, port: port, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx\(i)")
+            defer { rx.kill() }
+            let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--as", name, "--keys", ka])
+            #expect(send.succeeded, "\(send)\n\(rx.stderrText)")
+            #expect(await rx.wait(timeout: 10))
+        }
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: inbox)) == [".modem-partial", "escape.bin", "passwd", "_CON.txt"])
+        #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.file("deep"))) == ["in"])
+        #expect(!FileManager.default.fileExists(atPath: dir.file("escape.bin")))
+
+        let port = try Self.freePort()
+        let rx = try await Self.startReceiver(dir, port: port, into: inbox, keys: kb, extra: ["--accept-all"], name: "rxdots")
+        defer { rx.kill() }
+        let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--as", "..", "--keys", ka])
+        #expect(send.status == 1 && !send.timedOut, "\(send)")
+        #expect(send.stderrText.contains("unusable file name"), "\(send.stderrText)")
+        #expect(await rx.wait(timeout: 10))
+        #expect(rx.stderrText.contains("unusable file name"), "\(rx.stderrText)")
+    }
+
+    @Test("without --accept-all and without a terminal the receiver declines; the sender exits 1")
+    func declinedWithoutTerminal() async throws {
+        let dir = try Scratch("TransferCLITests")
+        let (ka, kb) = try await Self.trustedKeys(dir)
+        let source = try dir.write("x.bin", Array("payload".utf8))
+        let port = try Self.freePort()
+        let rx = try await Self.startReceiver(dir, port: port, into: dir.file("in"), keys: kb)
+        defer { rx.kill() }
+        let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka])
+        #expect(send.status == 1, "\(send)")
+        #expect(send.stderrText.contains("declined"), "\(send.stderrText)")
+        #expect(await rx.wait(timeout: 10))
+        #expect(rx.stderrText.contains("declined x.bin"), "\(rx.stderrText)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("in")).filter { $0 != ".modem-partial" }.isEmpty)
+    }
+
+    @Test("4097 bytes of metadata, --as with two files, no files: usage errors (64) before any connection")
+    func usageErrors() async throws {
+        let dir = try Scratch("TransferCLITests")
+        let source = try dir.write("x.bin", [1])
+        let big = try await modem(["send", "--to", "tcp:127.0.0.1:9", source, "--metadata", String(repeating: "m", count: 4097)])
+        #expect(big.status == 64, "\(big)")
+        #expect(big.stderrText.contains("metadata of 4097 bytes is over the limit of 4096 bytes"), "\(big.stderrText)")
+        let two = try await modem(["send", "--to", "tcp:127.0.0.1:9", source, source, "--as", "y"])
+        #expect(two.status == 64 && two.stderrText.contains("--as"), "\(two)")
+        let none = try await modem(["send", "--to", "tcp:127.0.0.1:9"])
+        #expect(none.status == 64, "\(none)")
+        let missing = try await modem(["send", "--to", "tcp:127.0.0.1:9", dir.file("nope.bin")])
+        #expect(missing.status == 64 && missing.stderrText.contains("nope.bin"), "\(missing)")
+    }
+}
