@@ -6,7 +6,7 @@ packages=(
   pkg-config libasound2-dev libfftw3-dev libsndfile1-dev zlib1g-dev   # build: alsa-lib, FFTW, libsndfile, zlib
   minimodem direwolf multimon-ng sox bc                    # peers and tools for tests and benchmarks
   pulseaudio libasound2-plugins alsa-utils                 # the sound-card loopback for ALSA tests
-  python3-venv tshark                                      # the Bumble peer's venv; reading --capture files
+  python3-venv tshark socat                                # Python peers' venvs; reading --capture files; the TCP baseline
 )
 missing=()
 for p in "${packages[@]}"; do

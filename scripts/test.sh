@@ -14,6 +14,13 @@ if ! bash scripts/bt-venv.sh >/dev/null; then
   echo "test.sh: no Bumble venv (.build/bt-venv); the Bluetooth peer tests will skip" >&2
 fi
 
+# The messaging interop peer (Python noiseprotocol, Tests/scripts/noise_peer.py) lives in .build/msg-venv.
+if [[ -n ${CI:-} ]]; then export SWIFTMODEM_REQUIRE_PEERS=1; fi
+if ! bash scripts/msg-venv.sh >/dev/null; then
+  [[ -n ${CI:-} ]] && { echo "test.sh: could not make the messaging venv (.build/msg-venv)" >&2; exit 1; }
+  echo "test.sh: no messaging venv (.build/msg-venv); the Noise interop tests will skip" >&2
+fi
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
