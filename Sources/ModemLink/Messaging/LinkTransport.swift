@@ -8,8 +8,9 @@ import Synchronization
 /// keepalive survives a message that takes minutes on the air. A message that is not acknowledged
 /// in time, a link that stays silent for ``LinkTransportOptions/silenceTimeout`` or an audio failure
 /// ends the transport with `.localFailure`; the phone's close signal ends the device's with
-/// `.peerClosed`. When nothing was sent for ``LinkTransportOptions/keepalive`` an empty message goes
-/// out (the link's keepalive: never a frame, the peer reports it as `.peerHeard`).
+/// `.peerClosed`. When nothing was sent for ``LinkTransportOptions/keepalive`` a heartbeat frame goes
+/// out (an acknowledgement of message 0, which asks for no answer; the peer reports it as
+/// `.peerHeard`). An empty duplex message is never a frame: it is taken as a sign of life too.
 ///
 /// Memory is bounded: a reader that stops reading holds at most
 /// ``LinkTransportOptions/inboxLimit`` frames, then the link stops completing messages and the

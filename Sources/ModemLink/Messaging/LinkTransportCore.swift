@@ -1,4 +1,5 @@
 import Dispatch
+import ModemCodecs
 import ModemMessaging
 import Synchronization
 
@@ -15,12 +16,21 @@ public protocol LinkTransportMachine: LinkMachine {
     var messageInTransit: UInt16? { get }
     /// Starts sending one duplex message; returns the machine's code (0 started) and its actions.
     mutating func startMessage(_ data: [UInt8], timeout: Double, now: Double) -> (code: Int32, actions: [LinkAction])
+    /// A sign of life that asks for no answer: an acknowledgement of message 0 (a number never
+    /// used) in the open session, which the peer counts as a frame heard and otherwise ignores. Nil
+    /// when no session is open.
+    var heartbeatFrame: LinkFrame? { get }
 }
 
 extension PhoneStateMachine: LinkTransportMachine {
     /// A duplex exchange: the outcome is `sendOK` or `timeout`.
     public mutating func startMessage(_ data: [UInt8], timeout: Double, now: Double) -> (code: Int32, actions: [LinkAction]) {
         exchange(data, timeout: timeout, now: now)
+    }
+
+    /// An acknowledgement of message 0 in the open session.
+    public var heartbeatFrame: LinkFrame? {
+        state == .waitingDevice || state == .deviceDetected ? nil : LinkFrame(kind: .ack, session: session, message: 0)
     }
 }
 
@@ -29,12 +39,18 @@ extension DeviceStateMachine: LinkTransportMachine {
     public mutating func startMessage(_ data: [UInt8], timeout: Double, now: Double) -> (code: Int32, actions: [LinkAction]) {
         send(data, timeout: timeout, now: now)
     }
+
+    /// An acknowledgement of message 0 in the open session.
+    public var heartbeatFrame: LinkFrame? {
+        session.map { LinkFrame(kind: .ack, flags: .fromDevice, session: $0, message: 0) }
+    }
 }
 
 /// Timers of a link transport, in seconds of the link's clock (channel time on the in-memory medium).
 public struct LinkTransportOptions: Sendable, Hashable {
-    /// An empty duplex message is sent when nothing was sent for this long (the link's own keepalive,
-    /// which the peer's transport reports as `.peerHeard`). Default 30 s.
+    /// A heartbeat frame (an acknowledgement that asks for no answer) is sent when nothing was sent
+    /// for this long, so the peer hears us even while it spends minutes sending one long message; the
+    /// peer's transport reports it as `.peerHeard`. Default 30 s.
     public var keepalive: Double
     /// The transport ends (`.localFailure`) when nothing at all was heard from the peer for this long.
     /// Default 60 s (2 x keepalive).
@@ -64,7 +80,7 @@ public struct LinkTransportOptions: Sendable, Hashable {
 
 /// One connection of a link transport: the queues between the application (async calls) and the
 /// link's thread (``service(_:now:)`` and ``handle(_:now:)``, called there). One duplex message
-/// carries one frame; an empty message is the link keepalive.
+/// carries one frame; an empty message (never a frame) counts as a sign of life.
 final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     let options: LinkTransportOptions
     let maximumFrameSize: Int
@@ -132,7 +148,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     // MARK: Application side
 
     func sendMessage(_ frame: [UInt8]) async throws(TransportError) -> UInt16 {
-        guard !frame.isEmpty else { throw TransportError("a frame is never empty (an empty link message is the keepalive)") }
+        guard !frame.isEmpty else { throw TransportError("a frame is never empty (an empty link message is only a sign of life)") }
         guard frame.count <= maximumFrameSize else {
             throw TransportError("frame of \(frame.count) bytes is larger than the link's \(maximumFrameSize)")
         }
@@ -154,7 +170,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             let input = state.withLock { s -> TransportInput? in
                 s.appCalled()
                 if let f = s.popFrame() { s.handedOut(); return .frame(f) }
-                if s.peerHeard { s.peerHeard = false; return .peerHeard }
+                if s.peerHeard && s.end == nil { s.peerHeard = false; return .peerHeard }
                 if let end = s.end { return .ended(end) }
                 if s.receiver != nil { return .ended(.localFailure("two readers at once on one link transport")) }
                 s.receiver = c
@@ -182,7 +198,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             s.outbox = []
             s.inFlight = nil
             // Frames already received stay readable; the end comes after them.
-            let r = s.inboxCount == 0 && !s.peerHeard ? s.receiver : nil
+            let r = s.inboxCount == 0 ? s.receiver : nil
             if r != nil { s.receiver = nil }
             return (true, w, r)
         }
@@ -284,8 +300,10 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             s.framesSeen = frames
             if now - s.lastHeard! >= options.silenceTimeout { silent = true; return }
             m.deliveriesPaused = s.inboxCount >= options.inboxLimit
-            if s.inFlight == nil, s.outbox.isEmpty, now - s.lastSent! >= options.keepalive {
-                s.outbox.append(Waiter(id: 0, data: [], continuation: nil))
+            if s.inFlight == nil, s.outbox.isEmpty, m.messageInTransit == nil, now - s.lastSent! >= options.keepalive,
+               let beat = m.heartbeatFrame {
+                s.lastSent = now
+                actions.append(.transmit([beat]))
             }
             guard s.inFlight == nil, !s.outbox.isEmpty, m.messageInTransit == nil else { return }
             let w = s.outbox.removeFirst()
@@ -293,7 +311,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             if code == ReturnCode.ok {
                 s.inFlight = (w, m.messageInTransit)
                 s.lastSent = now
-                actions = a
+                actions += a
             } else if code == ReturnCode.handshakeFailedOrCancelling {
                 failure = (w, TransportError("frame of \(w.data.count) bytes is larger than the link's maximum"))
             } else {
