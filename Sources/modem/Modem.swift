@@ -14,7 +14,7 @@ struct Modem: AsyncParsableCommand {
           modem devices
         """,
         version: SwiftModemVersion.string,
-        subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self, LinkTestCommand.self, DeviceCommand.self, BTCommand.self,
+        subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self, LinkTestCommand.self, DeviceCommand.self, BTCommand.self, KeysCommand.self,
                       TransferTestCommand.self]
     )
 }
