@@ -22,10 +22,14 @@ public struct TransferTestOptions: Sendable, Hashable {
     public var keepalive: Double
     /// Payload bytes per block: one block per link message (16 x 1024-byte fragments, one window).
     public var blockSize: Int
+    /// Plain records and the harness's own blocks instead of Noise sessions and data connections
+    /// (to see what the link alone gives).
+    public var plain: Bool
 
     /// Creates options.
     public init(baudRate: Double = 1200, size: Int, snrDB: Double? = nil, frameLoss: Double = 0, cuts: Int = 0,
-                seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int = TransferTestOptions.linkBlockSize) {
+                seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int = TransferTestOptions.linkBlockSize, plain: Bool = false) {
+        self.plain = plain
         self.baudRate = baudRate
         self.size = size
         self.snrDB = snrDB
@@ -161,6 +165,7 @@ public struct TransferTest: Sendable {
         defer { pair.stop() }
 
         let payload = Self.payload(size: options.size, seed: options.seed)
+        if !options.plain { return try await runDataConnections(pair: pair, payload: payload, progress: progress) }
         var sender = BlockSender(payload: payload, blockSize: options.blockSize)
         var receiver = BlockReceiver(maximumSize: options.size)
         let cutPlan = CutPlan(options: options, pair: pair)
@@ -253,10 +258,78 @@ private func acceptResult(_ pair: LinkLoopbackPair) async -> Result<LinkTranspor
     do { return .success(try await pair.accept()) } catch { return .failure(error) }
 }
 
+extension TransferTest {
+    /// Noise sessions and data connections: a file from a folder to a folder, resumed after cuts.
+    func runDataConnections(pair: LinkLoopbackPair, payload: [UInt8],
+                            progress: @escaping @Sendable (TransferTestReport) -> Void) async throws(TransferTestError) -> TransferTestReport {
+        let run: DataTransferRun
+        do { run = try DataTransferRun(payload: payload, blockSize: options.blockSize) } catch {
+            throw .sessionFailed("cannot prepare the files and keys: \(error)")
+        }
+        defer { run.removeFiles() }
+        let cutPlan = CutPlan(options: options, pair: pair)
+        var report = TransferTestReport()
+        report.bytes = payload.count
+        report.blockSize = options.blockSize
+        let start = pair.now
+        let confirmedAt = Mutex<Double?>(nil)
+        var sessions = 0
+        var failedDials = 0
+        var failedSessions = 0
+        while confirmedAt.withLock({ $0 }) == nil {
+            while pair.isMuted { try? await Task.sleep(for: .milliseconds(1)) }
+            async let accepted = acceptResult(pair)
+            let dialer: LinkTransport
+            do {
+                dialer = try await pair.dial()
+            } catch {
+                failedDials += 1
+                _ = await accepted
+                if failedDials >= 5 { throw .linkFailed("\(error) (\(failedDials) attempts)") }
+                continue
+            }
+            let listener: LinkTransport
+            switch await accepted {
+            case .success(let t): listener = t
+            case .failure(let e): throw .linkFailed("\(e)")
+            }
+            failedDials = 0
+            sessions += 1
+            let base = report
+            let done = await run.session(dialer: dialer, listener: listener, delivered: { delivered in
+                cutPlan.delivered(delivered)
+                var p = base
+                p.delivered = delivered
+                progress(p)
+            }, confirmed: { confirmedAt.withLock { $0 = pair.now } })
+            if !done && run.delivered == 0 && !pair.isMuted {
+                failedSessions += 1
+                if failedSessions >= 5 { throw .sessionFailed("no data moved in \(failedSessions) sessions in a row") }
+            } else {
+                failedSessions = 0
+            }
+        }
+        report.channelSeconds = (confirmedAt.withLock { $0 } ?? pair.now) - start
+        report.completed = true
+        report.delivered = run.delivered
+        report.sha256Match = run.receivedMatches(payload)
+        report.cuts = cutPlan.made
+        report.resumes = max(0, sessions - 1)
+        report.bytesResent = run.bytesResent
+        report.goodputBps = report.channelSeconds > 0 ? Double(report.bytes * 8) / report.channelSeconds : 0
+        report.framesLost = pair.framesLost
+        let st = pair.statistics
+        report.retransmissions = st.phone.retransmissions + st.device.retransmissions
+        progress(report)
+        return report
+    }
+}
+
 /// When to cut: at delivered fractions i/(N+1) of the payload plus a seeded jitter inside one block;
 /// each cut mutes both lines for 3 x keepalive of channel time.
 final class CutPlan: Sendable {
     private let thresholds: [Int]
+    private let delays: [Double]
     private let seconds: Double
     private let pair: LinkLoopbackPair
     private let next = Mutex((index: 0, made: 0))
@@ -264,23 +337,24 @@ final class CutPlan: Sendable {
     init(options: TransferTestOptions, pair: LinkLoopbackPair) {
         var rng = SplitMix64(seed: options.seed ^ 0xC075)
         let n = options.cuts
-        thresholds = n == 0 ? [] : (1...n).map { i in
-            options.size * i / (n + 1) + Int(rng.next() % UInt64(options.blockSize))
-        }
+        thresholds = n == 0 ? [] : (1...n).map { i in options.size * i / (n + 1) }
+        // The receiver sees whole blocks; the cut falls at a seeded moment inside the next block's air time.
+        let blockAirtime = Double(options.blockSize) * 8 * 1.04 / options.baudRate
+        delays = (0..<n).map { _ in rng.uniform() * blockAirtime }
         seconds = 3 * options.keepalive
         self.pair = pair
     }
 
     /// The receiver wrote `delivered` bytes so far: cut when the next threshold is passed.
     func delivered(_ delivered: Int) {
-        let cut = next.withLock { n -> Bool in
-            guard n.index < thresholds.count, delivered >= thresholds[n.index], !pair.isMuted else { return false }
+        let cut = next.withLock { n -> Double? in
+            guard n.index < thresholds.count, delivered >= thresholds[n.index], !pair.isMuted else { return nil }
             // One cut per block at most: a later threshold the same block passed cuts at the next block.
             n.index += 1
             n.made += 1
-            return true
+            return delays[n.index - 1]
         }
-        if cut { pair.mute(seconds: seconds) }
+        if let after = cut { pair.mute(seconds: seconds, after: after) }
     }
 
     var made: Int { next.withLock { $0.made } }

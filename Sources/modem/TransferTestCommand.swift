@@ -33,9 +33,10 @@ struct TransferTestCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Times the line is cut mid-transfer (0...100).", valueName: "N")) var cuts: Int = 0
     @Option(help: ArgumentHelp("Seed of the payload, noise, loss and cut times.", valueName: "S")) var seed: UInt64 = 1
     @Flag(help: "Print one JSON line with the counts (the last line on standard output).") var json = false
+    @Flag(help: "Plain records and the harness's own blocks instead of Noise sessions and data connections.") var plain = false
 
     private var options: TransferTestOptions {
-        TransferTestOptions(baudRate: baud, size: size, snrDB: snr, frameLoss: loss, cuts: cuts, seed: seed)
+        TransferTestOptions(baudRate: baud, size: size, snrDB: snr, frameLoss: loss, cuts: cuts, seed: seed, plain: plain)
     }
 
     func validate() throws {

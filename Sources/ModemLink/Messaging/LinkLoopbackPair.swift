@@ -85,12 +85,17 @@ public final class LinkLoopbackPair: Sendable {
     /// Channel time in seconds since the start (the phone's clock).
     public var now: Double { runner.channelTime }
 
-    /// Mutes both lines for `seconds` of channel time from now (a cut; noise goes on).
-    public func mute(seconds: Double) {
-        runner.perform { r in r.muteUntil = r.medium.now + seconds; r.medium.muted = true }
+    /// Mutes both lines for `seconds` of channel time, starting `after` seconds of channel time from
+    /// now (a cut; noise goes on).
+    public func mute(seconds: Double, after: Double = 0) {
+        runner.perform { r in
+            r.muteFrom = r.medium.now + max(0, after)
+            r.muteUntil = r.muteFrom! + seconds
+            r.pendingMute = true
+        }
     }
 
-    /// Whether the lines are muted now.
+    /// Whether a cut is scheduled or under way.
     public var isMuted: Bool { runner.mutedNow }
 
     /// Frames lost to ``LinkImpairments/frameLoss`` so far, both directions.
@@ -112,6 +117,9 @@ public final class LinkLoopbackPair: Sendable {
         let settle: UInt64
         let limit: UInt64
         var muteUntil: Double?
+        var muteFrom: Double?
+        /// A cut is scheduled or under way (published as ``LinkLoopbackPair/isMuted``).
+        var pendingMute = false
         private let requests = Mutex<[@Sendable (Runner) -> Void]>([])
         private let stopFlag = Atomic<Bool>(false)
         private let published = Mutex((now: 0.0, muted: false, lost: 0, phone: LinkStatistics(), device: LinkStatistics()))
@@ -184,7 +192,12 @@ public final class LinkLoopbackPair: Sendable {
                     runRequests()
                     service()
                 }
-                if let until = muteUntil, medium.now >= until { medium.muted = false; muteUntil = nil }
+                if let from = muteFrom, medium.now >= from { medium.muted = true; muteFrom = nil }
+                if let until = muteUntil, muteFrom == nil, medium.now >= until {
+                    medium.muted = false
+                    muteUntil = nil
+                    pendingMute = false
+                }
                 do {
                     try medium.step(phone: phone, device: device)
                 } catch {
@@ -195,7 +208,7 @@ public final class LinkLoopbackPair: Sendable {
                 for e in phone.takeEvents() { phoneHost.handle(e, now: now) }
                 for e in device.takeEvents() { deviceHost.handle(e, now: now) }
                 published.withLock {
-                    $0 = (now, medium.muted, medium.framesLost.toDevice + medium.framesLost.toPhone,
+                    $0 = (now, pendingMute, medium.framesLost.toDevice + medium.framesLost.toPhone,
                           phone.machine.statistics, device.machine.statistics)
                 }
             }
