@@ -242,7 +242,7 @@ public struct TransferTest: Sendable {
         }
         report.delivered = receiver.delivered
         report.sha256Match = receiver.isComplete && receiver.written == payload
-        report.cuts = cutPlan.made
+        report.cuts = pair.cutsMade
         report.resumes = max(0, sessions - 1)
         report.bytesResent = sender.bytesResent
         report.goodputBps = report.channelSeconds > 0 ? Double(report.bytes * 8) / report.channelSeconds : 0
@@ -313,7 +313,7 @@ extension TransferTest {
         report.completed = true
         report.delivered = run.delivered
         report.sha256Match = run.receivedMatches(payload)
-        report.cuts = cutPlan.made
+        report.cuts = pair.cutsMade
         report.resumes = max(0, sessions - 1)
         report.bytesResent = run.bytesResent
         report.goodputBps = report.channelSeconds > 0 ? Double(report.bytes * 8) / report.channelSeconds : 0

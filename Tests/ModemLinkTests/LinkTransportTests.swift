@@ -169,13 +169,16 @@ import Testing
     }
 
     @Test func transferTestWithACutResumesAndMatches() async throws {
-        let options = TransferTestOptions(baudRate: 4800, size: 40_000, cuts: 1, seed: 4, keepalive: 5)
-        let report = try await TransferTest(options: options).run()
-        #expect(report.completed && report.sha256Match)
-        #expect(report.delivered == 40_000)
-        #expect(report.cuts == 1 && report.resumes >= 1)
-        #expect(report.bytesResent <= report.cuts * report.blockSize)
-        #expect(report.channelSeconds > 3 * 5)
-        #expect(report.json.hasPrefix("{\"bytes\":40000,\"delivered\":40000,\"sha256Match\":true,\"cuts\":1,"))
+        // Over Noise sessions and data connections, and over plain records with the harness's blocks.
+        for plain in [false, true] {
+            let options = TransferTestOptions(baudRate: 4800, size: 60_000, cuts: 1, seed: 4, keepalive: 5, plain: plain)
+            let report = try await TransferTest(options: options).run()
+            #expect(report.completed && report.sha256Match, "plain \(plain)")
+            #expect(report.delivered == 60_000)
+            #expect(report.cuts == 1 && report.resumes >= 1, "plain \(plain): \(report.json)")
+            #expect(report.bytesResent <= report.cuts * report.blockSize)
+            #expect(report.channelSeconds > 3 * 5)
+            #expect(report.json.hasPrefix("{\"bytes\":60000,\"delivered\":60000,\"sha256Match\":true,\"cuts\":1,"))
+        }
     }
 }

@@ -98,6 +98,9 @@ public final class LinkLoopbackPair: Sendable {
     /// Whether a cut is scheduled or under way.
     public var isMuted: Bool { runner.mutedNow }
 
+    /// Cuts (``mute(seconds:after:)``) that began so far.
+    public var cutsMade: Int { runner.mutesStarted }
+
     /// Frames lost to ``LinkImpairments/frameLoss`` so far, both directions.
     public var framesLost: Int { runner.lostFrames }
 
@@ -120,9 +123,11 @@ public final class LinkLoopbackPair: Sendable {
         var muteFrom: Double?
         /// A cut is scheduled or under way (published as ``LinkLoopbackPair/isMuted``).
         var pendingMute = false
+        /// Cuts that began.
+        var mutes = 0
         private let requests = Mutex<[@Sendable (Runner) -> Void]>([])
         private let stopFlag = Atomic<Bool>(false)
-        private let published = Mutex((now: 0.0, muted: false, lost: 0, phone: LinkStatistics(), device: LinkStatistics()))
+        private let published = Mutex((now: 0.0, muted: false, lost: 0, phone: LinkStatistics(), device: LinkStatistics(), mutes: 0))
         private let finished = NSCondition()
         private var started = false
         private var done = false
@@ -141,6 +146,7 @@ public final class LinkLoopbackPair: Sendable {
         var channelTime: Double { published.withLock { $0.now } }
         var mutedNow: Bool { published.withLock { $0.muted } }
         var lostFrames: Int { published.withLock { $0.lost } }
+        var mutesStarted: Int { published.withLock { $0.mutes } }
         var machineStatistics: (phone: LinkStatistics, device: LinkStatistics) { published.withLock { ($0.phone, $0.device) } }
 
         func perform(_ body: @escaping @Sendable (Runner) -> Void) { requests.withLock { $0.append(body) } }
@@ -192,7 +198,7 @@ public final class LinkLoopbackPair: Sendable {
                     runRequests()
                     service()
                 }
-                if let from = muteFrom, medium.now >= from { medium.muted = true; muteFrom = nil }
+                if let from = muteFrom, medium.now >= from { medium.muted = true; muteFrom = nil; mutes += 1 }
                 if let until = muteUntil, muteFrom == nil, medium.now >= until {
                     medium.muted = false
                     muteUntil = nil
@@ -209,7 +215,7 @@ public final class LinkLoopbackPair: Sendable {
                 for e in device.takeEvents() { deviceHost.handle(e, now: now) }
                 published.withLock {
                     $0 = (now, pendingMute, medium.framesLost.toDevice + medium.framesLost.toPhone,
-                          phone.machine.statistics, device.machine.statistics)
+                          phone.machine.statistics, device.machine.statistics, mutes)
                 }
             }
             finished.lock()
