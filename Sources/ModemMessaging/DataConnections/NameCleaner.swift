@@ -47,7 +47,7 @@ public enum NameCleaner {
         while name.hasPrefix(" ") { name.removeFirst() }
         guard !name.isEmpty else { throw .empty(original: raw) }
         let stem = name.split(separator: ".", maxSplits: 1).first.map(String.init) ?? name
-        if reserved.contains(stem.uppercased().trimmingSpaces) { name = "_" + name }
+        if reserved.contains(stem.uppercased().trimmingTrailingSpaces) { name = "_" + name }
         return fit(name, suffix: "")
     }
 
@@ -80,7 +80,7 @@ public enum NameCleaner {
 }
 
 private extension String {
-    var trimmingSpaces: String {
+    var trimmingTrailingSpaces: String {
         var s = self
         while s.last == " " { s.removeLast() }
         return s
