@@ -31,7 +31,7 @@ public final class LinkDevice: Sendable {
     public init(configuration: LinkConfiguration, name: String = "SwiftModem messaging", sharedMedium: Bool = false,
                 options: LinkTransportOptions = LinkTransportOptions(), sink: any AudioSink, source: any AudioSource) throws {
         self.configuration = configuration
-        let host = DeviceLinkHost(configuration: configuration, options: options)
+        let host = DeviceLinkHost(configuration: configuration, options: options.allowingSharedMedium(sharedMedium, configuration))
         self.host = host
         var machine = DeviceStateMachine(configuration: configuration, name: name)
         machine.attach()
@@ -95,7 +95,7 @@ public final class LinkPhone: Sendable {
     public init(configuration: LinkConfiguration, sharedMedium: Bool = false, options: LinkTransportOptions = LinkTransportOptions(),
                 sink: any AudioSink, source: any AudioSource) throws {
         self.configuration = configuration
-        let host = PhoneLinkHost(configuration: configuration, options: options)
+        let host = PhoneLinkHost(configuration: configuration, options: options.allowingSharedMedium(sharedMedium, configuration))
         self.host = host
         let station = LinkStation(machine: PhoneStateMachine(configuration: configuration, name: "SwiftModem messaging"),
                                   modem: try LinkModem(configuration: configuration, sampleRate: source.sampleRate))
@@ -136,5 +136,18 @@ public final class LinkPhone: Sendable {
     /// - Throws: ``ModemMessaging/TransportError`` when no device answered or the audio failed.
     public func dial() async throws(TransportError) -> LinkTransport {
         try await host.dial(session: UInt8.random(in: 1...255))
+    }
+}
+
+extension LinkTransportOptions {
+    /// On a shared line a station does not transmit while the other end's burst is on the air, so
+    /// nothing (not even a heartbeat) is heard for a whole window of fragments: the silence timeout
+    /// is at least one and a half windows' air time plus an acknowledgement timeout.
+    func allowingSharedMedium(_ shared: Bool, _ configuration: LinkConfiguration) -> LinkTransportOptions {
+        guard shared else { return self }
+        var o = self
+        let window = Double(configuration.windowFrames) * configuration.airtime(payload: configuration.framePayload)
+        o.silenceTimeout = max(silenceTimeout, 1.5 * window + configuration.acknowledgementTimeout)
+        return o
     }
 }
