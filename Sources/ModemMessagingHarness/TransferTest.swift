@@ -47,7 +47,7 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// Checks the ranges; the text names the bad option.
     public func validate() throws(TransferTestError) {
         guard (50...9600).contains(baudRate) else { throw .invalidOption("--baud must be 50...9600, got \(baudRate)") }
-        guard size >= 1 && size <= 64 << 20 else { throw .invalidOption("--size must be 1...\(64 << 20) bytes, got \(size)") }
+        guard size >= 1 && size <= 16 << 20 else { throw .invalidOption("--size must be 1...\(16 << 20) bytes, got \(size)") }
         if let s = snrDB, !s.isFinite || s < -20 || s > 100 { throw .invalidOption("--snr must be -20...100 dB, got \(s)") }
         guard (0...0.9).contains(frameLoss) else { throw .invalidOption("--loss must be 0...0.9, got \(frameLoss)") }
         guard (0...100).contains(cuts) else { throw .invalidOption("--cuts must be 0...100, got \(cuts)") }
