@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "ModemTNC", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemSockets"]),
         .target(name: "ModemPlot", dependencies: ["ModemDSP", "ModemAudio", "CZlib"]),
         .target(name: "ModemLinkProtocol", dependencies: ["ModemCodecs"]),
-        .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemMessaging"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
         .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemCodecs"]),
         // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
@@ -54,6 +54,8 @@ let package = Package(
             name: "ModemMessaging",
             dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemSockets", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
+        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemLink", .product(name: "Crypto", package: "swift-crypto")]),
         .target(
             name: "SwiftModem",
             dependencies: [
@@ -65,6 +67,7 @@ let package = Package(
             name: "modem",
             dependencies: [
                 "SwiftModem",
+                "ModemMessagingHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -90,7 +93,8 @@ let package = Package(
         .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ModemTestSupport"]),
         .testTarget(
             name: "ModemLinkTests",
-            dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport"]
+            dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
+                           "ModemMessaging", "ModemMessagingHarness"]
         ),
         .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemCodecs", "ModemTestSupport"]),
         .testTarget(

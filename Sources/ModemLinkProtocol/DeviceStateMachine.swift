@@ -43,6 +43,13 @@ public struct DeviceStateMachine: Sendable {
     public private(set) var session: UInt8?
     /// Master-slave: the request delivered and not yet replied to.
     public private(set) var pendingRequest: UInt16?
+    /// Back-pressure for an application that is not taking messages: while true, a fragment that
+    /// would complete a message is dropped (not acknowledged), so the peer keeps polling and sends it
+    /// again once deliveries resume. Nothing is delivered while paused; nothing is lost.
+    public var deliveriesPaused = false
+    /// The number of the message of ours still on its way (the one the next
+    /// ``LinkEvent/sendOK(message:)`` or ``LinkEvent/timeout(message:)`` will name), nil when none is.
+    public var messageInTransit: UInt16? { outbound?.message }
 
     private var outbound: OutboundMessage?
     private var outboundDeadline: Double?
@@ -205,7 +212,7 @@ public struct DeviceStateMachine: Sendable {
 
     private mutating func receiveData(_ frame: LinkFrame, session s: UInt8) -> [LinkAction] {
         let before = inbound.duplicateFrames
-        let (delivery, progress) = inbound.receive(frame)
+        let (delivery, progress) = inbound.receive(frame, canComplete: !deliveriesPaused)
         statistics.duplicateFrames += inbound.duplicateFrames - before
         var actions: [LinkAction] = []
         if let (b, t) = progress, delivery == nil {

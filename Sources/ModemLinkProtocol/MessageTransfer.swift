@@ -176,6 +176,8 @@ struct InboundMessages: Sendable {
     private(set) var duplicateFrames = 0
     /// Messages refused for being larger than ``maximumMessageSize``.
     private(set) var refused = 0
+    /// Completing fragments dropped while deliveries were paused (back-pressure).
+    private(set) var withheld = 0
     static let memory = 64
 
     init(maximumMessageSize: Int, framePayload: Int) {
@@ -213,7 +215,9 @@ struct InboundMessages: Sendable {
     }
 
     /// Takes a data frame. Returns the message it completed, if any, and progress (bytes, total).
-    mutating func receive(_ frame: LinkFrame) -> (delivery: Delivery?, progress: (Int, Int)?) {
+    /// With `canComplete` false a fragment that would complete a message is dropped unheld (the
+    /// application is not taking messages: the sender's polls find it missing and send it again later).
+    mutating func receive(_ frame: LinkFrame, canComplete: Bool = true) -> (delivery: Delivery?, progress: (Int, Int)?) {
         if isFinished(frame.message) || isStale(frame.message) {
             duplicateFrames += 1
             return (nil, nil)
@@ -238,6 +242,10 @@ struct InboundMessages: Sendable {
         let f = Int(frame.fragment)
         if partials[i].parts[f] != nil {
             duplicateFrames += 1
+            return (nil, nil)
+        }
+        if !canComplete && partials[i].received + 1 == partials[i].parts.count {
+            withheld += 1
             return (nil, nil)
         }
         if partials[i].bytes + frame.payload.count > maximumMessageSize {

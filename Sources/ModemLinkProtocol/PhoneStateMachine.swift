@@ -52,6 +52,13 @@ public struct PhoneStateMachine: Sendable {
     public private(set) var deviceName: String?
     /// The session number of the open link.
     public private(set) var session: UInt8 = 0
+    /// Back-pressure for an application that is not taking messages: while true, a fragment that
+    /// would complete a message is dropped (not acknowledged), so the peer keeps polling and sends it
+    /// again once deliveries resume. Nothing is delivered while paused; nothing is lost.
+    public var deliveriesPaused = false
+    /// The number of the message of the exchange under way (the one a ``LinkEvent/sendOK(message:)``
+    /// or ``LinkEvent/timeout(message:)`` will name), nil when none is.
+    public var messageInTransit: UInt16? { exchangeInProgress?.message }
 
     private var opened = false
     private var noDevice = false
@@ -330,7 +337,7 @@ public struct PhoneStateMachine: Sendable {
             }
             return actions
         }
-        let (delivery, progress) = inbound.receive(frame)
+        let (delivery, progress) = inbound.receive(frame, canComplete: !deliveriesPaused)
         statistics.duplicateFrames += inbound.duplicateFrames - before
         var actions: [LinkAction] = []
         if let (b, t) = progress, delivery == nil { actions.append(.event(.progress(bytes: b, total: t))) }

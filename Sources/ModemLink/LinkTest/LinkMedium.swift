@@ -51,6 +51,9 @@ public final class LoopbackMedium: LinkMedium {
     public var isShared: Bool { false }
     /// Frames muted so far (phone to device, device to phone).
     public private(set) var framesLost = (toDevice: 0, toPhone: 0)
+    /// While true both lines carry silence (plus the channel's noise): a cut cable. The loss and
+    /// noise generators run on unchanged, so a cut does not shift what the seed gives afterwards.
+    public var muted = false
 
     private var toDevice: Direction
     private var toPhone: Direction
@@ -125,8 +128,10 @@ public final class LoopbackMedium: LinkMedium {
         let deviceCount = Int((Double(steps * blockSamples) * ratio).rounded(.down)) - deviceSamples
         let p = phone.output(count: blockSamples, now: Double(phoneSamples) / rate)
         let d = device.output(count: deviceCount, now: Double(deviceSamples) / rate)
-        let heardByDevice = toDevice.carry(p.samples, spans: p.frameSpans, count: deviceCount, lost: &framesLost.toDevice)
-        let heardByPhone = toPhone.carry(d.samples, spans: d.frameSpans, count: blockSamples, lost: &framesLost.toPhone)
+        let phoneAudio = muted ? [Float](repeating: 0, count: p.samples.count) : p.samples
+        let deviceAudio = muted ? [Float](repeating: 0, count: d.samples.count) : d.samples
+        let heardByDevice = toDevice.carry(phoneAudio, spans: p.frameSpans, count: deviceCount, lost: &framesLost.toDevice)
+        let heardByPhone = toPhone.carry(deviceAudio, spans: d.frameSpans, count: blockSamples, lost: &framesLost.toPhone)
         phoneSamples += blockSamples
         deviceSamples += deviceCount
         now = Double(phoneSamples) / rate

@@ -24,6 +24,7 @@ public final class LinkDriver<Machine: LinkMachine>: @unchecked Sendable {
     private let onEvent: @Sendable (LinkEvent) -> Void
     private let onFailure: @Sendable (CommunicationError, String) -> Void
     private let observe: (@Sendable (Machine) -> Void)?
+    private let step: (@Sendable (LinkStation<Machine>, Double) -> Void)?
     private let requests = Mutex<[@Sendable (LinkStation<Machine>, Double) -> Void]>([])
     private let stopFlag = Atomic<Bool>(false)
     /// Guards `started` and `done`.
@@ -40,10 +41,14 @@ public final class LinkDriver<Machine: LinkMachine>: @unchecked Sendable {
     ///     (to mirror its state).
     ///   - onEvent: the station's events, called on the driver thread.
     ///   - onFailure: called once if the audio fails (codes 9 playback, 10 capture); the driver then stops.
+    ///   - step: called on the driver thread after each block, with the station and the block's end
+    ///     time, after the block's events were handed out (a transport's timers and queues).
     public init(station: LinkStation<Machine>, sink: any AudioSink, source: any AudioSource,
                 observe: (@Sendable (Machine) -> Void)? = nil,
                 onEvent: @escaping @Sendable (LinkEvent) -> Void,
-                onFailure: @escaping @Sendable (CommunicationError, String) -> Void) {
+                onFailure: @escaping @Sendable (CommunicationError, String) -> Void,
+                step: (@Sendable (LinkStation<Machine>, Double) -> Void)? = nil) {
+        self.step = step
         self.station = station
         self.sink = sink
         self.source = source
@@ -129,6 +134,10 @@ public final class LinkDriver<Machine: LinkMachine>: @unchecked Sendable {
                 failure = (.playbackWrite, "\(error)")
             }
             report()
+            if let step {
+                step(station, t)
+                report()
+            }
         }
         report()
         try? sink.finish()

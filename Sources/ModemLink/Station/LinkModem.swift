@@ -94,6 +94,10 @@ public final class LinkModem {
         if queueRead == queue.count && queueRead > 0 {
             queue.removeAll(keepingCapacity: true)
             queueRead = 0
+        } else if queueRead >= 1 << 16 && queueRead >= queue.count / 2 {
+            // A transmission that others keep joining never drains: drop what was played.
+            queue.removeFirst(queueRead)
+            queueRead = 0
         }
         return (out, rel, wasTransmitting && !isTransmitting)
     }

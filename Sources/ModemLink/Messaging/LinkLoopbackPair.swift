@@ -1,0 +1,227 @@
+import Foundation
+import ModemDSP
+import ModemMessaging
+import Synchronization
+
+/// Both ends of a link transport over the in-memory ``LoopbackMedium`` (two one-way lines with
+/// noise and frame loss), stepped on one thread in channel time: 10 ms blocks, each as fast as it
+/// computes. ``dial()`` opens the phone end, ``accept()`` gives the device end of each connection.
+///
+/// Channel time waits for the applications: after a frame or an acknowledgement was handed to an
+/// application, the medium does not step until that application called the transport again and
+/// was quiet for a moment (``settleMicroseconds``), or until ``reactionLimitMilliseconds`` of wall
+/// time passed. So the time an application computes is not counted as channel time, and a
+/// transfer's channel time does not depend on how loaded the machine is.
+///
+/// ``mute(seconds:)`` cuts both lines for a while of channel time (a cut cable).
+public final class LinkLoopbackPair: Sendable {
+    /// The protocol parameters (duplex).
+    public let configuration: LinkConfiguration
+    /// The transports' timers.
+    public let options: LinkTransportOptions
+    /// Quiet time (wall clock) after an application's last call before the medium steps on.
+    public let settleMicroseconds: UInt64
+    /// The longest the medium waits (wall clock) for an application to react to what it was handed.
+    public let reactionLimitMilliseconds: UInt64
+
+    private let phoneHost: PhoneLinkHost
+    private let deviceHost: DeviceLinkHost
+    private let runner: Runner
+    private let sessionSeed = Mutex(SplitMix64(seed: 1))
+
+    /// Creates the pair (not started).
+    /// - Parameters:
+    ///   - configuration: the protocol parameters; must be duplex.
+    ///   - impairments: noise, loss, drift and their seed.
+    ///   - options: the transports' timers (keepalive, silence).
+    ///   - settleMicroseconds: see ``settleMicroseconds`` (default 2000).
+    ///   - reactionLimitMilliseconds: see ``reactionLimitMilliseconds`` (default 1000).
+    /// - Throws: ``ModemSettingsError`` when the baud rate does not fit 48 kHz.
+    public init(configuration: LinkConfiguration, impairments: LinkImpairments = LinkImpairments(),
+                options: LinkTransportOptions = LinkTransportOptions(),
+                settleMicroseconds: UInt64 = 2000, reactionLimitMilliseconds: UInt64 = 1000) throws {
+        precondition(configuration.mode == .duplex, "LinkLoopbackPair runs the channel protocol in duplex mode")
+        self.configuration = configuration
+        self.options = options
+        self.settleMicroseconds = settleMicroseconds
+        self.reactionLimitMilliseconds = reactionLimitMilliseconds
+        phoneHost = PhoneLinkHost(configuration: configuration, options: options)
+        deviceHost = DeviceLinkHost(configuration: configuration, options: options)
+        sessionSeed.withLock { $0 = SplitMix64(seed: impairments.seed ^ 0x5E55_1011) }
+        let medium = LoopbackMedium(impairments: impairments)
+        var dm = DeviceStateMachine(configuration: configuration, name: "SwiftModem link transport")
+        dm.attach()
+        runner = Runner(medium: medium,
+                        phone: LinkStation(machine: PhoneStateMachine(configuration: configuration, name: "SwiftModem link transport"),
+                                           modem: try LinkModem(configuration: configuration, sampleRate: medium.sampleRate)),
+                        device: LinkStation(machine: dm, modem: try LinkModem(configuration: configuration, sampleRate: medium.sampleRate)),
+                        phoneHost: phoneHost, deviceHost: deviceHost,
+                        settle: settleMicroseconds * 1000, limit: reactionLimitMilliseconds * 1_000_000)
+        phoneHost.scheduler.bind { [runner] body in runner.perform { r in r.phone.perform(body(&r.phone.machine, r.medium.now)) } }
+    }
+
+    /// Starts stepping the medium on its own thread.
+    public func start() { runner.start() }
+
+    /// Stops the thread; open transports end with `.localFailure`.
+    public func stop() {
+        runner.stop()
+        phoneHost.stop(.localFailure("the loopback medium stopped"))
+        deviceHost.stop(.localFailure("the loopback medium stopped"))
+    }
+
+    /// Opens the phone end (the channel protocol's handshake) and returns its transport.
+    /// - Throws: ``ModemMessaging/TransportError`` when no device answered (a muted line).
+    public func dial() async throws(TransportError) -> LinkTransport {
+        let session = sessionSeed.withLock { UInt8(truncatingIfNeeded: $0.next() % 255 + 1) }
+        return try await phoneHost.dial(session: session)
+    }
+
+    /// The device end of the next connection the phone opens.
+    public func accept() async throws(TransportError) -> LinkTransport {
+        try await deviceHost.accept()
+    }
+
+    /// Channel time in seconds since the start (the phone's clock).
+    public var now: Double { runner.channelTime }
+
+    /// Mutes both lines for `seconds` of channel time, starting `after` seconds of channel time from
+    /// now (a cut; noise goes on).
+    public func mute(seconds: Double, after: Double = 0) {
+        runner.perform { r in
+            r.muteFrom = r.medium.now + max(0, after)
+            r.muteUntil = r.muteFrom! + seconds
+            r.pendingMute = true
+        }
+    }
+
+    /// Whether a cut is scheduled or under way.
+    public var isMuted: Bool { runner.mutedNow }
+
+    /// Cuts (``mute(seconds:after:)``) that began so far.
+    public var cutsMade: Int { runner.mutesStarted }
+
+    /// Frames lost to ``LinkImpairments/frameLoss`` so far, both directions.
+    public var framesLost: Int { runner.lostFrames }
+
+    /// Counts of both machines (phone, device).
+    public var statistics: (phone: LinkStatistics, device: LinkStatistics) { runner.machineStatistics }
+
+    /// The stepping thread and everything it owns.
+    /// `@unchecked Sendable`: the medium and stations are used on the runner thread only (and in
+    /// `init` before it starts); requests cross through the `Mutex`, published figures through `Atomic`s
+    /// and a `Mutex`.
+    final class Runner: @unchecked Sendable {
+        let medium: LoopbackMedium
+        let phone: LinkStation<PhoneStateMachine>
+        let device: LinkStation<DeviceStateMachine>
+        let phoneHost: PhoneLinkHost
+        let deviceHost: DeviceLinkHost
+        let settle: UInt64
+        let limit: UInt64
+        var muteUntil: Double?
+        var muteFrom: Double?
+        /// A cut is scheduled or under way (published as ``LinkLoopbackPair/isMuted``).
+        var pendingMute = false
+        /// Cuts that began.
+        var mutes = 0
+        private let requests = Mutex<[@Sendable (Runner) -> Void]>([])
+        private let stopFlag = Atomic<Bool>(false)
+        private let published = Mutex((now: 0.0, muted: false, lost: 0, phone: LinkStatistics(), device: LinkStatistics(), mutes: 0))
+        private let finished = NSCondition()
+        private var started = false
+        private var done = false
+
+        init(medium: LoopbackMedium, phone: LinkStation<PhoneStateMachine>, device: LinkStation<DeviceStateMachine>,
+             phoneHost: PhoneLinkHost, deviceHost: DeviceLinkHost, settle: UInt64, limit: UInt64) {
+            self.medium = medium
+            self.phone = phone
+            self.device = device
+            self.phoneHost = phoneHost
+            self.deviceHost = deviceHost
+            self.settle = settle
+            self.limit = limit
+        }
+
+        var channelTime: Double { published.withLock { $0.now } }
+        var mutedNow: Bool { published.withLock { $0.muted } }
+        var lostFrames: Int { published.withLock { $0.lost } }
+        var mutesStarted: Int { published.withLock { $0.mutes } }
+        var machineStatistics: (phone: LinkStatistics, device: LinkStatistics) { published.withLock { ($0.phone, $0.device) } }
+
+        func perform(_ body: @escaping @Sendable (Runner) -> Void) { requests.withLock { $0.append(body) } }
+
+        func start() {
+            finished.lock()
+            defer { finished.unlock() }
+            guard !started else { return }
+            started = true
+            let t = Thread { [self] in self.loop() }
+            t.name = "modem-link-loopback"
+            t.start()
+        }
+
+        func stop() {
+            stopFlag.store(true, ordering: .relaxed)
+            finished.lock()
+            while started && !done { finished.wait() }
+            finished.unlock()
+        }
+
+        private func runRequests() {
+            let pending = requests.withLock { r -> [@Sendable (Runner) -> Void] in
+                defer { r.removeAll() }
+                return r
+            }
+            for body in pending { body(self) }
+        }
+
+        private func service() {
+            let now = medium.now
+            phone.perform(phoneHost.service(&phone.machine, now: now))
+            device.perform(deviceHost.service(&device.machine, now: now))
+        }
+
+        private func settled() -> Bool {
+            let p = phoneHost.current?.isSettled(quiet: settle, limit: limit) ?? true
+            let d = deviceHost.current?.isSettled(quiet: settle, limit: limit) ?? true
+            return p && d
+        }
+
+        private func loop() {
+            while !stopFlag.load(ordering: .relaxed) {
+                runRequests()
+                service()
+                // Wait for the applications to take in what they were handed.
+                while !settled() && !stopFlag.load(ordering: .relaxed) {
+                    usleep(100)
+                    runRequests()
+                    service()
+                }
+                if let from = muteFrom, medium.now >= from { medium.muted = true; muteFrom = nil; mutes += 1 }
+                if let until = muteUntil, muteFrom == nil, medium.now >= until {
+                    medium.muted = false
+                    muteUntil = nil
+                    pendingMute = false
+                }
+                do {
+                    try medium.step(phone: phone, device: device)
+                } catch {
+                    break
+                }
+                let now = medium.now
+                deviceHost.note(session: device.machine.session)
+                for e in phone.takeEvents() { phoneHost.handle(e, now: now) }
+                for e in device.takeEvents() { deviceHost.handle(e, now: now) }
+                published.withLock {
+                    $0 = (now, pendingMute, medium.framesLost.toDevice + medium.framesLost.toPhone,
+                          phone.machine.statistics, device.machine.statistics, mutes)
+                }
+            }
+            finished.lock()
+            done = true
+            finished.broadcast()
+            finished.unlock()
+        }
+    }
+}

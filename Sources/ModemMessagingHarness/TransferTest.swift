@@ -1,0 +1,361 @@
+import Foundation
+import ModemDSP
+import ModemLink
+import ModemMessaging
+import Synchronization
+
+/// What `modem transfer-test` runs.
+public struct TransferTestOptions: Sendable, Hashable {
+    /// Line rate in baud.
+    public var baudRate: Double
+    /// Payload bytes to move.
+    public var size: Int
+    /// Full-band SNR in dB of the in-memory channel; nil: no noise.
+    public var snrDB: Double?
+    /// Probability that a frame is lost.
+    public var frameLoss: Double
+    /// Cuts: times the line is muted mid-transfer (at delivered fractions i/(cuts+1)).
+    public var cuts: Int
+    /// Seed of the payload, the channel and the cut jitter.
+    public var seed: UInt64
+    /// The link transports' keepalive in channel seconds (silence ends a link after 2x, a cut lasts 3x).
+    public var keepalive: Double
+    /// Payload bytes per block: one block per link message (16 x 1024-byte fragments, one window).
+    public var blockSize: Int
+    /// Plain records and the harness's own blocks instead of Noise sessions and data connections
+    /// (to see what the link alone gives).
+    public var plain: Bool
+
+    /// Creates options.
+    public init(baudRate: Double = 1200, size: Int, snrDB: Double? = nil, frameLoss: Double = 0, cuts: Int = 0,
+                seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int = TransferTestOptions.linkBlockSize, plain: Bool = false) {
+        self.plain = plain
+        self.baudRate = baudRate
+        self.size = size
+        self.snrDB = snrDB
+        self.frameLoss = frameLoss
+        self.cuts = cuts
+        self.seed = seed
+        self.keepalive = keepalive
+        self.blockSize = blockSize
+    }
+
+    /// 16,256 bytes: a block, its record header and hash, and the session's record overhead fit one
+    /// window of 16 fragments of 1024 bytes (one link message per block).
+    public static let linkBlockSize = 16_256
+
+    /// Checks the ranges; the text names the bad option.
+    public func validate() throws(TransferTestError) {
+        guard (50...9600).contains(baudRate) else { throw .invalidOption("--baud must be 50...9600, got \(baudRate)") }
+        guard size >= 1 && size <= 16 << 20 else { throw .invalidOption("--size must be 1...\(16 << 20) bytes, got \(size)") }
+        if let s = snrDB, !s.isFinite || s < -20 || s > 100 { throw .invalidOption("--snr must be -20...100 dB, got \(s)") }
+        guard (0...0.9).contains(frameLoss) else { throw .invalidOption("--loss must be 0...0.9, got \(frameLoss)") }
+        guard (0...100).contains(cuts) else { throw .invalidOption("--cuts must be 0...100, got \(cuts)") }
+        guard keepalive >= 1 && keepalive <= 600 else { throw .invalidOption("keepalive must be 1...600 s, got \(keepalive)") }
+        guard blockSize >= 64 && blockSize <= 60_000 else { throw .invalidOption("block size must be 64...60000, got \(blockSize)") }
+    }
+}
+
+/// A transfer test that could not run.
+public enum TransferTestError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// An option is out of range.
+    case invalidOption(String)
+    /// The link could not be opened (again).
+    case linkFailed(String)
+    /// A session could not be established.
+    case sessionFailed(String)
+
+    public var description: String {
+        switch self {
+        case .invalidOption(let t): t
+        case .linkFailed(let t): "link: \(t)"
+        case .sessionFailed(let t): "session: \(t)"
+        }
+    }
+}
+
+/// The counts of a transfer test, taken by the harness from what it gave the sender and what the
+/// receiver wrote.
+public struct TransferTestReport: Sendable, Equatable {
+    /// Payload bytes given to the sender.
+    public var bytes = 0
+    /// Payload bytes the receiver wrote (verified blocks).
+    public var delivered = 0
+    /// Whether what was written is byte for byte what was given (SHA-256 of both).
+    public var sha256Match = false
+    /// Cuts made.
+    public var cuts = 0
+    /// Sessions after the first (reconnections that resumed the transfer).
+    public var resumes = 0
+    /// Payload bytes of blocks sent more than once.
+    public var bytesResent = 0
+    /// Payload bytes per block.
+    public var blockSize = 0
+    /// Channel seconds from the first hello to the receiver's verdict at the sender.
+    public var channelSeconds = 0.0
+    /// `bytes x 8 / channelSeconds`.
+    public var goodputBps = 0.0
+    /// Whether the transfer finished (the sender got the receiver's verdict).
+    public var completed = false
+    /// Link frames lost to the channel's frame loss.
+    public var framesLost = 0
+    /// Data fragments sent again by the link (both ends).
+    public var retransmissions = 0
+
+    /// One line of JSON with the keys the checks read first.
+    public var json: String {
+        func num(_ d: Double) -> String { d.isFinite ? String(format: "%.3f", d) : "0" }
+        return "{\"bytes\":\(bytes),\"delivered\":\(delivered),\"sha256Match\":\(sha256Match),\"cuts\":\(cuts),"
+            + "\"resumes\":\(resumes),\"bytesResent\":\(bytesResent),\"blockSize\":\(blockSize),"
+            + "\"channelSeconds\":\(num(channelSeconds)),\"goodputBps\":\(num(goodputBps)),\"completed\":\(completed),"
+            + "\"framesLost\":\(framesLost),\"retransmissions\":\(retransmissions)}"
+    }
+}
+
+/// How the two ends get a session over their link transports. The default is the plaintext
+/// ``FrameRecordSession``; the Noise session plugs in here.
+public typealias TransferSessionFactory = @Sendable (_ dialer: LinkTransport, _ listener: LinkTransport) async throws -> (any RecordSession, any RecordSession)
+
+/// `modem transfer-test`: a sender and a receiver over ``ModemLink/LinkTransport`` on the in-memory
+/// medium in channel time, a seeded random payload, cuts at delivered fractions i/(N+1) plus a seeded
+/// jitter inside one block (both lines muted for 3 x keepalive, both sessions end `END_LOST_NET`,
+/// the sender reconnects and resumes), counted against what was given.
+public struct TransferTest: Sendable {
+    /// The options.
+    public let options: TransferTestOptions
+    private let makeSessions: TransferSessionFactory
+
+    /// Creates a test.
+    /// - Parameters:
+    ///   - options: what to run.
+    ///   - sessions: how to make the two sessions over a connection (default: plaintext records).
+    public init(options: TransferTestOptions, sessions: TransferSessionFactory? = nil) {
+        self.options = options
+        makeSessions = sessions ?? { d, l in (FrameRecordSession(transport: d), FrameRecordSession(transport: l)) }
+    }
+
+    /// The seeded payload.
+    public static func payload(size: Int, seed: UInt64) -> [UInt8] {
+        var rng = SplitMix64(seed: seed ^ 0xDA7A_DA7A)
+        var out = [UInt8](repeating: 0, count: size)
+        var i = 0
+        while i < size {
+            var v = rng.next()
+            for _ in 0..<8 where i < size { out[i] = UInt8(truncatingIfNeeded: v); v >>= 8; i += 1 }
+        }
+        return out
+    }
+
+    /// Runs the transfer.
+    /// - Parameter progress: called now and then with the report so far (delivered, cuts, time).
+    /// - Throws: ``TransferTestError`` for bad options or a link that cannot be opened again.
+    public func run(progress: @escaping @Sendable (TransferTestReport) -> Void = { _ in }) async throws(TransferTestError) -> TransferTestReport {
+        try options.validate()
+        let configuration = LinkConfiguration(mode: .duplex, baudRate: options.baudRate, framePayload: 1024,
+                                              maximumMessageSize: 1 << 20, windowFrames: 16)
+        let impairments = LinkImpairments(snrDB: options.snrDB, frameLoss: options.frameLoss, seed: options.seed)
+        let pair: LinkLoopbackPair
+        do {
+            pair = try LinkLoopbackPair(configuration: configuration, impairments: impairments,
+                                        options: LinkTransportOptions(keepalive: options.keepalive))
+        } catch {
+            throw .invalidOption("\(error)")
+        }
+        pair.start()
+        defer { pair.stop() }
+
+        let payload = Self.payload(size: options.size, seed: options.seed)
+        if !options.plain { return try await runDataConnections(pair: pair, payload: payload, progress: progress) }
+        var sender = BlockSender(payload: payload, blockSize: options.blockSize)
+        var receiver = BlockReceiver(maximumSize: options.size)
+        let cutPlan = CutPlan(options: options, pair: pair)
+        var report = TransferTestReport()
+        report.bytes = payload.count
+        report.blockSize = options.blockSize
+        let start = pair.now
+        var sessions = 0
+        var finished = false
+        var failedDials = 0
+
+        while !finished {
+            // Reconnect only once a cut is over.
+            while pair.isMuted { try? await Task.sleep(for: .milliseconds(1)) }
+            async let accepted = acceptResult(pair)
+            let dialer: LinkTransport
+            do {
+                dialer = try await pair.dial()
+            } catch {
+                failedDials += 1
+                _ = await accepted
+                if failedDials >= 5 { throw .linkFailed("\(error) (\(failedDials) attempts)") }
+                continue
+            }
+            let listener: LinkTransport
+            switch await accepted {
+            case .success(let t): listener = t
+            case .failure(let e): throw .linkFailed("\(e)")
+            }
+            failedDials = 0
+            let ends: (any RecordSession, any RecordSession)
+            do {
+                ends = try await makeSessions(dialer, listener)
+            } catch {
+                await dialer.close()
+                await listener.close()
+                if pair.isMuted { continue }
+                throw .sessionFailed("\(error)")
+            }
+            sessions += 1
+            let (dialSession, listenSession) = ends
+            let s = sender, r = receiver
+            let progressReport = report
+            async let senderRun: (BlockSender, SessionOutcome) = {
+                var s = s
+                let o = await s.run(over: dialSession)
+                return (s, o)
+            }()
+            async let receiverRun: (BlockReceiver, SessionOutcome) = {
+                var r = r
+                let o = await r.run(over: listenSession) { delivered in
+                    cutPlan.delivered(delivered)
+                    var p = progressReport
+                    p.delivered = delivered
+                    progress(p)
+                }
+                return (r, o)
+            }()
+            let (s2, senderOutcome) = await senderRun
+            sender = s2
+            if case .done = senderOutcome {
+                report.channelSeconds = pair.now - start
+                report.completed = true
+                finished = true
+                // The receiver's verdict reached us: its run has ended too.
+            }
+            if finished {
+                await dialSession.close()
+            }
+            let (r2, _) = await receiverRun
+            receiver = r2
+            await dialer.close()
+            await listener.close()
+        }
+        report.delivered = receiver.delivered
+        report.sha256Match = receiver.isComplete && receiver.written == payload
+        report.cuts = pair.cutsMade
+        report.resumes = max(0, sessions - 1)
+        report.bytesResent = sender.bytesResent
+        report.goodputBps = report.channelSeconds > 0 ? Double(report.bytes * 8) / report.channelSeconds : 0
+        report.framesLost = pair.framesLost
+        let st = pair.statistics
+        report.retransmissions = st.phone.retransmissions + st.device.retransmissions
+        progress(report)
+        return report
+    }
+}
+
+private func acceptResult(_ pair: LinkLoopbackPair) async -> Result<LinkTransport, TransportError> {
+    do { return .success(try await pair.accept()) } catch { return .failure(error) }
+}
+
+extension TransferTest {
+    /// Noise sessions and data connections: a file from a folder to a folder, resumed after cuts.
+    func runDataConnections(pair: LinkLoopbackPair, payload: [UInt8],
+                            progress: @escaping @Sendable (TransferTestReport) -> Void) async throws(TransferTestError) -> TransferTestReport {
+        let run: DataTransferRun
+        do { run = try DataTransferRun(payload: payload, blockSize: options.blockSize) } catch {
+            throw .sessionFailed("cannot prepare the files and keys: \(error)")
+        }
+        defer { run.removeFiles() }
+        let cutPlan = CutPlan(options: options, pair: pair)
+        var report = TransferTestReport()
+        report.bytes = payload.count
+        report.blockSize = options.blockSize
+        let start = pair.now
+        let confirmedAt = Mutex<Double?>(nil)
+        var sessions = 0
+        var failedDials = 0
+        var failedSessions = 0
+        while confirmedAt.withLock({ $0 }) == nil {
+            while pair.isMuted { try? await Task.sleep(for: .milliseconds(1)) }
+            async let accepted = acceptResult(pair)
+            let dialer: LinkTransport
+            do {
+                dialer = try await pair.dial()
+            } catch {
+                failedDials += 1
+                _ = await accepted
+                if failedDials >= 5 { throw .linkFailed("\(error) (\(failedDials) attempts)") }
+                continue
+            }
+            let listener: LinkTransport
+            switch await accepted {
+            case .success(let t): listener = t
+            case .failure(let e): throw .linkFailed("\(e)")
+            }
+            failedDials = 0
+            sessions += 1
+            let base = report
+            let done = await run.session(dialer: dialer, listener: listener, delivered: { delivered in
+                cutPlan.delivered(delivered)
+                var p = base
+                p.delivered = delivered
+                progress(p)
+            }, confirmed: { confirmedAt.withLock { $0 = pair.now } })
+            if !done && run.delivered == 0 && !pair.isMuted {
+                failedSessions += 1
+                if failedSessions >= 5 { throw .sessionFailed("no data moved in \(failedSessions) sessions in a row") }
+            } else {
+                failedSessions = 0
+            }
+        }
+        report.channelSeconds = (confirmedAt.withLock { $0 } ?? pair.now) - start
+        report.completed = true
+        report.delivered = run.delivered
+        report.sha256Match = run.receivedMatches(payload)
+        report.cuts = pair.cutsMade
+        report.resumes = max(0, sessions - 1)
+        report.bytesResent = run.bytesResent
+        report.goodputBps = report.channelSeconds > 0 ? Double(report.bytes * 8) / report.channelSeconds : 0
+        report.framesLost = pair.framesLost
+        let st = pair.statistics
+        report.retransmissions = st.phone.retransmissions + st.device.retransmissions
+        progress(report)
+        return report
+    }
+}
+
+/// When to cut: at delivered fractions i/(N+1) of the payload plus a seeded jitter inside one block;
+/// each cut mutes both lines for 3 x keepalive of channel time.
+final class CutPlan: Sendable {
+    private let thresholds: [Int]
+    private let delays: [Double]
+    private let seconds: Double
+    private let pair: LinkLoopbackPair
+    private let next = Mutex((index: 0, made: 0))
+
+    init(options: TransferTestOptions, pair: LinkLoopbackPair) {
+        var rng = SplitMix64(seed: options.seed ^ 0xC075)
+        let n = options.cuts
+        thresholds = n == 0 ? [] : (1...n).map { i in options.size * i / (n + 1) }
+        // The receiver sees whole blocks; the cut falls at a seeded moment inside the next block's air time.
+        let blockAirtime = Double(options.blockSize) * 8 * 1.04 / options.baudRate
+        delays = (0..<n).map { _ in rng.uniform() * blockAirtime }
+        seconds = 3 * options.keepalive
+        self.pair = pair
+    }
+
+    /// The receiver wrote `delivered` bytes so far: cut when the next threshold is passed.
+    func delivered(_ delivered: Int) {
+        let cut = next.withLock { n -> Double? in
+            guard n.index < thresholds.count, delivered >= thresholds[n.index], !pair.isMuted else { return nil }
+            // One cut per block at most: a later threshold the same block passed cuts at the next block.
+            n.index += 1
+            n.made += 1
+            return delays[n.index - 1]
+        }
+        if let after = cut { pair.mute(seconds: seconds, after: after) }
+    }
+
+    var made: Int { next.withLock { $0.made } }
+}
