@@ -8,6 +8,8 @@
 @_exported import ModemDSP
 @_exported import ModemLink
 @_exported import ModemLinkProtocol
+@_exported import ModemMessaging
+@_exported import ModemSockets
 @_exported import ModemPipelines
 @_exported import ModemPlot
 @_exported import ModemTNC

@@ -1,5 +1,7 @@
 import Foundation
+import ModemLink
 import ModemMessaging
+import Synchronization
 
 /// Opens the session of a messaging command (`mailbox`, `send`, `receive`): `--listen ENDPOINT`
 /// serves exactly one session (the listener closes once a peer connected), `--to ENDPOINT` dials.
@@ -79,7 +81,29 @@ private func dialWithPatience(host: String, port: Int) async throws -> TCPTransp
     }
 }
 
-/// The transport of an `audio:` or `bt:` endpoint; nil until the link transport is wired in.
+/// The link ends opened for `audio:` endpoints; they run until the process exits (one session per run).
+private let openLinkEnds = Mutex<[AnyObject]>([])
+
+/// The transport of an `audio:` endpoint: the channel protocol in duplex mode on one ALSA device,
+/// `--listen` as the device role and `--to` as the phone role. Both directions share the device (a
+/// speaker and a microphone, a radio, the null-sink loopback), so each end hears itself and takes
+/// turns by carrier sense. `bt:` endpoints are not built yet (nil).
 private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: String?) async throws -> (any MessageTransport)? {
-    nil
+    guard case .audio(let device) = endpoint else { return nil }
+    do {
+        if listening {
+            let end = try LinkDevice.alsa(device: device, sharedMedium: true)
+            openLinkEnds.withLock { $0.append(end) }
+            end.start()
+            return try await end.accept()
+        }
+        let end = try LinkPhone.alsa(device: device, sharedMedium: true)
+        openLinkEnds.withLock { $0.append(end) }
+        end.start()
+        return try await end.dial()
+    } catch let error as TransportError {
+        throw SessionFailure.networkUnavailable("audio:\(device): \(error.description)")
+    } catch {
+        throw SessionFailure.networkUnavailable("audio:\(device): \(error)")
+    }
 }
