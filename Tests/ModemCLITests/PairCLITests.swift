@@ -3,7 +3,7 @@ import Testing
 
 /// Starts the private PulseAudio null sink (scripts/audio-loop.sh) for one test; returns the
 /// `PULSE_SERVER=...` assignment and a stop closure, or cancels the test visibly when it cannot start.
-private func startLoop(_ label: String) async throws -> (server: String, stop: @Sendable () -> Void) {
+func startLoop(_ label: String) async throws -> (server: String, stop: @Sendable () -> Void) {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-pulse-\(UUID().uuidString.prefix(8))").path
     let script = Paths.packageRoot + "/scripts/audio-loop.sh"
     let stop: @Sendable () -> Void = {
