@@ -21,6 +21,9 @@ public struct JSONObjectText: Sendable, Hashable, CustomStringConvertible {
 
     init(unchecked text: String) { self.text = text }
 
+    /// Text validated before it was stored (a store reading back what it kept); not checked again.
+    public init(stored text: String) { self.text = text }
+
     public var description: String { text }
 }
 
