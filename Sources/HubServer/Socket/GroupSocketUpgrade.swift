@@ -3,6 +3,7 @@
 // (401 with WWW-Authenticate without a valid token, 426 otherwise).
 
 import HTTPTypes
+import Hummingbird
 import HummingbirdWebSocket
 import Logging
 import NIOCore
@@ -35,6 +36,15 @@ public enum GroupSocketUpgrade {
         }
         return .upgrade([:]) { inbound, outbound, _ in
             await GroupSocket(hub: hub, principal: principal).run(inbound: inbound, outbound: outbound)
+        }
+    }
+}
+
+extension GroupSocketUpgrade {
+    /// The server builder: HTTP/1.1 with the /v1/socket upgrade (for `Application(server:)`).
+    public static func serverBuilder(hub: GroupHub, authenticate: @escaping GroupAuthenticator) -> HTTPServerBuilder {
+        .http1WebSocketUpgrade(configuration: .init(ws: configuration)) { request, _, _ in
+            await shouldUpgrade(request, hub: hub, authenticate: authenticate)
         }
     }
 }
