@@ -1,0 +1,3 @@
+import HubServer
+
+print("\(HubServerInfo.name): not built yet")

@@ -1,0 +1,6 @@
+import HubServer
+import Testing
+
+@Test func serverNameIsModemHub() {
+    #expect(HubServerInfo.name == "modem-hub")
+}

@@ -1,0 +1,6 @@
+import HubCore
+import Testing
+
+@Test func realmIsTheHubsName() {
+    #expect(HubCore.realm == "modem-hub")
+}
