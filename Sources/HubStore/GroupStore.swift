@@ -34,28 +34,31 @@ public protocol GroupStore: Sendable {
     func deviceClient(_ device: String) async throws -> String?
 }
 
-/// The groups store over SQL.
+/// The groups store over the hub's SQL database (tables from `HubSchema`).
 public struct SQLGroupStore: GroupStore {
-    public let engine: any GroupSQLEngine
-    public var isShared: Bool { engine.isShared }
+    public let db: any SQLDatabase
+    public var isShared: Bool { db.dialect == .postgres }
 
-    /// Wraps an engine and creates the tables when missing.
-    public init(engine: any GroupSQLEngine) async throws {
-        self.engine = engine
-        let shared = engine.isShared
-        try await engine.transaction { tx in
-            if shared { try await tx.run("SELECT pg_advisory_xact_lock(7010)") }
-            for s in GroupSchema.statements { try await tx.run(s) }
+    /// Wraps a migrated database.
+    public init(db: any SQLDatabase) {
+        self.db = db
+    }
+
+    /// One transaction, retried (up to 3 times) when PostgreSQL picks it as a deadlock victim.
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await db.transaction(body)
+            } catch StoreError.engine(let message) where attempt < 3
+                && (message.contains("deadlock detected") || message.contains("could not serialize")) {
+                attempt += 1
+            }
         }
     }
 
-    /// Opens SQLite at `path`.
-    public static func sqlite(path: String) async throws -> SQLGroupStore {
-        try await SQLGroupStore(engine: GroupSQLiteEngine(path: path))
-    }
-
     public func join(conn: ConnectionID, instance: String, group: String, user: String, now: Int64) async throws -> PresenceOutcome {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             try await tx.run(
                 "INSERT INTO members(grp, user_id, last_seen_ms, joined_ms) VALUES ($1, $2, $3, $3) "
                     + "ON CONFLICT (grp, user_id) DO UPDATE SET joined_ms = members.joined_ms",
@@ -71,11 +74,11 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func listen(group: String) async throws -> PresenceOutcome {
-        try await engine.transaction { tx in .listened(group: group, snapshot: try await snapshot(tx, group)) }
+        try await transaction { tx in .listened(group: group, snapshot: try await snapshot(tx, group)) }
     }
 
     public func leave(conn: ConnectionID, group: String, user: String, now: Int64) async throws -> PresenceOutcome {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             let member = try await lockMember(tx, group, user)
             let deleted = try await tx.rows("DELETE FROM presence WHERE conn = $1 AND grp = $2 RETURNING conn", [.text(conn), .text(group)])
             let left = try await tx.rows("SELECT count(*) FROM presence WHERE grp = $1 AND user_id = $2", [.text(group), .text(user)])
@@ -87,7 +90,7 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func update(user: String, userload: JSONObjectText, now: Int64) async throws -> PresenceOutcome {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             try await tx.run(
                 "INSERT INTO userloads(user_id, body, updated_ms) VALUES ($1, $2, $3) "
                     + "ON CONFLICT (user_id) DO UPDATE SET body = excluded.body, updated_ms = excluded.updated_ms",
@@ -102,7 +105,7 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func post(_ post: GroupPost) async throws -> PresenceOutcome {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             let old = try await tx.rows("SELECT user_id FROM posts WHERE grp = $1 AND pid = $2", [.text(post.group), .text(post.pid)])
             if let author = old.first?.text(0), author != post.user {
                 return .refused(.notAuthor(group: post.group, pid: post.pid))
@@ -118,7 +121,7 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func unpost(group: String, pid: String, user: String) async throws -> PresenceOutcome {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             let gone = try await tx.rows(
                 "DELETE FROM posts WHERE grp = $1 AND pid = $2 AND user_id = $3 RETURNING pid", [.text(group), .text(pid), .text(user)])
             if !gone.isEmpty { return .unposted(group: group, pid: pid) }
@@ -128,7 +131,7 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func close(conn: ConnectionID, now: Int64) async throws -> PresenceOutcome {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             let rows = try await tx.rows("SELECT grp, user_id FROM presence WHERE conn = $1 ORDER BY grp", [.text(conn)])
             var gone: [MemberPresence] = []
             for r in rows {
@@ -139,7 +142,7 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func members(group: String, limit: Int, skip: Int) async throws -> (items: [MemberPresence], more: Bool) {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             let rows = try await tx.rows(memberSelect + " ORDER BY m.user_id LIMIT $2 OFFSET $3", [.text(group), .int(Int64(limit + 1)), .int(Int64(skip))])
             let items = rows.prefix(limit).map { member(group, $0) }
             return (Array(items), rows.count > limit)
@@ -147,20 +150,20 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func posts(group: String, limit: Int, skip: Int) async throws -> (items: [GroupPost], more: Bool) {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             let rows = try await tx.rows(postSelect + " ORDER BY created_ms, pid LIMIT $2 OFFSET $3", [.text(group), .int(Int64(limit + 1)), .int(Int64(skip))])
             return (rows.prefix(limit).map { post(group, $0) }, rows.count > limit)
         }
     }
 
     public func post(group: String, pid: String) async throws -> GroupPost? {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             try await tx.rows(postSelect + " AND pid = $2", [.text(group), .text(pid)]).first.map { post(group, $0) }
         }
     }
 
     public func heartbeat(instance: String, name: String, now: Int64) async throws {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             try await tx.run(
                 "INSERT INTO nodes(instance, name, started_ms, heartbeat_ms) VALUES ($1, $2, $3, $3) "
                     + "ON CONFLICT (instance) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms",
@@ -170,7 +173,7 @@ public struct SQLGroupStore: GroupStore {
 
     public func sweep(me instance: String, staleBefore: Int64, sameName: String?, now: Int64) async throws -> PresenceOutcome {
         let shared = isShared
-        return try await engine.transaction { tx in
+        return try await transaction { tx in
             if shared {
                 let got = try await tx.rows("SELECT CAST(CASE WHEN pg_try_advisory_xact_lock(7011) THEN 1 ELSE 0 END AS BIGINT)", [])
                 guard got.first?.int(0) == 1 else { return .wentOffline([]) }
@@ -193,7 +196,7 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func removeNode(instance: String, now: Int64) async throws -> PresenceOutcome {
-        try await engine.transaction { tx in .wentOffline(try await dropInstance(tx, instance, lastSeen: now)) }
+        try await transaction { tx in .wentOffline(try await dropInstance(tx, instance, lastSeen: now)) }
     }
 
     public func allocateDevice(clientID: String, now: Int64) async throws -> String {
@@ -203,14 +206,14 @@ public struct SQLGroupStore: GroupStore {
             let s = String(v, radix: 16)
             return String(repeating: "0", count: 8 - s.count) + s
         }.joined()
-        try await engine.transaction { tx in
+        try await transaction { tx in
             try await tx.run("INSERT INTO devices(id, client_id, created_ms) VALUES ($1, $2, $3)", [.text(id), .text(clientID), .int(now)])
         }
         return id
     }
 
     public func deviceClient(_ device: String) async throws -> String? {
-        try await engine.transaction { tx in
+        try await transaction { tx in
             try await tx.rows("SELECT client_id FROM devices WHERE id = $1", [.text(device)]).first?.text(0)
         }
     }
@@ -228,35 +231,35 @@ public struct SQLGroupStore: GroupStore {
 
     private let postSelect = "SELECT pid, user_id, body, created_ms FROM posts WHERE grp = $1"
 
-    private func member(_ group: String, _ r: GroupSQLRow) -> MemberPresence {
+    private func member(_ group: String, _ r: SQLRow) -> MemberPresence {
         MemberPresence(
             group: group, user: r.text(0) ?? "", timestamp: r.int(2) == 1 ? 0 : r.int(1),
             userload: r.text(3).map(JSONObjectText.init(stored:)) ?? .empty)
     }
 
-    private func post(_ group: String, _ r: GroupSQLRow) -> GroupPost {
+    private func post(_ group: String, _ r: SQLRow) -> GroupPost {
         GroupPost(group: group, pid: r.text(0) ?? "", user: r.text(1) ?? "", pidload: JSONObjectText(stored: r.text(2) ?? "{}"), timestamp: r.int(3))
     }
 
-    private func snapshot(_ tx: any GroupSQLTransaction, _ group: String) async throws -> GroupSnapshot {
+    private func snapshot(_ tx: any SQLExecutor, _ group: String) async throws -> GroupSnapshot {
         let m = try await tx.rows(memberSelect + " ORDER BY m.user_id LIMIT 10000", [.text(group)])
         let p = try await tx.rows(postSelect + " ORDER BY created_ms, pid LIMIT 10000", [.text(group)])
         return GroupSnapshot(members: m.map { member(group, $0) }, posts: p.map { post(group, $0) })
     }
 
-    private func userload(_ tx: any GroupSQLTransaction, _ user: String) async throws -> JSONObjectText {
+    private func userload(_ tx: any SQLExecutor, _ user: String) async throws -> JSONObjectText {
         try await tx.rows("SELECT body FROM userloads WHERE user_id = $1", [.text(user)]).first?.text(0).map(JSONObjectText.init(stored:)) ?? .empty
     }
 
     /// Locks the membership row (PostgreSQL row lock until commit); whether it exists.
-    private func lockMember(_ tx: any GroupSQLTransaction, _ group: String, _ user: String) async throws -> Bool {
+    private func lockMember(_ tx: any SQLExecutor, _ group: String, _ user: String) async throws -> Bool {
         !(try await tx.rows(
             "UPDATE members SET joined_ms = joined_ms WHERE grp = $1 AND user_id = $2 RETURNING user_id", [.text(group), .text(user)]
         ).isEmpty)
     }
 
     /// Drops one presence row; the offline presence when it was the user's last in the group.
-    private func dropPresence(_ tx: any GroupSQLTransaction, conn: String, group: String, user: String, lastSeen: Int64) async throws -> MemberPresence? {
+    private func dropPresence(_ tx: any SQLExecutor, conn: String, group: String, user: String, lastSeen: Int64) async throws -> MemberPresence? {
         let member = try await lockMember(tx, group, user)
         try await tx.run("DELETE FROM presence WHERE conn = $1 AND grp = $2", [.text(conn), .text(group)])
         let left = try await tx.rows("SELECT count(*) FROM presence WHERE grp = $1 AND user_id = $2", [.text(group), .text(user)])
@@ -265,7 +268,7 @@ public struct SQLGroupStore: GroupStore {
         return MemberPresence(group: group, user: user, timestamp: lastSeen, userload: try await userload(tx, user))
     }
 
-    private func dropInstance(_ tx: any GroupSQLTransaction, _ inst: String, lastSeen: Int64) async throws -> [MemberPresence] {
+    private func dropInstance(_ tx: any SQLExecutor, _ inst: String, lastSeen: Int64) async throws -> [MemberPresence] {
         let rows = try await tx.rows("SELECT conn, grp, user_id FROM presence WHERE instance = $1 ORDER BY grp, user_id, conn", [.text(inst)])
         var gone: [MemberPresence] = []
         for r in rows {
@@ -278,18 +281,33 @@ public struct SQLGroupStore: GroupStore {
     }
 }
 
-/// The groups tables (one text for SQLite and PostgreSQL).
-public enum GroupSchema {
-    public static let statements = [
-        "CREATE TABLE IF NOT EXISTS nodes(instance TEXT PRIMARY KEY, name TEXT NOT NULL, started_ms BIGINT NOT NULL, heartbeat_ms BIGINT NOT NULL)",
-        "CREATE TABLE IF NOT EXISTS presence(conn TEXT NOT NULL, grp TEXT NOT NULL, user_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (conn, grp))",
-        "CREATE INDEX IF NOT EXISTS presence_user ON presence(grp, user_id)",
-        "CREATE INDEX IF NOT EXISTS presence_instance ON presence(instance)",
-        "CREATE TABLE IF NOT EXISTS members(grp TEXT NOT NULL, user_id TEXT NOT NULL, last_seen_ms BIGINT NOT NULL, joined_ms BIGINT NOT NULL, PRIMARY KEY (grp, user_id))",
-        "CREATE INDEX IF NOT EXISTS members_user ON members(user_id)",
-        "CREATE TABLE IF NOT EXISTS userloads(user_id TEXT PRIMARY KEY, body TEXT NOT NULL, updated_ms BIGINT NOT NULL)",
-        "CREATE TABLE IF NOT EXISTS posts(grp TEXT NOT NULL, pid TEXT NOT NULL, user_id TEXT NOT NULL, body TEXT NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (grp, pid))",
-        "CREATE INDEX IF NOT EXISTS posts_order ON posts(grp, created_ms, pid)",
-        "CREATE TABLE IF NOT EXISTS devices(id TEXT PRIMARY KEY, client_id TEXT NOT NULL, created_ms BIGINT NOT NULL)",
-    ]
+extension SQLExecutor {
+    func rows(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] { try await query(sql, binds) }
+    func run(_ sql: String, _ binds: [SQLValue] = []) async throws { try await query(sql, binds) }
+}
+
+extension SQLRow {
+    func int(_ i: Int) -> Int64 { self[i].int ?? 0 }
+    func text(_ i: Int) -> String? { self[i].text }
+}
+
+/// Runs `body` with a groups store on the PostgreSQL database at `url` (migrated first).
+public func withPostgresGroupStore<T: Sendable>(url: String, _ body: (SQLGroupStore) async throws -> T) async throws -> T {
+    let db = try await PostgresEngine.open(url: url)
+    do {
+        try await HubSchema.migrate(db, nowMs: 0)
+        let v = try await body(SQLGroupStore(db: db))
+        try? await db.close()
+        return v
+    } catch {
+        try? await db.close()
+        throw error
+    }
+}
+
+/// A migrated SQLite groups store at `path` (":memory:" for tests).
+public func openSQLiteGroupStore(path: String) async throws -> SQLGroupStore {
+    let db = try await SQLiteEngine.open(path: path)
+    try await HubSchema.migrate(db, nowMs: 0)
+    return SQLGroupStore(db: db)
 }

@@ -56,8 +56,9 @@ struct GroupSocketTests {
         defer { try? FileManager.default.removeItem(at: dir) }
         var logger = Logger(label: "test")
         logger.logLevel = .warning
-        let runtime = try await GroupRuntime.open(
-            database: .sqlite(path: dir.appendingPathComponent("hub.sqlite").path), nodeName: "t", heartbeat: .seconds(1), logger: logger)
+        let db = try await SQLiteEngine.open(path: dir.appendingPathComponent("hub.sqlite").path)
+        try await HubSchema.migrate(db, nowMs: 0)
+        let runtime = try await GroupRuntime.open(db: db, nodeName: "t", heartbeat: .seconds(1), logger: logger)
         let auth: GroupAuthenticator = { token in
             switch token {
             case "alice", "bob": GroupPrincipal(account: token, clientID: "app")

@@ -99,7 +99,7 @@ struct PresenceStoreTests {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("presence-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let store = try await SQLGroupStore.sqlite(path: dir.appendingPathComponent("hub.sqlite").path)
+        let store = try await openSQLiteGroupStore(path: dir.appendingPathComponent("hub.sqlite").path)
         for seed in 1...3 as ClosedRange<UInt64> {
             try await differential(store, seed: seed, steps: 400, prefix: "s\(seed)")
         }
@@ -107,7 +107,7 @@ struct PresenceStoreTests {
 
     @Test("pages of members and posts: limit, skip, more")
     func pages() async throws {
-        let store = try await SQLGroupStore.sqlite(path: ":memory:")
+        let store = try await openSQLiteGroupStore(path: ":memory:")
         for i in 0..<7 {
             _ = try await store.post(GroupPost(group: "g", pid: "p\(i)", user: "u", pidload: .empty, timestamp: Int64(100 + i)))
             _ = try await store.join(conn: "c\(i)", instance: "n", group: "g", user: "u\(i)", now: 5)
@@ -122,7 +122,7 @@ struct PresenceStoreTests {
 
     @Test("a sweep marks only stale instances' users offline, with their last heartbeat")
     func sweep() async throws {
-        let store = try await SQLGroupStore.sqlite(path: ":memory:")
+        let store = try await openSQLiteGroupStore(path: ":memory:")
         try await store.heartbeat(instance: "old", name: "n2", now: 1_000)
         try await store.heartbeat(instance: "me", name: "n1", now: 5_000)
         _ = try await store.join(conn: "old/1", instance: "old", group: "g", user: "a", now: 900)
@@ -139,7 +139,7 @@ struct PresenceStoreTests {
           .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_PG_URL"] != nil))
     func postgres() async throws {
         let url = ProcessInfo.processInfo.environment["HUB_TEST_PG_URL"] ?? ""
-        try await withPostgresStore(url: url) { store in
+        try await withPostgresGroupStore(url: url) { store in
             let prefix = "t\(UInt32.random(in: 0...UInt32.max))"
             try await differential(store, seed: 7, steps: 300, prefix: prefix)
         }

@@ -3,7 +3,7 @@
 // The origin delivers to its own sockets at once and queues the event for the other nodes. Every
 // 10 ms the queue is flushed as few NOTIFYs as fit (payload under 7,500 bytes; NOTIFY takes a
 // database-wide lock at commit, so never one per delivery). An event too large for a payload is
-// stored in `group_events` and its id is sent instead. Each node LISTENs on one dedicated connection
+// stored in `events` and its id is sent instead. Each node LISTENs on one dedicated connection
 // (the pooled client cannot) and delivers what other nodes sent to its own subscribers.
 //
 // Payload: origin 0x1F record (0x1E record)*, record = excluding 0x1F group 0x1F event-text, or
@@ -66,17 +66,6 @@ public final class PostgresGroupBus: GroupBus {
         self.window = window
     }
 
-    /// Creates the table for large events.
-    public func prepare() async throws {
-        try await client.withConnection { conn in
-            _ = try await conn.query("SELECT pg_advisory_lock(7012)", logger: logger)
-            _ = try await conn.query(
-                "CREATE TABLE IF NOT EXISTS group_events(id BIGSERIAL PRIMARY KEY, body TEXT NOT NULL, created_ms BIGINT NOT NULL)",
-                logger: logger)
-            _ = try await conn.query("SELECT pg_advisory_unlock(7012)", logger: logger)
-        }
-    }
-
     public func publish(_ event: GroupEvent, excluding: ConnectionID?) {
         let text = event.jsonText
         fanout.deliver(text: text, group: event.group, excluding: excluding)
@@ -89,6 +78,12 @@ public final class PostgresGroupBus: GroupBus {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.flushLoop() }
             group.addTask { await self.listenLoop() }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(60))
+                    await self.prune()
+                }
+            }
             await group.waitForAll()
         }
     }
@@ -127,7 +122,8 @@ public final class PostgresGroupBus: GroupBus {
         try await client.withConnection { conn in
             for record in big {
                 let rows = try await conn.query(
-                    "INSERT INTO group_events(body, created_ms) VALUES (\(record), \(Int64(Clock.nowMs))) RETURNING id", logger: logger)
+                    "INSERT INTO events(body, origin, created_ms) VALUES (\(record), \(origin), \(Int64(Clock.nowMs))) RETURNING id",
+                    logger: logger)
                 for try await id in rows.decode(Int64.self) { payloads.append(origin + "\u{1E}@\(id)") }
             }
             for p in payloads {
@@ -143,9 +139,10 @@ public final class PostgresGroupBus: GroupBus {
                 let conn = try await PostgresConnection.connect(configuration: listenConfig, id: 1, logger: logger)
                 delay = .milliseconds(100)
                 do {
-                    let notes = try await conn.listen(Self.channel)
-                    for try await note in notes {
-                        await receive(note.payload)
+                    try await conn.listen(on: Self.channel) { notes in
+                        for try await note in notes {
+                            await receive(note.payload)
+                        }
                     }
                 } catch {
                     logger.warning("group bus: LISTEN ended: \(error)")
@@ -179,14 +176,14 @@ public final class PostgresGroupBus: GroupBus {
     }
 
     private func fetch(_ id: Int64) async throws -> String? {
-        let rows = try await client.query("SELECT body FROM group_events WHERE id = \(id)", logger: logger)
+        let rows = try await client.query("SELECT body FROM events WHERE id = \(id)", logger: logger)
         for try await body in rows.decode(String.self) { return body }
         return nil
     }
 
     /// Deletes stored large events older than a minute.
     public func prune() async {
-        _ = try? await client.query("DELETE FROM group_events WHERE created_ms < \(Int64(Clock.nowMs - 60_000))", logger: logger)
+        _ = try? await client.query("DELETE FROM events WHERE created_ms < \(Int64(Clock.nowMs - 60_000))", logger: logger)
     }
 }
 

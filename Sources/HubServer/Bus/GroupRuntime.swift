@@ -12,42 +12,31 @@ public final class GroupRuntime: Service {
     public let hub: GroupHub
     let node: GroupNodeService
     let pgBus: PostgresGroupBus?
-    let pgClientTask: Task<Void, Never>?
     let logger: Logger
 
-    /// Opens the store (creating tables), writes the first heartbeat and sweeps ghosts of earlier runs.
-    public static func open(database: GroupDatabase, nodeName: String, heartbeat: Duration, logger: Logger) async throws -> GroupRuntime {
+    /// Builds the groups on an open, migrated database; writes the first heartbeat and sweeps ghosts
+    /// of earlier runs. PostgreSQL gets the LISTEN/NOTIFY bus, SQLite the in-process one.
+    public static func open(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger) async throws -> GroupRuntime {
         let fanout = GroupFanout()
         let instance = nodeName + "-" + String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF, radix: 36)
-        switch database {
-        case .sqlite(let path):
-            let store = try await SQLGroupStore.sqlite(path: path)
-            let hub = GroupHub(store: store, fanout: fanout, bus: LocalGroupBus(fanout: fanout), instance: instance, nodeName: nodeName, logger: logger)
-            return try await GroupRuntime(hub: hub, heartbeat: heartbeat, pgBus: nil, task: nil, logger: logger)
-        case .postgres(let host, let port, let user, let password, let db):
-            var config = PostgresClient.Configuration(host: host, port: port, username: user, password: password, database: db, tls: .disable)
-            config.options.maximumConnections = 16
-            let client = PostgresClient(configuration: config, backgroundLogger: logger)
-            let task = Task { await client.run() }
-            do {
-                let store = try await SQLGroupStore(engine: GroupPostgresEngine(client: client, logger: logger))
-                let listen = PostgresConnection.Configuration(host: host, port: port, username: user, password: password, database: db, tls: .disable)
-                let bus = PostgresGroupBus(fanout: fanout, client: client, listenConfig: listen, origin: instance, logger: logger)
-                try await bus.prepare()
-                let hub = GroupHub(store: store, fanout: fanout, bus: bus, instance: instance, nodeName: nodeName, logger: logger)
-                return try await GroupRuntime(hub: hub, heartbeat: heartbeat, pgBus: bus, task: task, logger: logger)
-            } catch {
-                task.cancel()
-                throw error
-            }
+        let store = SQLGroupStore(db: db)
+        if let pg = db as? PostgresEngine {
+            let c = pg.configuration
+            let listen = PostgresConnection.Configuration(
+                host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password,
+                database: c.database, tls: .disable)
+            let bus = PostgresGroupBus(fanout: fanout, client: pg.client, listenConfig: listen, origin: instance, logger: logger)
+            let hub = GroupHub(store: store, fanout: fanout, bus: bus, instance: instance, nodeName: nodeName, logger: logger)
+            return try await GroupRuntime(hub: hub, heartbeat: heartbeat, pgBus: bus, logger: logger)
         }
+        let hub = GroupHub(store: store, fanout: fanout, bus: LocalGroupBus(fanout: fanout), instance: instance, nodeName: nodeName, logger: logger)
+        return try await GroupRuntime(hub: hub, heartbeat: heartbeat, pgBus: nil, logger: logger)
     }
 
-    private init(hub: GroupHub, heartbeat: Duration, pgBus: PostgresGroupBus?, task: Task<Void, Never>?, logger: Logger) async throws {
+    private init(hub: GroupHub, heartbeat: Duration, pgBus: PostgresGroupBus?, logger: Logger) async throws {
         self.hub = hub
         self.node = GroupNodeService(hub: hub, heartbeat: heartbeat, logger: logger)
         self.pgBus = pgBus
-        self.pgClientTask = task
         self.logger = logger
         try await node.start()
     }
@@ -67,6 +56,5 @@ public final class GroupRuntime: Service {
             await node.stop()
             await bus?.flushNow()
         }.value
-        pgClientTask?.cancel()
     }
 }

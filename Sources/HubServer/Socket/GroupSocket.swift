@@ -39,7 +39,7 @@ public struct GroupSocket: Sendable {
                         break
                     }
                     let op: ClientOp
-                    do {
+                    do throws(ClientOpError) {
                         op = try ClientOp.parse(text)
                     } catch {
                         outbox.send(error.jsonText)
