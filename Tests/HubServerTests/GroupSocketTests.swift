@@ -8,6 +8,7 @@ import HummingbirdWSTesting
 import HummingbirdWebSocket
 import Logging
 import Testing
+import WSClient
 
 /// One WebSocket client in a test: what it received, and a queue of what to send.
 private final class Peer: Sendable {
@@ -75,7 +76,13 @@ struct GroupSocketTests {
         }.add(to: router)
         let app = Application(router: router, server: GroupSocketUpgrade.serverBuilder(hub: runtime.hub, authenticate: auth),
                               services: [runtime], logger: logger)
-        try await app.test(.live) { client in try await body(client, runtime.hub) }
+        do {
+            try await app.test(.live) { client in try await body(client, runtime.hub) }
+        } catch {
+            try? await db.close()
+            throw error
+        }
+        try await db.close()
     }
 
     @Test("join: both see each other online; a REST post reaches both; a disconnect gives last seen")
@@ -103,13 +110,13 @@ struct GroupSocketTests {
                     body: ByteBuffer(string: #"{"pid":"P1","pidload":{"t":1.25}}"#))
                 #expect(created.status == .created)
                 let pa = await next(&ai, 1), pb = await next(&bi, 1)
-                #expect(pa == pb && pa.first?["pid"] == "P1" && pa.first?["user"] == "alice")
+                #expect(pa == pb && pa.first?["pid"] as? String == "P1" && pa.first?["user"] as? String == "alice")
                 let forbidden = try await client.execute(uri: "/v1/groups/G/posts/P1", method: .delete, headers: [.authorization: "Bearer bob"])
                 #expect(forbidden.status == .forbidden)
 
                 b.close()
                 let off = await next(&ai, 1)
-                #expect(off.first?["user"] == "bob" && (off.first?["timestamp"] as? Int ?? 0) > 0)
+                #expect(off.first?["user"] as? String == "bob" && (off.first?["timestamp"] as? Int ?? 0) > 0)
                 a.close()
                 try await g.waitForAll()
             }

@@ -103,6 +103,7 @@ struct PresenceStoreTests {
         for seed in 1...3 as ClosedRange<UInt64> {
             try await differential(store, seed: seed, steps: 400, prefix: "s\(seed)")
         }
+        try await store.db.close()
     }
 
     @Test("pages of members and posts: limit, skip, more")
@@ -118,6 +119,7 @@ struct PresenceStoreTests {
         #expect(p3.items.map(\.pid) == ["p6"] && !p3.more)
         let m = try await store.members(group: "g", limit: 7, skip: 0)
         #expect(m.items.count == 7 && !m.more && m.items.allSatisfy(\.isOnline))
+        try await store.db.close()
     }
 
     @Test("a sweep marks only stale instances' users offline, with their last heartbeat")
@@ -133,6 +135,7 @@ struct PresenceStoreTests {
         #expect(gone == .wentOffline([MemberPresence(group: "g", user: "a", timestamp: 1_000, userload: .empty)]))
         let m = try await store.members(group: "g", limit: 10, skip: 0)
         #expect(m.items.map(\.timestamp) == [1_000, 0])
+        try await store.db.close()
     }
 
     @Test("PostgreSQL gives the machine's outcomes (HUB_TEST_PG_URL)",

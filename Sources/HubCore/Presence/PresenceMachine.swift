@@ -101,7 +101,7 @@ public struct PresenceState: Sendable {
         for conn in connections.keys.sorted() where connections[conn]?.node == node {
             if case .wentOffline(let g) = close(conn, now: lastSeen) { gone += g }
         }
-        return .wentOffline(gone)
+        return .wentOffline(gone.sorted { ($0.group, $0.user) < ($1.group, $1.user) })
     }
 
     /// Every member of the group (online 0, else last seen) and every kept post.
