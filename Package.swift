@@ -146,7 +146,10 @@ let package = Package(
                            .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
-        .testTarget(name: "HubTests", dependencies: ["HubCore", "HubStore"]),
+        .testTarget(
+            name: "HubTests",
+            dependencies: ["HubCore", "HubStore", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "HubServerTests",
             dependencies: [
