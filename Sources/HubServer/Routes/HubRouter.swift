@@ -9,8 +9,12 @@ public struct HubRoute: Sendable, Hashable, CustomStringConvertible {
     /// Whether the route belongs in `paths` of docs/openapi.yaml (the OAuth endpoints and the socket are
     /// described elsewhere in it).
     public var documented: Bool
+    /// `path` may name parameters as `{name}` or Hummingbird's `:name`; it is kept in the `{name}` form.
     public init(method: String, path: String, documented: Bool = true) {
-        self.method = method; self.path = path; self.documented = documented
+        self.method = method
+        self.path = path.split(separator: "/", omittingEmptySubsequences: false)
+            .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+        self.documented = documented
     }
     public var description: String { "\(method) \(path)" }
 
@@ -35,6 +39,11 @@ public final class RouteTable: Sendable {
     private let routes = Mutex<[HubRoute]>([])
     public init() {}
     func add(_ r: HubRoute) { routes.withLock { $0.append(r) } }
+    /// Records a route registered on `HubRouter.router` directly (so 405 handling and the document test
+    /// know it).
+    public func declare(_ method: HTTPRequest.Method, _ path: String, documented: Bool = true) {
+        add(HubRoute(method: method.rawValue, path: path, documented: documented))
+    }
     /// The routes, in registration order.
     public var all: [HubRoute] { routes.withLock { $0 } }
     /// The methods served on a request path (empty when no template fits).
