@@ -54,6 +54,42 @@ import Testing
         #expect(o.stdout.contains(" passed, 0 failed"), "\(o.stdout)")
     }
 
+    @Test(.enabled(if: HubProcess.peersAvailable && ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil,
+                   "needs .build/hub-venv and HUB_TEST_POSTGRES_URL (scripts/hub-postgres.sh start)"))
+    func oauthClientsOnPostgreSQL() async throws {
+        // A fresh database on the test cluster, so earlier runs' clients and users do not collide.
+        let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"]!
+        let name = "hubpeer_" + UUID().uuidString.prefix(8).lowercased()
+        let created = try HubProcess.run("/usr/bin/env", ["psql", base, "-qc", "CREATE DATABASE \(name)"])
+        try #require(created.status == 0, "\(created.stderr)")
+        var c = try #require(URLComponents(string: base))
+        c.path = "/" + name
+        let db = try #require(c.string)
+        let dir = try HubProcess.tempDir()
+        let plain = try HubProcess.addClient("plain", passwordGrant: false, db: db)
+        let pw = try HubProcess.addClient("pw", passwordGrant: true, db: db)
+        try Data("correct horse battery".utf8).write(to: URL(fileURLWithPath: dir + "/pw"))
+        #expect(try HubProcess.run(HubProcess.binary, ["user", "add", "alice", "--password-file", dir + "/pw", "--db", db]).status == 0)
+        // Two nodes on one database: a token from one is good on the other, a revocation on one is seen by both.
+        let n1 = try HubProcess.Server(db: db, extra: ["--node", "n1"], dir: dir)
+        let n2 = try HubProcess.Server(db: db, extra: ["--node", "n2"], dir: dir)
+        let o = try HubProcess.run(HubProcess.python, [Self.script, n1.base, plain.id, plain.secret, pw.id, pw.secret,
+                                                       "alice", "correct horse battery"])
+        #expect(o.status == 0, "\(o.stdout)\(o.stderr)")
+        let tok = try HubProcess.run("/usr/bin/curl", ["-s", "-u", "\(plain.id):\(plain.secret)", "-d", "grant_type=client_credentials",
+                                                       n1.base + "/oauth/token"])
+        let token = try #require((try JSONSerialization.jsonObject(with: Data(tok.stdout.utf8)) as? [String: Any])?["access_token"] as? String)
+        func me(_ server: HubProcess.Server) throws -> String {
+            try HubProcess.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Authorization: Bearer \(token)",
+                                                 server.base + "/v1/users/me"]).stdout
+        }
+        #expect(try me(n2) == "200")
+        _ = try HubProcess.run("/usr/bin/curl", ["-s", "-u", "\(plain.id):\(plain.secret)", "-d", "token=\(token)", n2.base + "/oauth/revoke"])
+        #expect(try me(n1) == "401")
+        n1.stop()
+        n2.stop()
+    }
+
     @Test func cliOutputAndExitCodes() throws {
         let dir = try HubProcess.tempDir()
         let db = "sqlite:\(dir)/hub.sqlite"
