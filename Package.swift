@@ -97,6 +97,7 @@ let package = Package(
             dependencies: [
                 "HubCore", "HubStore",
                 .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -145,7 +146,10 @@ let package = Package(
                            .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
-        .testTarget(name: "HubTests", dependencies: ["HubCore", "HubStore"]),
+        .testTarget(
+            name: "HubTests",
+            dependencies: ["HubCore", "HubStore", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "HubServerTests",
             dependencies: [

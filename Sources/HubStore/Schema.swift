@@ -1,8 +1,8 @@
 /// The hub's schema, one text for both engines (`{blob}` and `{serial}` are rendered per dialect), applied
 /// in numbered migrations recorded in `schema_migrations`. Flags are BIGINT 0/1, times Unix milliseconds.
 ///
-/// Migration 1 is the whole schema of docs/hub-plan.md section 6, so that the accounts side and the
-/// groups side (presence, members, posts, userloads, events, nodes) start from one table set.
+/// These are the accounts side's tables (clients, users, codes, tokens). The groups side (nodes, presence,
+/// members, userloads, posts, devices) creates its own tables in `GroupSchema` (GroupStore.swift).
 public enum HubSchema {
     /// One migration: a version, a name, and its statements (each run on its own; no `;` lists).
     public struct Migration: Sendable {
@@ -32,10 +32,6 @@ public enum HubSchema {
               expires_ms BIGINT NOT NULL, tries BIGINT NOT NULL, PRIMARY KEY(user_name, purpose))
             """,
             """
-            CREATE TABLE devices(id TEXT PRIMARY KEY, client_id TEXT NOT NULL REFERENCES clients(id) ON DELETE CASCADE,
-              created_ms BIGINT NOT NULL)
-            """,
-            """
             CREATE TABLE access_tokens(sha256 {blob} PRIMARY KEY, client_id TEXT NOT NULL, subject TEXT NOT NULL,
               family TEXT, expires_ms BIGINT NOT NULL, revoked BIGINT NOT NULL)
             """,
@@ -47,32 +43,6 @@ public enum HubSchema {
             """,
             "CREATE INDEX refresh_tokens_family ON refresh_tokens(family)",
             "CREATE INDEX refresh_tokens_subject ON refresh_tokens(subject)",
-            """
-            CREATE TABLE nodes(instance TEXT PRIMARY KEY, name TEXT NOT NULL, started_ms BIGINT NOT NULL,
-              heartbeat_ms BIGINT NOT NULL)
-            """,
-            """
-            CREATE TABLE presence(conn TEXT NOT NULL, grp TEXT NOT NULL, user_id TEXT NOT NULL, instance TEXT NOT NULL,
-              PRIMARY KEY(conn, grp))
-            """,
-            "CREATE INDEX presence_grp_user ON presence(grp, user_id)",
-            "CREATE INDEX presence_instance ON presence(instance)",
-            """
-            CREATE TABLE members(grp TEXT NOT NULL, user_id TEXT NOT NULL, last_seen_ms BIGINT NOT NULL,
-              joined_ms BIGINT NOT NULL, PRIMARY KEY(grp, user_id))
-            """,
-            "CREATE INDEX members_user ON members(user_id)",
-            "CREATE TABLE userloads(user_id TEXT PRIMARY KEY, body TEXT NOT NULL, updated_ms BIGINT NOT NULL)",
-            """
-            CREATE TABLE posts(grp TEXT NOT NULL, pid TEXT NOT NULL, user_id TEXT NOT NULL, body TEXT NOT NULL,
-              created_ms BIGINT NOT NULL, PRIMARY KEY(grp, pid))
-            """,
-            "CREATE INDEX posts_order ON posts(grp, created_ms, pid)",
-            """
-            CREATE TABLE events(id {serial}, grp TEXT, body TEXT NOT NULL, origin TEXT NOT NULL,
-              created_ms BIGINT NOT NULL)
-            """,
-            "CREATE INDEX events_created ON events(created_ms)",
         ]),
     ]
 

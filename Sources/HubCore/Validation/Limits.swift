@@ -42,7 +42,7 @@ public enum Limits {
 
     /// Whether `s` is an acceptable password.
     public static func isValidPassword(_ s: String) -> Bool {
-        (passwordMinLength...passwordMaxLength).contains(s.count)
+        (passwordMinLength...passwordMaxLength).contains(s.unicodeScalars.count)
     }
 
     /// Whether `s` is an 8-digit code.

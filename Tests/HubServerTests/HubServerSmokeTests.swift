@@ -1,6 +1,0 @@
-import HubServer
-import Testing
-
-@Test func serverNameIsModemHub() {
-    #expect(HubServerInfo.name == "modem-hub")
-}

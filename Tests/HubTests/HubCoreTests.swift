@@ -1,6 +1,0 @@
-import HubCore
-import Testing
-
-@Test func realmIsTheHubsName() {
-    #expect(HubCore.realm == "modem-hub")
-}
