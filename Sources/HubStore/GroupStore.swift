@@ -44,6 +44,16 @@ public struct SQLGroupStore: GroupStore {
         self.db = db
     }
 
+    /// Creates the groups tables when missing (PostgreSQL: under an advisory lock, so nodes starting
+    /// together do not race).
+    public func prepare() async throws {
+        let shared = isShared
+        try await db.transaction { tx in
+            if shared { try await tx.query("SELECT pg_advisory_xact_lock(736110012)", []) }
+            for s in GroupSchema.statements { try await tx.query(s, []) }
+        }
+    }
+
     /// One transaction, retried (up to 3 times) when PostgreSQL picks it as a deadlock victim.
     func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
         var attempt = 0
@@ -296,7 +306,9 @@ public func withPostgresGroupStore<T: Sendable>(url: String, _ body: (SQLGroupSt
     let db = try await PostgresEngine.open(url: url)
     do {
         try await HubSchema.migrate(db, nowMs: 0)
-        let v = try await body(SQLGroupStore(db: db))
+        let store = SQLGroupStore(db: db)
+        try await store.prepare()
+        let v = try await body(store)
         try? await db.close()
         return v
     } catch {
@@ -309,5 +321,24 @@ public func withPostgresGroupStore<T: Sendable>(url: String, _ body: (SQLGroupSt
 public func openSQLiteGroupStore(path: String) async throws -> SQLGroupStore {
     let db = try await SQLiteEngine.open(path: path)
     try await HubSchema.migrate(db, nowMs: 0)
-    return SQLGroupStore(db: db)
+    let store = SQLGroupStore(db: db)
+    try await store.prepare()
+    return store
+}
+
+/// The groups tables (one text for SQLite and PostgreSQL; docs/hub-plan.md section 6).
+public enum GroupSchema {
+    public static let statements = [
+        "CREATE TABLE IF NOT EXISTS nodes(instance TEXT PRIMARY KEY, name TEXT NOT NULL, started_ms BIGINT NOT NULL, heartbeat_ms BIGINT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS presence(conn TEXT NOT NULL, grp TEXT NOT NULL, user_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (conn, grp))",
+        "CREATE INDEX IF NOT EXISTS presence_grp_user ON presence(grp, user_id)",
+        "CREATE INDEX IF NOT EXISTS presence_instance ON presence(instance)",
+        "CREATE TABLE IF NOT EXISTS members(grp TEXT NOT NULL, user_id TEXT NOT NULL, last_seen_ms BIGINT NOT NULL, joined_ms BIGINT NOT NULL, PRIMARY KEY (grp, user_id))",
+        "CREATE INDEX IF NOT EXISTS members_user ON members(user_id)",
+        "CREATE TABLE IF NOT EXISTS userloads(user_id TEXT PRIMARY KEY, body TEXT NOT NULL, updated_ms BIGINT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS posts(grp TEXT NOT NULL, pid TEXT NOT NULL, user_id TEXT NOT NULL, body TEXT NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (grp, pid))",
+        "CREATE INDEX IF NOT EXISTS posts_order ON posts(grp, created_ms, pid)",
+        "CREATE TABLE IF NOT EXISTS devices(id TEXT PRIMARY KEY, client_id TEXT NOT NULL, created_ms BIGINT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS group_events(id BIGINT PRIMARY KEY, body TEXT NOT NULL, origin TEXT NOT NULL, created_ms BIGINT NOT NULL)",
+    ]
 }

@@ -132,7 +132,7 @@ struct Serve: AsyncParsableCommand {
 
 /// The plugins the server runs with (the groups side adds its own here).
 func hubPlugins(node: String, heartbeat: Double, db: DatabaseLocation) -> [any HubPlugin] {
-    []
+    [GroupsPlugin(nodeName: node, heartbeat: .milliseconds(Int64(heartbeat * 1000)))]
 }
 
 /// Deletes expired tokens and codes every minute until shutdown.

@@ -122,7 +122,7 @@ public final class PostgresGroupBus: GroupBus {
         try await client.withConnection { conn in
             for record in big {
                 let rows = try await conn.query(
-                    "INSERT INTO events(body, origin, created_ms) VALUES (\(record), \(origin), \(Int64(Clock.nowMs))) RETURNING id",
+                    "INSERT INTO group_events(id, body, origin, created_ms) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM group_events), \(record), \(origin), \(Int64(Clock.nowMs))) RETURNING id",
                     logger: logger)
                 for try await id in rows.decode(Int64.self) { payloads.append(origin + "\u{1E}@\(id)") }
             }
@@ -176,14 +176,14 @@ public final class PostgresGroupBus: GroupBus {
     }
 
     private func fetch(_ id: Int64) async throws -> String? {
-        let rows = try await client.query("SELECT body FROM events WHERE id = \(id)", logger: logger)
+        let rows = try await client.query("SELECT body FROM group_events WHERE id = \(id)", logger: logger)
         for try await body in rows.decode(String.self) { return body }
         return nil
     }
 
     /// Deletes stored large events older than a minute.
     public func prune() async {
-        _ = try? await client.query("DELETE FROM events WHERE created_ms < \(Int64(Clock.nowMs - 60_000))", logger: logger)
+        _ = try? await client.query("DELETE FROM group_events WHERE created_ms < \(Int64(Clock.nowMs - 60_000))", logger: logger)
     }
 }
 

@@ -28,6 +28,7 @@ public struct GroupNodeService: Sendable {
 
     /// First heartbeat and start-up sweep; call before accepting sockets.
     public func start() async throws {
+        if let sql = hub.store as? SQLGroupStore { try await sql.prepare() }
         try await hub.store.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now)
         try await sweep(startUp: true)
     }

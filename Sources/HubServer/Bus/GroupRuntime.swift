@@ -14,35 +14,35 @@ public final class GroupRuntime: Service {
     let pgBus: PostgresGroupBus?
     let logger: Logger
 
-    /// Builds the groups on an open, migrated database; writes the first heartbeat and sweeps ghosts
-    /// of earlier runs. PostgreSQL gets the LISTEN/NOTIFY bus, SQLite the in-process one.
-    public static func open(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger) async throws -> GroupRuntime {
+    /// Builds the groups on an open, migrated database: PostgreSQL gets the LISTEN/NOTIFY bus, SQLite
+    /// the in-process one. `run()` writes the first heartbeat and sweeps ghosts of earlier runs.
+    public init(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger) {
         let fanout = GroupFanout()
         let instance = nodeName + "-" + String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF, radix: 36)
         let store = SQLGroupStore(db: db)
+        var bus: PostgresGroupBus?
         if let pg = db as? PostgresEngine {
             let c = pg.configuration
             let listen = PostgresConnection.Configuration(
                 host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password,
                 database: c.database, tls: .disable)
-            let bus = PostgresGroupBus(fanout: fanout, client: pg.client, listenConfig: listen, origin: instance, logger: logger)
-            let hub = GroupHub(store: store, fanout: fanout, bus: bus, instance: instance, nodeName: nodeName, logger: logger)
-            return try await GroupRuntime(hub: hub, heartbeat: heartbeat, pgBus: bus, logger: logger)
+            bus = PostgresGroupBus(fanout: fanout, client: pg.client, listenConfig: listen, origin: instance, logger: logger)
         }
-        let hub = GroupHub(store: store, fanout: fanout, bus: LocalGroupBus(fanout: fanout), instance: instance, nodeName: nodeName, logger: logger)
-        return try await GroupRuntime(hub: hub, heartbeat: heartbeat, pgBus: nil, logger: logger)
+        self.hub = GroupHub(store: store, fanout: fanout, bus: bus ?? LocalGroupBus(fanout: fanout) as any GroupBus,
+                            instance: instance, nodeName: nodeName, logger: logger)
+        self.node = GroupNodeService(hub: hub, heartbeat: heartbeat, logger: logger)
+        self.pgBus = bus
+        self.logger = logger
     }
 
-    private init(hub: GroupHub, heartbeat: Duration, pgBus: PostgresGroupBus?, logger: Logger) async throws {
-        self.hub = hub
-        self.node = GroupNodeService(hub: hub, heartbeat: heartbeat, logger: logger)
-        self.pgBus = pgBus
-        self.logger = logger
+    /// Writes the first heartbeat and sweeps ghosts of earlier runs (also done by `run()`).
+    public func start() async throws {
         try await node.start()
     }
 
     /// Runs the bus and the heartbeat until graceful shutdown, then marks this node's users offline.
     public func run() async throws {
+        do { try await node.start() } catch { logger.error("groups: first heartbeat failed: \(error)") }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 if let bus = self.pgBus { group.addTask { await bus.run() } }

@@ -42,27 +42,31 @@ public enum GroupListLimits {
     public static let maxLimit = 1000
 }
 
-/// The groups routes; `principal` authenticates a request (throwing the 401 answer when it cannot).
-public struct GroupRoutes<Context: RequestContext>: Sendable {
+/// The groups routes on the hub's router (the Bearer middleware has set the principal).
+public struct GroupRoutes: Sendable {
     let hub: GroupHub
-    let principal: @Sendable (Request, Context) async throws -> GroupPrincipal
+    typealias Context = HubRequestContext
 
-    public init(hub: GroupHub, principal: @escaping @Sendable (Request, Context) async throws -> GroupPrincipal) {
+    public init(hub: GroupHub) {
         self.hub = hub
-        self.principal = principal
     }
 
-    /// Adds GET/POST /v1/groups/{g}/posts, GET/DELETE /v1/groups/{g}/posts/{pid},
-    /// GET /v1/groups/{g}/members, PUT /v1/users/me/userload and GET /v1/socket (426 without upgrade).
-    public func add(to router: Router<Context>) {
-        router.get("/v1/groups/:group/members") { req, ctx in try await Self.answer { try await self.members(req, ctx) } }
-        router.get("/v1/groups/:group/posts") { req, ctx in try await Self.answer { try await self.posts(req, ctx) } }
-        router.post("/v1/groups/:group/posts") { req, ctx in try await Self.answer { try await self.createPost(req, ctx) } }
-        router.get("/v1/groups/:group/posts/:pid") { req, ctx in try await Self.answer { try await self.getPost(req, ctx) } }
-        router.delete("/v1/groups/:group/posts/:pid") { req, ctx in try await Self.answer { try await self.deletePost(req, ctx) } }
-        router.put("/v1/users/me/userload") { req, ctx in try await Self.answer { try await self.putUserload(req, ctx) } }
-        router.get("/v1/socket") { req, ctx in
-            _ = try await self.principal(req, ctx)
+    func principal(_ req: Request, _ ctx: Context) throws -> GroupPrincipal {
+        let p = try ctx.requirePrincipal()
+        return GroupPrincipal(account: p.account, clientID: p.clientID)
+    }
+
+    /// Adds GET/POST /v1/groups/{group}/posts, GET/DELETE /v1/groups/{group}/posts/{pid},
+    /// GET /v1/groups/{group}/members, PUT /v1/users/me/userload and GET /v1/socket (426 without upgrade).
+    public func register(on router: HubRouter) {
+        router.add(.get, "/v1/groups/{group}/members") { req, ctx in try await Self.answer { try await self.members(req, ctx) } }
+        router.add(.get, "/v1/groups/{group}/posts") { req, ctx in try await Self.answer { try await self.posts(req, ctx) } }
+        router.add(.post, "/v1/groups/{group}/posts") { req, ctx in try await Self.answer { try await self.createPost(req, ctx) } }
+        router.add(.get, "/v1/groups/{group}/posts/{pid}") { req, ctx in try await Self.answer { try await self.getPost(req, ctx) } }
+        router.add(.delete, "/v1/groups/{group}/posts/{pid}") { req, ctx in try await Self.answer { try await self.deletePost(req, ctx) } }
+        router.add(.put, "/v1/users/me/userload") { req, ctx in try await Self.answer { try await self.putUserload(req, ctx) } }
+        router.add(.get, "/v1/socket", documented: false) { req, ctx in
+            _ = try self.principal(req, ctx)
             var r = GroupJSend.fail(.upgradeRequired, "this is a WebSocket: send Connection: Upgrade and Upgrade: websocket")
             r.headers[.upgrade] = "websocket"
             return r
@@ -103,7 +107,7 @@ public struct GroupRoutes<Context: RequestContext>: Sendable {
     }
 
     func members(_ req: Request, _ ctx: Context) async throws -> Response {
-        _ = try await principal(req, ctx)
+        _ = try principal(req, ctx)
         let g = try Self.name(ctx, "group")
         let (limit, skip) = try Self.page(req)
         let page = try await hub.store.members(group: g, limit: limit, skip: skip)
@@ -114,7 +118,7 @@ public struct GroupRoutes<Context: RequestContext>: Sendable {
     }
 
     func posts(_ req: Request, _ ctx: Context) async throws -> Response {
-        _ = try await principal(req, ctx)
+        _ = try principal(req, ctx)
         let g = try Self.name(ctx, "group")
         let (limit, skip) = try Self.page(req)
         let page = try await hub.store.posts(group: g, limit: limit, skip: skip)
@@ -122,7 +126,7 @@ public struct GroupRoutes<Context: RequestContext>: Sendable {
     }
 
     func getPost(_ req: Request, _ ctx: Context) async throws -> Response {
-        _ = try await principal(req, ctx)
+        _ = try principal(req, ctx)
         let g = try Self.name(ctx, "group")
         let pid = try Self.name(ctx, "pid")
         guard let post = try await hub.store.post(group: g, pid: pid) else {
@@ -132,7 +136,7 @@ public struct GroupRoutes<Context: RequestContext>: Sendable {
     }
 
     func createPost(_ req: Request, _ ctx: Context) async throws -> Response {
-        let who = try await principal(req, ctx)
+        let who = try principal(req, ctx)
         let g = try Self.name(ctx, "group")
         let members: JSONObjectMembers
         do {
@@ -166,7 +170,7 @@ public struct GroupRoutes<Context: RequestContext>: Sendable {
     }
 
     func deletePost(_ req: Request, _ ctx: Context) async throws -> Response {
-        let who = try await principal(req, ctx)
+        let who = try principal(req, ctx)
         let g = try Self.name(ctx, "group")
         let pid = try Self.name(ctx, "pid")
         switch try await hub.store.unpost(group: g, pid: pid, user: who.restUser) {
@@ -178,7 +182,7 @@ public struct GroupRoutes<Context: RequestContext>: Sendable {
     }
 
     func putUserload(_ req: Request, _ ctx: Context) async throws -> Response {
-        let who = try await principal(req, ctx)
+        let who = try principal(req, ctx)
         let load: JSONObjectText
         do {
             let body = try await req.body.collect(upTo: 1 << 20)
