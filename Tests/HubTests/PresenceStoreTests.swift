@@ -4,7 +4,7 @@ import HubStore
 import Testing
 
 /// The SQL store must give the same outcomes as the pure machine's state for any sequence of
-/// operations: random sequences run through both (SQLite always; PostgreSQL when HUB_TEST_PG_URL
+/// operations: random sequences run through both (SQLite always; PostgreSQL when HUB_TEST_POSTGRES_URL
 /// names a database, e.g. from scripts/hub-postgres.sh).
 @Suite("Presence store against the pure machine")
 struct PresenceStoreTests {
@@ -138,10 +138,10 @@ struct PresenceStoreTests {
         try await store.db.close()
     }
 
-    @Test("PostgreSQL gives the machine's outcomes (HUB_TEST_PG_URL)",
-          .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_PG_URL"] != nil))
+    @Test("PostgreSQL gives the machine's outcomes (HUB_TEST_POSTGRES_URL)",
+          .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
     func postgres() async throws {
-        let url = ProcessInfo.processInfo.environment["HUB_TEST_PG_URL"] ?? ""
+        let url = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] ?? ""
         try await withPostgresGroupStore(url: url) { store in
             let prefix = "t\(UInt32.random(in: 0...UInt32.max))"
             try await differential(store, seed: 7, steps: 300, prefix: prefix)
