@@ -11,6 +11,7 @@ a, b, cid, secret = sys.argv[1:5]
 n, groups, seconds = (int(x) for x in (sys.argv[5:8] + ["1000", "100", "20"][len(sys.argv[5:8]):]))
 token = requests.post(a + "/oauth/token", data={"grant_type": "client_credentials"}, auth=(cid, secret), timeout=10).json()["access_token"]
 latencies = []
+run = f"r{int(time.time()) % 100000}"  # fresh group names: kept posts of earlier runs belong to other users
 
 
 async def connect(base):
@@ -22,7 +23,7 @@ async def connect(base):
 
 async def member(i, joined):
     ws = await connect((a, b)[i % 2])
-    await ws.send(json.dumps({"op": "join", "group": f"load{i % groups}"}))
+    await ws.send(json.dumps({"op": "join", "group": f"{run}g{i % groups}"}))
     joined.release()
     async for text in ws:
         ev = json.loads(text)
@@ -38,14 +39,14 @@ async def main():
     posters = []
     for g in range(groups):
         ws = await connect((a, b)[g % 2])
-        await ws.send(json.dumps({"op": "listen", "group": f"load{g}"}))
+        await ws.send(json.dumps({"op": "listen", "group": f"{run}g{g}"}))
         posters.append(ws)
     await asyncio.sleep(2)
     latencies.clear()
     sent, start = 0, time.time()
     for k in range(seconds):
         for g, ws in enumerate(posters):
-            await ws.send(json.dumps({"op": "post", "group": f"load{g}", "pid": f"p{k}", "pidload": {"sent": time.time()}}))
+            await ws.send(json.dumps({"op": "post", "group": f"{run}g{g}", "pid": f"p{k}", "pidload": {"sent": time.time()}}))
             sent += 1
             await asyncio.sleep(0.98 / groups)
     await asyncio.sleep(3)
