@@ -22,12 +22,22 @@ let package = Package(
         .library(name: "ModemBluetooth", targets: ["ModemBluetooth"]),
         .library(name: "ModemSockets", targets: ["ModemSockets"]),
         .library(name: "ModemMessaging", targets: ["ModemMessaging"]),
+        // The hub (docs/hub-plan.md): built only when asked for (`swift build --product modem-hub`).
+        .executable(name: "modem-hub", targets: ["modem-hub"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // X25519, ChaChaPoly, SHA-256, HKDF/HMAC for the messaging sessions (BoringSSL underneath).
         .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
+        // The hub only (never a dependency of `modem` or the Modem* libraries; a layering test checks).
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth", from: "2.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
     ],
     targets: [
         // C libraries, found by pkg-config.
@@ -73,6 +83,43 @@ let package = Package(
             ]
         ),
 
+        // The hub: pure values, storage (SQLite default, PostgreSQL for several nodes), the HTTP/WebSocket server.
+        .target(name: "HubCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(
+            name: "HubStore",
+            dependencies: [
+                "HubCore",
+                .product(name: "SQLiteNIO", package: "sqlite-nio"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .target(
+            name: "HubServer",
+            dependencies: [
+                "HubCore", "HubStore",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdTLS", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        .executableTarget(
+            name: "modem-hub",
+            dependencies: [
+                "HubCore", "HubStore", "HubServer",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
         // Tests: one target per layer, the CLI as a process, and what the tests share.
         .target(
             name: "ModemTestSupport",
@@ -103,6 +150,21 @@ let package = Package(
                            .product(name: "Crypto", package: "swift-crypto")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
+        .testTarget(
+            name: "HubTests",
+            dependencies: ["HubCore", "HubStore", .product(name: "Logging", package: "swift-log")]
+        ),
+        .testTarget(
+            name: "HubServerTests",
+            dependencies: [
+                "HubCore", "HubStore", "HubServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+                .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

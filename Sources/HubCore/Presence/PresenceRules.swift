@@ -1,0 +1,144 @@
+// What a groups operation did to the shared state (outcome) and what must be sent because of it
+// (actions). Stores (in memory, SQLite, PostgreSQL) compute outcomes in one transaction; the rules
+// below turn any outcome into the same events, so every engine speaks seed 001 the same way.
+
+/// A connection's id: unique across nodes (the node's instance id is part of it).
+public typealias ConnectionID = String
+
+/// What an operation changed, as a store reports it.
+public enum PresenceOutcome: Sendable, Hashable {
+    /// Joined; `cameOnline` is set when this was the user's first live connection in the group.
+    case joined(group: String, snapshot: GroupSnapshot, cameOnline: MemberPresence?)
+    /// Listening: the snapshot, nobody told.
+    case listened(group: String, snapshot: GroupSnapshot)
+    /// Left; `wentOffline` is set when the user has no live connection left in the group.
+    case left(group: String, wentOffline: MemberPresence?)
+    /// A new userload, one presence per group the user is a member of.
+    case updated([MemberPresence])
+    /// A post stored (new or replaced by its author).
+    case posted(GroupPost, replaced: Bool)
+    /// A post removed (no event: the seed has none).
+    case unposted(group: String, pid: String)
+    /// Users gone offline in groups (a closed connection or a dead node).
+    case wentOffline([MemberPresence])
+    /// Refused by the state (not the author, no such post).
+    case refused(PresenceRefusal)
+}
+
+/// Why the state refused an operation.
+public enum PresenceRefusal: Sendable, Hashable {
+    case notAuthor(group: String, pid: String)
+    case noSuchPost(group: String, pid: String)
+
+    /// A sentence for the error event.
+    public var message: String {
+        switch self {
+        case .notAuthor(let g, let p): "post \(p) in group \(g) belongs to another user"
+        case .noSuchPost(let g, let p): "no post \(p) in group \(g)"
+        }
+    }
+}
+
+/// What a driver must do.
+public enum PresenceAction: Sendable, Hashable {
+    /// Start delivering the group's events to the connection.
+    case subscribe(ConnectionID, group: String)
+    /// Stop delivering the group's events to the connection.
+    case unsubscribe(ConnectionID, group: String)
+    /// Send one event to one connection (the snapshot).
+    case send(ConnectionID, GroupEvent)
+    /// Send an event to every subscriber of its group on every node, except `excluding`.
+    case publish(GroupEvent, excluding: ConnectionID?)
+    /// Tell one connection its message was refused.
+    case error(ConnectionID, ClientOpError)
+}
+
+/// Turns outcomes into actions; the one place that decides who hears what.
+public enum PresenceRules {
+    /// Actions for `outcome`, caused by `conn` (nil for a sweep or REST call with no socket).
+    public static func actions(for outcome: PresenceOutcome, by conn: ConnectionID?, op: String) -> [PresenceAction] {
+        switch outcome {
+        case .joined(let group, let snapshot, let cameOnline):
+            // Subscribe first so nothing published meanwhile is missed; the joiner learns its own
+            // presence from the snapshot, everyone else from the one online event.
+            var out: [PresenceAction] = []
+            if let conn { out.append(.subscribe(conn, group: group)) }
+            if let cameOnline { out.append(.publish(.user(cameOnline), excluding: conn)) }
+            if let conn { out += snapshot.events.map { .send(conn, $0) } }
+            return out
+        case .listened(let group, let snapshot):
+            guard let conn else { return [] }
+            return [.subscribe(conn, group: group)] + snapshot.events.map { .send(conn, $0) }
+        case .left(let group, let wentOffline):
+            var out: [PresenceAction] = []
+            if let conn { out.append(.unsubscribe(conn, group: group)) }
+            if let wentOffline { out.append(.publish(.user(wentOffline), excluding: conn)) }
+            return out
+        case .updated(let presences):
+            return presences.map { .publish(.user($0), excluding: nil) }
+        case .posted(let post, _):
+            return [.publish(.post(post), excluding: nil)]
+        case .unposted:
+            return []
+        case .wentOffline(let presences):
+            return presences.map { .publish(.user($0), excluding: nil) }
+        case .refused(let why):
+            guard let conn else { return [] }
+            return [.error(conn, ClientOpError(op: op, message: why.message, fatal: false))]
+        }
+    }
+}
+
+/// Who subscribes to which group: a node's local fan-out table, and the tests' whole world.
+public struct PresenceRouter: Sendable {
+    private(set) var subscribers: [String: Set<ConnectionID>] = [:]
+    private var groupsOf: [ConnectionID: Set<String>] = [:]
+
+    public init() {}
+
+    /// Applies subscribe/unsubscribe actions; returns the deliveries (connection, event) the other
+    /// actions cause among this router's subscribers, in order.
+    public mutating func route(_ actions: [PresenceAction]) -> [(ConnectionID, GroupEvent)] {
+        var out: [(ConnectionID, GroupEvent)] = []
+        for action in actions {
+            switch action {
+            case .subscribe(let c, let g): subscribe(c, to: g)
+            case .unsubscribe(let c, let g): unsubscribe(c, from: g)
+            case .send(let c, let e): out.append((c, e))
+            case .publish(let e, let excluding):
+                out += recipients(of: e.group, excluding: excluding).map { ($0, e) }
+            case .error: break
+            }
+        }
+        return out
+    }
+
+    /// Adds a subscription.
+    public mutating func subscribe(_ conn: ConnectionID, to group: String) {
+        subscribers[group, default: []].insert(conn)
+        groupsOf[conn, default: []].insert(group)
+    }
+
+    /// Removes a subscription.
+    public mutating func unsubscribe(_ conn: ConnectionID, from group: String) {
+        subscribers[group]?.remove(conn)
+        if subscribers[group]?.isEmpty == true { subscribers[group] = nil }
+        groupsOf[conn]?.remove(group)
+    }
+
+    /// Removes every subscription of a connection.
+    public mutating func remove(_ conn: ConnectionID) {
+        for g in groupsOf.removeValue(forKey: conn) ?? [] {
+            subscribers[g]?.remove(conn)
+            if subscribers[g]?.isEmpty == true { subscribers[g] = nil }
+        }
+    }
+
+    /// The group's subscribers, sorted, without `excluding`.
+    public func recipients(of group: String, excluding: ConnectionID? = nil) -> [ConnectionID] {
+        (subscribers[group] ?? []).filter { $0 != excluding }.sorted()
+    }
+
+    /// Groups with at least one subscriber.
+    public var groups: [String] { Array(subscribers.keys) }
+}

@@ -1,0 +1,197 @@
+// Fan-out of group events: in-process for one node; across nodes through PostgreSQL NOTIFY, batched.
+//
+// The origin delivers to its own sockets at once and queues the event for the other nodes. Every
+// 10 ms the queue is flushed as few NOTIFYs as fit (payload under 7,500 bytes; NOTIFY takes a
+// database-wide lock at commit, so never one per delivery). An event too large for a payload is
+// stored in `events` and its id is sent instead. Each node LISTENs on one dedicated connection
+// (the pooled client cannot) and delivers what other nodes sent to its own subscribers.
+//
+// Payload: origin 0x1F record (0x1E record)*, record = excluding 0x1F group 0x1F event-text, or
+// `@id` for a stored event. 0x1E and 0x1F cannot appear raw in JSON text, nor in names.
+
+import HubCore
+import Logging
+import NIOCore
+import PostgresNIO
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Carries events to every subscriber of their group on every node.
+public protocol GroupBus: Sendable {
+    /// Delivers locally now and to the other nodes soon.
+    func publish(_ event: GroupEvent, excluding: ConnectionID?)
+}
+
+/// One node: the local fan-out is everything.
+public struct LocalGroupBus: GroupBus {
+    let fanout: GroupFanout
+
+    public init(fanout: GroupFanout) { self.fanout = fanout }
+
+    public func publish(_ event: GroupEvent, excluding: ConnectionID?) {
+        fanout.deliver(event, excluding: excluding)
+    }
+}
+
+/// Several nodes on PostgreSQL: LISTEN/NOTIFY on channel `hub_groups`.
+public final class PostgresGroupBus: GroupBus {
+    static let channel = "hub_groups"
+    static let maxPayload = 7500
+    static let maxInline = 6000
+
+    let fanout: GroupFanout
+    let client: PostgresClient
+    let listenConfig: PostgresConnection.Configuration
+    let origin: String
+    let logger: Logger
+    let window: Duration
+    private let pending = Mutex<[String]>([])
+    private let wake = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+
+    /// - Parameters:
+    ///   - origin: this node's instance id (its own notifications are skipped)
+    ///   - window: how long events are batched before a NOTIFY
+    public init(fanout: GroupFanout, client: PostgresClient, listenConfig: PostgresConnection.Configuration, origin: String,
+                logger: Logger, window: Duration = .milliseconds(10)) {
+        self.fanout = fanout
+        self.client = client
+        self.listenConfig = listenConfig
+        self.origin = origin
+        self.logger = logger
+        self.window = window
+    }
+
+    public func publish(_ event: GroupEvent, excluding: ConnectionID?) {
+        let text = event.jsonText
+        fanout.deliver(text: text, group: event.group, excluding: excluding)
+        pending.withLock { $0.append((excluding ?? "") + "\u{1F}" + event.group + "\u{1F}" + text) }
+        wake.continuation.yield()
+    }
+
+    /// Runs the flusher and the listener until cancelled.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.flushLoop() }
+            group.addTask { await self.listenLoop() }
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .seconds(60))
+                    await self.prune()
+                }
+            }
+            await group.waitForAll()
+        }
+    }
+
+    private func flushLoop() async {
+        for await _ in wake.stream {
+            try? await Task.sleep(for: window)
+            let batch = pending.withLock { p in defer { p = [] }; return p }
+            if batch.isEmpty { continue }
+            do { try await send(batch) } catch {
+                logger.error("group bus: NOTIFY failed: \(error)")
+            }
+            if Task.isCancelled { return }
+        }
+    }
+
+    /// Sends whatever is queued now (used at a clean stop).
+    public func flushNow() async {
+        let batch = pending.withLock { p in defer { p = [] }; return p }
+        if !batch.isEmpty { try? await send(batch) }
+    }
+
+    private func send(_ batch: [String]) async throws {
+        var payloads: [String] = []
+        var current = origin
+        var big: [String] = []
+        for record in batch {
+            if record.utf8.count > Self.maxInline { big.append(record); continue }
+            if current.utf8.count + 1 + record.utf8.count > Self.maxPayload {
+                payloads.append(current)
+                current = origin
+            }
+            current += "\u{1E}" + record
+        }
+        if current != origin { payloads.append(current) }
+        try await client.withConnection { conn in
+            for record in big {
+                let rows = try await conn.query(
+                    "INSERT INTO group_events(id, body, origin, created_ms) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM group_events), \(record), \(origin), \(Int64(Clock.nowMs))) RETURNING id",
+                    logger: logger)
+                for try await id in rows.decode(Int64.self) { payloads.append(origin + "\u{1E}@\(id)") }
+            }
+            for p in payloads {
+                _ = try await conn.query("SELECT pg_notify(\(Self.channel), \(p))", logger: logger)
+            }
+        }
+    }
+
+    private func listenLoop() async {
+        var delay = Duration.milliseconds(100)
+        while !Task.isCancelled {
+            do {
+                let conn = try await PostgresConnection.connect(configuration: listenConfig, id: 1, logger: logger)
+                delay = .milliseconds(100)
+                do {
+                    try await conn.listen(on: Self.channel) { notes in
+                        for try await note in notes {
+                            await receive(note.payload)
+                        }
+                    }
+                } catch {
+                    logger.warning("group bus: LISTEN ended: \(error)")
+                }
+                try? await conn.close()
+            } catch {
+                logger.warning("group bus: cannot connect for LISTEN: \(error)")
+            }
+            try? await Task.sleep(for: delay)
+            delay = min(delay * 2, .seconds(2))
+        }
+    }
+
+    func receive(_ payload: String) async {
+        let parts = payload.split(separator: "\u{1E}", omittingEmptySubsequences: false)
+        guard let from = parts.first, from != origin[...] else { return }
+        for record in parts.dropFirst() {
+            if record.hasPrefix("@"), let id = Int64(record.dropFirst()) {
+                guard let body = try? await fetch(id) else { continue }
+                deliver(record: body[...])
+            } else {
+                deliver(record: record)
+            }
+        }
+    }
+
+    private func deliver(record: Substring) {
+        let f = record.split(separator: "\u{1F}", maxSplits: 2, omittingEmptySubsequences: false)
+        guard f.count == 3 else { return }
+        fanout.deliver(text: String(f[2]), group: String(f[1]), excluding: f[0].isEmpty ? nil : String(f[0]))
+    }
+
+    private func fetch(_ id: Int64) async throws -> String? {
+        let rows = try await client.query("SELECT body FROM group_events WHERE id = \(id)", logger: logger)
+        for try await body in rows.decode(String.self) { return body }
+        return nil
+    }
+
+    /// Deletes stored large events older than a minute.
+    public func prune() async {
+        _ = try? await client.query("DELETE FROM group_events WHERE created_ms < \(Int64(Clock.nowMs - 60_000))", logger: logger)
+    }
+}
+
+/// Wall-clock time in Unix milliseconds.
+enum Clock {
+    static var nowMs: Int64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_REALTIME, &ts)
+        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import HTTPTypes
+import HubCore
+import HubStore
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTLS
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import NIOSSL
+import ServiceLifecycle
+
+/// The server's settings, from `modem-hub serve`'s options.
+public struct HubServerSettings: Sendable {
+    public var host = "127.0.0.1"
+    public var port = 8080
+    /// `--issuer`; default `http(s)://HOST:PORT`.
+    public var issuer: String?
+    public var tlsCertPath: String?
+    public var tlsKeyPath: String?
+    /// `--log-codes`: confirmation codes go to the log (development).
+    public var logCodes = false
+    /// `--code-hook CMD`: codes are delivered by running CMD.
+    public var codeHook: String?
+    public var authority = HubAuthority.Settings()
+    public init() {}
+
+    /// The issuer URL (RFC 8414): `--issuer` or the scheme and listen address.
+    public var issuerURL: String {
+        if let i = issuer { return i.hasSuffix("/") ? String(i.dropLast()) : i }
+        let scheme = tlsCertPath == nil ? "http" : "https"
+        let h = host.contains(":") ? "[\(host)]" : host
+        return "\(scheme)://\(h):\(port)"
+    }
+}
+
+/// What a part of the hub adds to the server (the groups side: REST routes, the WebSocket, services).
+public protocol HubPlugin: Sendable {
+    /// Adds routes through `router.add` (so they enter the route table).
+    func register(on router: HubRouter, context: HubPluginContext)
+    /// Long-running services (bus, heartbeat) run beside the HTTP server and stopped with it.
+    func services(context: HubPluginContext) -> [any Service]
+    /// WebSocket settings when the plugin takes upgrades, else nil.
+    var webSocketConfiguration: WebSocketServerConfiguration? { get }
+    /// Decides a WebSocket upgrade (`.dontUpgrade` leaves the request to the router).
+    func shouldUpgrade(_ request: HTTPRequest, context: HubPluginContext) async
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>>
+}
+
+extension HubPlugin {
+    public func services(context: HubPluginContext) -> [any Service] { [] }
+    public var webSocketConfiguration: WebSocketServerConfiguration? { nil }
+    public func shouldUpgrade(_ request: HTTPRequest, context: HubPluginContext) async
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> { .dontUpgrade }
+}
+
+/// What plugins get: the authority (to turn Bearer tokens into principals), the store, the logger.
+public struct HubPluginContext: Sendable {
+    public let authority: HubAuthority
+    public let store: SQLHubStore
+    public let settings: HubServerSettings
+    public let logger: Logger
+
+    public init(authority: HubAuthority, store: SQLHubStore, settings: HubServerSettings, logger: Logger) {
+        self.authority = authority; self.store = store; self.settings = settings; self.logger = logger
+    }
+
+    /// The principal of a bare Bearer token (for the WebSocket upgrade), nil when refused.
+    public func principal(bearer token: String) async -> HubPrincipal? {
+        guard case .success(let p)? = try? await authority.principal(bearer: token) else { return nil }
+        return p
+    }
+}
+
+/// Builds the hub's router and application.
+public enum HubApp {
+    /// The router with every route and middleware, and its route table.
+    public static func router(context: HubPluginContext, plugins: [any HubPlugin] = [],
+                              sender: (any ConfirmationSender)? = nil) -> HubRouter {
+        let r = HubRouter(router: Router(context: HubRequestContext.self), table: RouteTable())
+        r.router.add(middleware: RequestLogMiddleware(logger: context.logger))
+        r.router.add(middleware: JSendErrorMiddleware(table: r.table, logger: context.logger))
+        r.router.add(middleware: BearerMiddleware(authority: context.authority))
+        let issuer = context.settings.issuerURL
+        OAuthRoutes.register(on: r, authority: context.authority, issuer: { issuer })
+        let codeSender: any ConfirmationSender = sender ?? {
+            if let hook = context.settings.codeHook { return HookConfirmationSender(command: hook, logger: context.logger) }
+            return LogConfirmationSender(logger: context.logger, enabled: context.settings.logCodes)
+        }()
+        AccountRoutes.register(on: r, authority: context.authority, store: context.store, sender: codeSender)
+        r.add(.get, "/openapi.yaml") { _, _ in
+            var h = HTTPFields()
+            h[.contentType] = "application/yaml"
+            return Response(status: .ok, headers: h, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+        }
+        for p in plugins { p.register(on: r, context: context) }
+        return r
+    }
+
+    /// The application: HTTP/1.1 with WebSocket upgrades, TLS when a certificate is given.
+    public static func application(context: HubPluginContext, plugins: [any HubPlugin] = [],
+                                   sender: (any ConfirmationSender)? = nil,
+                                   onServerRunning: @escaping @Sendable (any Channel) async -> Void = { _ in })
+        throws -> some ApplicationProtocol {
+        let router = Self.router(context: context, plugins: plugins, sender: sender)
+        let s = context.settings
+        let wsConfig = plugins.lazy.compactMap(\.webSocketConfiguration).first ?? WebSocketServerConfiguration()
+        var base = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(ws: wsConfig)) { request, _, _ in
+            for p in plugins {
+                let answer = await p.shouldUpgrade(request, context: context)
+                if case .upgrade = answer { return answer }
+            }
+            return .dontUpgrade
+        }
+        if let cert = s.tlsCertPath {
+            guard let key = s.tlsKeyPath else { throw HubConfigError("--tls-cert needs --tls-key") }
+            let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
+            let pkey = try NIOSSLPrivateKey(file: key, format: .pem)
+            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(pkey))
+            base = try .tls(base, tlsConfiguration: tls)
+        } else if s.tlsKeyPath != nil {
+            throw HubConfigError("--tls-key needs --tls-cert")
+        }
+        var services: [any Service] = []
+        for p in plugins { services += p.services(context: context) }
+        return Application(
+            router: router.router,
+            server: base,
+            configuration: .init(address: .hostname(s.host, port: s.port), serverName: "modem-hub"),
+            services: services,
+            onServerRunning: onServerRunning,
+            logger: context.logger)
+    }
+}
+
+/// A settings error found while building the server (exit 64 from the CLI).
+public struct HubConfigError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ d: String) { description = d }
+}

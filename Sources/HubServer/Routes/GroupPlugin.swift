@@ -1,0 +1,51 @@
+// The groups side of the hub as a HubPlugin: REST routes, the /v1/socket upgrade, and the bus and
+// heartbeat service, all on one GroupRuntime built (once) from the hub's open database.
+
+import HTTPTypes
+import HubCore
+import HubStore
+import HummingbirdWebSocket
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// Groups with presence (seed 001) for `modem-hub serve`.
+public final class GroupsPlugin: HubPlugin {
+    let nodeName: String
+    let heartbeat: Duration
+    private let built = Mutex<GroupRuntime?>(nil)
+
+    /// - Parameters:
+    ///   - nodeName: `--node` (instances of the same name replace each other at start)
+    ///   - heartbeat: `--heartbeat`
+    public init(nodeName: String, heartbeat: Duration) {
+        self.nodeName = nodeName
+        self.heartbeat = heartbeat
+    }
+
+    /// The runtime on the context's database (made at first use).
+    public func runtime(_ context: HubPluginContext) -> GroupRuntime {
+        built.withLock { r in
+            if let r { return r }
+            let made = GroupRuntime(db: context.store.db, nodeName: nodeName, heartbeat: heartbeat, logger: context.logger)
+            r = made
+            return made
+        }
+    }
+
+    public func register(on router: HubRouter, context: HubPluginContext) {
+        GroupRoutes(hub: runtime(context).hub).register(on: router)
+    }
+
+    public func services(context: HubPluginContext) -> [any Service] { [runtime(context)] }
+
+    public var webSocketConfiguration: WebSocketServerConfiguration? { GroupSocketUpgrade.configuration }
+
+    public func shouldUpgrade(_ request: HTTPRequest, context: HubPluginContext) async
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        await GroupSocketUpgrade.shouldUpgrade(request, hub: runtime(context).hub) { token in
+            guard let p = await context.principal(bearer: token) else { return nil }
+            return GroupPrincipal(account: p.account, clientID: p.clientID)
+        }
+    }
+}

@@ -1,0 +1,233 @@
+// REST for groups (seed 003's conventions, JSend): members and posts as paginated lists, posts made
+// and removed by their author, the caller's userload. Payloads are answered as their exact text.
+
+import HubCore
+import HubStore
+import Hummingbird
+import NIOCore
+
+/// A JSend answer built as text (payloads are inserted verbatim, never re-encoded).
+public struct GroupJSend: Sendable {
+    /// `{"status":"success","data":DATA}`
+    public static func success(_ data: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
+        response(status, "{\"status\":\"success\",\"data\":\(data)}", headers)
+    }
+
+    /// `{"status":"success","limit":L,"more":B,"data":[...]}`
+    public static func list(_ items: [String], limit: Int, more: Bool) -> Response {
+        response(.ok, "{\"status\":\"success\",\"limit\":\(limit),\"more\":\(more),\"data\":[\(items.joined(separator: ","))]}", [:])
+    }
+
+    /// `{"status":"fail","data":{"message":M[,"field":F]}}`
+    public static func fail(_ status: HTTPResponse.Status, _ message: String, field: String? = nil) -> Response {
+        let f = field.map { ",\"field\":\(jsonQuoted($0))" } ?? ""
+        return response(status, "{\"status\":\"fail\",\"data\":{\"message\":\(jsonQuoted(message))\(f)}}", [:])
+    }
+
+    /// `{"status":"error","message":M}`
+    public static func error(_ message: String) -> Response {
+        response(.internalServerError, "{\"status\":\"error\",\"message\":\(jsonQuoted(message))}", [:])
+    }
+
+    static func response(_ status: HTTPResponse.Status, _ text: String, _ headers: HTTPFields) -> Response {
+        var h = headers
+        h[.contentType] = "application/json; charset=utf-8"
+        return Response(status: status, headers: h, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+}
+
+/// Limits of the REST lists.
+public enum GroupListLimits {
+    public static let defaultLimit = 25
+    public static let maxLimit = 1000
+}
+
+/// The groups routes on the hub's router (the Bearer middleware has set the principal).
+public struct GroupRoutes: Sendable {
+    let hub: GroupHub
+    typealias Context = HubRequestContext
+
+    public init(hub: GroupHub) {
+        self.hub = hub
+    }
+
+    func principal(_ req: Request, _ ctx: Context) throws -> GroupPrincipal {
+        let p = try ctx.requirePrincipal()
+        return GroupPrincipal(account: p.account, clientID: p.clientID)
+    }
+
+    /// Adds GET/POST /v1/groups/{group}/posts, GET/DELETE /v1/groups/{group}/posts/{pid},
+    /// GET /v1/groups/{group}/members, PUT /v1/users/me/userload and GET /v1/socket (426 without upgrade).
+    public func register(on router: HubRouter) {
+        router.add(.get, "/v1/groups/{group}/members") { req, ctx in try await Self.answer { try await self.members(req, ctx) } }
+        router.add(.get, "/v1/groups/{group}/posts") { req, ctx in try await Self.answer { try await self.posts(req, ctx) } }
+        router.add(.post, "/v1/groups/{group}/posts") { req, ctx in try await Self.answer { try await self.createPost(req, ctx) } }
+        router.add(.get, "/v1/groups/{group}/posts/{pid}") { req, ctx in try await Self.answer { try await self.getPost(req, ctx) } }
+        router.add(.delete, "/v1/groups/{group}/posts/{pid}") { req, ctx in try await Self.answer { try await self.deletePost(req, ctx) } }
+        router.add(.put, "/v1/users/me/userload") { req, ctx in try await Self.answer { try await self.putUserload(req, ctx) } }
+        router.add(.get, "/v1/socket", documented: false) { req, ctx in
+            _ = try self.principal(req, ctx)
+            var r = GroupJSend.fail(.upgradeRequired, "this is a WebSocket: send Connection: Upgrade and Upgrade: websocket")
+            r.headers[.upgrade] = "websocket"
+            return r
+        }
+    }
+
+    /// Runs a handler; an early `GroupRouteFailure` becomes its answer.
+    static func answer(_ body: () async throws -> Response) async throws -> Response {
+        do { return try await body() } catch let f as GroupRouteFailure { return f.response }
+    }
+
+    /// A path parameter, percent-decoded and checked as a name.
+    static func name(_ ctx: Context, _ key: String) throws(GroupRouteFailure) -> String {
+        guard let raw = ctx.parameters.get(key), let value = percentDecoded(raw), PresenceLimits.isValidName(value) else {
+            throw GroupRouteFailure(response: GroupJSend.fail(
+                .badRequest, "\(key) must be 1-64 of A-Z a-z 0-9 ._~:@!$'()*+,;=- and not . or ..", field: key))
+        }
+        return value
+    }
+
+    static func page(_ req: Request) throws(GroupRouteFailure) -> (limit: Int, skip: Int) {
+        let q = req.uri.queryParameters
+        var limit = GroupListLimits.defaultLimit
+        var skip = 0
+        if let l = q.get("limit") {
+            guard let v = Int(l), (1...GroupListLimits.maxLimit).contains(v) else {
+                throw GroupRouteFailure(response: GroupJSend.fail(.badRequest, "limit must be an integer from 1 to \(GroupListLimits.maxLimit)", field: "limit"))
+            }
+            limit = v
+        }
+        if let s = q.get("skip") {
+            guard let v = Int(s), v >= 0 else {
+                throw GroupRouteFailure(response: GroupJSend.fail(.badRequest, "skip must be an integer of 0 or more", field: "skip"))
+            }
+            skip = v
+        }
+        return (limit, skip)
+    }
+
+    func members(_ req: Request, _ ctx: Context) async throws -> Response {
+        _ = try principal(req, ctx)
+        let g = try Self.name(ctx, "group")
+        let (limit, skip) = try Self.page(req)
+        let page = try await hub.store.members(group: g, limit: limit, skip: skip)
+        let items = page.items.map {
+            "{\"user\":\(jsonQuoted($0.user)),\"timestamp\":\($0.timestamp),\"userload\":\($0.userload.text)}"
+        }
+        return GroupJSend.list(items, limit: limit, more: page.more)
+    }
+
+    func posts(_ req: Request, _ ctx: Context) async throws -> Response {
+        _ = try principal(req, ctx)
+        let g = try Self.name(ctx, "group")
+        let (limit, skip) = try Self.page(req)
+        let page = try await hub.store.posts(group: g, limit: limit, skip: skip)
+        return GroupJSend.list(page.items.map { GroupEvent.post($0).itemJSONText }, limit: limit, more: page.more)
+    }
+
+    func getPost(_ req: Request, _ ctx: Context) async throws -> Response {
+        _ = try principal(req, ctx)
+        let g = try Self.name(ctx, "group")
+        let pid = try Self.name(ctx, "pid")
+        guard let post = try await hub.store.post(group: g, pid: pid) else {
+            return GroupJSend.fail(.notFound, "no post \(pid) in group \(g)")
+        }
+        return GroupJSend.success(GroupEvent.post(post).itemJSONText)
+    }
+
+    func createPost(_ req: Request, _ ctx: Context) async throws -> Response {
+        let who = try principal(req, ctx)
+        let g = try Self.name(ctx, "group")
+        let members: JSONObjectMembers
+        do {
+            let body = try await req.body.collect(upTo: 1 << 20)
+            members = try JSONObjectMembers(parsing: String(buffer: body), maxBytes: 1 << 20)
+        } catch let e as JSONTextError {
+            return GroupJSend.fail(.badRequest, "the body must be a JSON object {pid, pidload}: \(e)")
+        }
+        if let extra = members.values.keys.first(where: { $0 != "pid" && $0 != "pidload" }) {
+            return GroupJSend.fail(.badRequest, "unknown member \(extra)", field: extra)
+        }
+        guard let pid = members.string("pid"), PresenceLimits.isValidName(pid) else {
+            return GroupJSend.fail(.badRequest, "pid must be 1-64 of A-Z a-z 0-9 ._~:@!$'()*+,;=- and not . or ..", field: "pid")
+        }
+        guard let raw = members.values["pidload"], let load = try? JSONObjectText(validating: raw) else {
+            return GroupJSend.fail(.badRequest, "pidload must be a JSON object of at most \(PresenceLimits.maxPayloadBytes) bytes", field: "pidload")
+        }
+        let post = GroupPost(group: g, pid: pid, user: who.restUser, pidload: load, timestamp: hub.now)
+        let outcome = try await hub.store.post(post)
+        switch outcome {
+        case .posted(let p, let replaced):
+            hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "post"))
+            var headers: HTTPFields = [:]
+            headers[.location] = "/v1/groups/\(percentEncoded(g))/posts/\(percentEncoded(pid))"
+            return GroupJSend.success(GroupEvent.post(p).itemJSONText, status: replaced ? .ok : .created, headers: headers)
+        case .refused(let why):
+            return GroupJSend.fail(.forbidden, why.message)
+        default:
+            return GroupJSend.error("unexpected outcome")
+        }
+    }
+
+    func deletePost(_ req: Request, _ ctx: Context) async throws -> Response {
+        let who = try principal(req, ctx)
+        let g = try Self.name(ctx, "group")
+        let pid = try Self.name(ctx, "pid")
+        switch try await hub.store.unpost(group: g, pid: pid, user: who.restUser) {
+        case .unposted: return GroupJSend.success("null")
+        case .refused(.notAuthor): return GroupJSend.fail(.forbidden, "post \(pid) in group \(g) belongs to another user")
+        case .refused(.noSuchPost): return GroupJSend.fail(.notFound, "no post \(pid) in group \(g)")
+        default: return GroupJSend.error("unexpected outcome")
+        }
+    }
+
+    func putUserload(_ req: Request, _ ctx: Context) async throws -> Response {
+        let who = try principal(req, ctx)
+        let load: JSONObjectText
+        do {
+            let body = try await req.body.collect(upTo: 1 << 20)
+            load = try JSONObjectText(validating: String(buffer: body))
+        } catch let e as JSONTextError {
+            return GroupJSend.fail(.badRequest, "the body must be a JSON object: \(e)")
+        }
+        let outcome = try await hub.store.update(user: who.restUser, userload: load, now: hub.now)
+        hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "update"))
+        return GroupJSend.success("{\"user\":\(jsonQuoted(who.restUser)),\"userload\":\(load.text)}")
+    }
+}
+
+/// A route's early answer (a 400 for a bad name or page).
+public struct GroupRouteFailure: Error, Sendable {
+    public let response: Response
+}
+
+/// Decodes %XX escapes; nil for a malformed escape or invalid UTF-8.
+func percentDecoded(_ s: String) -> String? {
+    var out: [UInt8] = []
+    var it = Array(s.utf8)[...]
+    while let c = it.popFirst() {
+        if c == UInt8(ascii: "%") {
+            guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) else { return nil }
+            out.append(v)
+            it = it.dropFirst(2)
+        } else {
+            out.append(c)
+        }
+    }
+    return String(validating: out, as: UTF8.self)
+}
+
+/// Encodes a name for a path segment (everything but unreserved characters).
+func percentEncoded(_ s: String) -> String {
+    var out = ""
+    for b in s.utf8 {
+        switch b {
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+            out.unicodeScalars.append(Unicode.Scalar(b))
+        default:
+            out += "%" + (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true)
+        }
+    }
+    return out
+}

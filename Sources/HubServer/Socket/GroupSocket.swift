@@ -1,0 +1,98 @@
+// /v1/socket: one WebSocket's life. Bearer checked at upgrade (GroupSocketUpgrade); here: hello and
+// the user id, then ops until the socket ends, with one writer task draining the socket's outbox.
+
+import HubCore
+import HummingbirdWebSocket
+import NIOWebSocket
+
+/// Runs one client socket.
+public struct GroupSocket: Sendable {
+    let hub: GroupHub
+    let principal: GroupPrincipal
+
+    public init(hub: GroupHub, principal: GroupPrincipal) {
+        self.hub = hub
+        self.principal = principal
+    }
+
+    /// Handles the socket until it closes.
+    public func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        let outbox = GroupOutbox()
+        let conn = hub.newConnectionID()
+        hub.fanout.add(conn, outbox: outbox)
+        var user: String?
+        await withTaskGroup(of: Void.self) { tasks in
+            tasks.addTask {
+                for await frame in outbox.frames {
+                    do { try await outbound.write(.text(frame)) } catch { break }
+                }
+                if outbox.didOverflow {
+                    try? await outbound.close(.policyViolation, reason: "too slow: outbound queue full")
+                }
+            }
+            var closeCode: WebSocketErrorCode?
+            var reason = ""
+            do {
+                for try await message in inbound.messages(maxSize: PresenceLimits.maxFrameBytes) {
+                    guard case .text(let text) = message else {
+                        closeCode = .unacceptableData; reason = "text frames of JSON only"
+                        break
+                    }
+                    let op: ClientOp
+                    do throws(ClientOpError) {
+                        op = try ClientOp.parse(text)
+                    } catch {
+                        outbox.send(error.jsonText)
+                        if error.fatal { closeCode = .dataInconsistentWithMessage; reason = "not JSON"; break }
+                        continue
+                    }
+                    if let user {
+                        await hub.perform(op, conn: conn, user: user)
+                        continue
+                    }
+                    guard case .hello(let asked) = op else {
+                        outbox.send(ClientOpError(op: op.name, message: "say {\"op\":\"hello\"} first", fatal: false).jsonText)
+                        continue
+                    }
+                    switch await identify(asked) {
+                    case .success(let id):
+                        user = id
+                        outbox.send("{\"type\":\"hello\",\"user\":\(jsonQuoted(id))}")
+                    case .failure(let e):
+                        outbox.send(e.jsonText)
+                        closeCode = .unknown(4003); reason = "user id refused"
+                    }
+                    if closeCode != nil { break }
+                }
+            } catch {
+                closeCode = .messageTooLarge
+                reason = "frames are limited to \(PresenceLimits.maxFrameBytes) bytes"
+            }
+            if user != nil { await hub.closed(conn) } else { hub.fanout.remove(conn) }
+            outbox.finish()
+            await tasks.waitForAll()
+            if let closeCode { try? await outbound.close(closeCode, reason: reason) }
+        }
+    }
+
+    /// The user id for this socket: the account's, or a device id of the token's client.
+    func identify(_ asked: String?) async -> Result<String, ClientOpError> {
+        if let account = principal.account {
+            if let asked, asked != account {
+                return .failure(ClientOpError(op: "hello", message: "this token belongs to another user", fatal: true))
+            }
+            return .success(account)
+        }
+        do {
+            guard let asked else {
+                return .success(try await hub.store.allocateDevice(clientID: principal.clientID, now: hub.now))
+            }
+            guard try await hub.store.deviceClient(asked) == principal.clientID else {
+                return .failure(ClientOpError(op: "hello", message: "unknown user id for this client", fatal: true))
+            }
+            return .success(asked)
+        } catch {
+            return .failure(ClientOpError(op: "hello", message: "the hub could not allocate a user id now", fatal: true))
+        }
+    }
+}

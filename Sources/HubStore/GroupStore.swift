@@ -1,0 +1,344 @@
+// Groups, presence, posts, userloads, node heartbeats and device ids in SQL (SQLite or PostgreSQL).
+// Every operation is one transaction returning the same `PresenceOutcome` as HubCore's in-memory
+// `PresenceState`; presence is counted under the (group, user) membership row's lock, so one user
+// joining or leaving from several nodes at once still yields one online and one offline event.
+
+import HubCore
+
+/// Where the groups state lives.
+public protocol GroupStore: Sendable {
+    /// `true` when several nodes may share the store (PostgreSQL).
+    var isShared: Bool { get }
+    func join(conn: ConnectionID, instance: String, group: String, user: String, now: Int64) async throws -> PresenceOutcome
+    func listen(group: String) async throws -> PresenceOutcome
+    func leave(conn: ConnectionID, group: String, user: String, now: Int64) async throws -> PresenceOutcome
+    func update(user: String, userload: JSONObjectText, now: Int64) async throws -> PresenceOutcome
+    func post(_ post: GroupPost) async throws -> PresenceOutcome
+    func unpost(group: String, pid: String, user: String) async throws -> PresenceOutcome
+    func close(conn: ConnectionID, now: Int64) async throws -> PresenceOutcome
+    /// A page of members by user id, and whether more follow.
+    func members(group: String, limit: Int, skip: Int) async throws -> (items: [MemberPresence], more: Bool)
+    /// A page of posts by time and pid, and whether more follow.
+    func posts(group: String, limit: Int, skip: Int) async throws -> (items: [GroupPost], more: Bool)
+    func post(group: String, pid: String) async throws -> GroupPost?
+    /// Records that `instance` (a node process called `name`) is alive at `now`.
+    func heartbeat(instance: String, name: String, now: Int64) async throws
+    /// Marks offline the users of instances whose heartbeat is older than `staleBefore` (and of every
+    /// other instance called `sameName`, at start), with their last heartbeat as last seen.
+    func sweep(me instance: String, staleBefore: Int64, sameName: String?, now: Int64) async throws -> PresenceOutcome
+    /// A clean stop: this instance's users go offline now and its node row goes.
+    func removeNode(instance: String, now: Int64) async throws -> PresenceOutcome
+    /// A new device id for a client token's socket.
+    func allocateDevice(clientID: String, now: Int64) async throws -> String
+    /// The OAuth client a device id was allocated to.
+    func deviceClient(_ device: String) async throws -> String?
+}
+
+/// The groups store over the hub's SQL database (tables from `HubSchema`).
+public struct SQLGroupStore: GroupStore {
+    public let db: any SQLDatabase
+    public var isShared: Bool { db.dialect == .postgres }
+
+    /// Wraps a migrated database.
+    public init(db: any SQLDatabase) {
+        self.db = db
+    }
+
+    /// Creates the groups tables when missing (PostgreSQL: under an advisory lock, so nodes starting
+    /// together do not race).
+    public func prepare() async throws {
+        let shared = isShared
+        try await db.transaction { tx in
+            if shared { try await tx.query("SELECT pg_advisory_xact_lock(736110012)", []) }
+            for s in GroupSchema.statements { try await tx.query(s, []) }
+        }
+    }
+
+    /// One transaction, retried (up to 3 times) when PostgreSQL picks it as a deadlock victim.
+    func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await db.transaction(body)
+            } catch StoreError.engine(let message) where attempt < 3
+                && (message.contains("deadlock detected") || message.contains("could not serialize")) {
+                attempt += 1
+            }
+        }
+    }
+
+    public func join(conn: ConnectionID, instance: String, group: String, user: String, now: Int64) async throws -> PresenceOutcome {
+        try await transaction { tx in
+            try await tx.run(
+                "INSERT INTO members(grp, user_id, last_seen_ms, joined_ms) VALUES ($1, $2, $3, $3) "
+                    + "ON CONFLICT (grp, user_id) DO UPDATE SET joined_ms = members.joined_ms",
+                [.text(group), .text(user), .int(now)])
+            let before = try await tx.rows("SELECT count(*) FROM presence WHERE grp = $1 AND user_id = $2", [.text(group), .text(user)])
+            try await tx.run(
+                "INSERT INTO presence(conn, grp, user_id, instance) VALUES ($1, $2, $3, $4) ON CONFLICT (conn, grp) DO NOTHING",
+                [.text(conn), .text(group), .text(user), .text(instance)])
+            let snap = try await snapshot(tx, group)
+            let online = before.first?.int(0) == 0 ? snap.members.first { $0.user == user } : nil
+            return .joined(group: group, snapshot: snap, cameOnline: online)
+        }
+    }
+
+    public func listen(group: String) async throws -> PresenceOutcome {
+        try await transaction { tx in .listened(group: group, snapshot: try await snapshot(tx, group)) }
+    }
+
+    public func leave(conn: ConnectionID, group: String, user: String, now: Int64) async throws -> PresenceOutcome {
+        try await transaction { tx in
+            let member = try await lockMember(tx, group, user)
+            let deleted = try await tx.rows("DELETE FROM presence WHERE conn = $1 AND grp = $2 RETURNING conn", [.text(conn), .text(group)])
+            let left = try await tx.rows("SELECT count(*) FROM presence WHERE grp = $1 AND user_id = $2", [.text(group), .text(user)])
+            guard left.first?.int(0) == 0, member else { return .left(group: group, wentOffline: nil) }
+            try await tx.run("DELETE FROM members WHERE grp = $1 AND user_id = $2", [.text(group), .text(user)])
+            guard !deleted.isEmpty else { return .left(group: group, wentOffline: nil) }
+            return .left(group: group, wentOffline: MemberPresence(group: group, user: user, timestamp: now, userload: try await userload(tx, user)))
+        }
+    }
+
+    public func update(user: String, userload: JSONObjectText, now: Int64) async throws -> PresenceOutcome {
+        try await transaction { tx in
+            try await tx.run(
+                "INSERT INTO userloads(user_id, body, updated_ms) VALUES ($1, $2, $3) "
+                    + "ON CONFLICT (user_id) DO UPDATE SET body = excluded.body, updated_ms = excluded.updated_ms",
+                [.text(user), .text(userload.text), .int(now)])
+            let rows = try await tx.rows(
+                "SELECT m.grp, m.last_seen_ms, " + onlineColumn + " FROM members m WHERE m.user_id = $1 ORDER BY m.grp",
+                [.text(user)])
+            return .updated(rows.map {
+                MemberPresence(group: $0.text(0) ?? "", user: user, timestamp: $0.int(2) == 1 ? 0 : $0.int(1), userload: userload)
+            })
+        }
+    }
+
+    public func post(_ post: GroupPost) async throws -> PresenceOutcome {
+        try await transaction { tx in
+            let old = try await tx.rows("SELECT user_id FROM posts WHERE grp = $1 AND pid = $2", [.text(post.group), .text(post.pid)])
+            if let author = old.first?.text(0), author != post.user {
+                return .refused(.notAuthor(group: post.group, pid: post.pid))
+            }
+            let stored = try await tx.rows(
+                "INSERT INTO posts(grp, pid, user_id, body, created_ms) VALUES ($1, $2, $3, $4, $5) "
+                    + "ON CONFLICT (grp, pid) DO UPDATE SET body = excluded.body, created_ms = excluded.created_ms "
+                    + "WHERE posts.user_id = excluded.user_id RETURNING pid",
+                [.text(post.group), .text(post.pid), .text(post.user), .text(post.pidload.text), .int(post.timestamp)])
+            if stored.isEmpty { return .refused(.notAuthor(group: post.group, pid: post.pid)) }
+            return .posted(post, replaced: !old.isEmpty)
+        }
+    }
+
+    public func unpost(group: String, pid: String, user: String) async throws -> PresenceOutcome {
+        try await transaction { tx in
+            let gone = try await tx.rows(
+                "DELETE FROM posts WHERE grp = $1 AND pid = $2 AND user_id = $3 RETURNING pid", [.text(group), .text(pid), .text(user)])
+            if !gone.isEmpty { return .unposted(group: group, pid: pid) }
+            let other = try await tx.rows("SELECT user_id FROM posts WHERE grp = $1 AND pid = $2", [.text(group), .text(pid)])
+            return .refused(other.isEmpty ? .noSuchPost(group: group, pid: pid) : .notAuthor(group: group, pid: pid))
+        }
+    }
+
+    public func close(conn: ConnectionID, now: Int64) async throws -> PresenceOutcome {
+        try await transaction { tx in
+            let rows = try await tx.rows("SELECT grp, user_id FROM presence WHERE conn = $1 ORDER BY grp", [.text(conn)])
+            var gone: [MemberPresence] = []
+            for r in rows {
+                if let p = try await dropPresence(tx, conn: conn, group: r.text(0) ?? "", user: r.text(1) ?? "", lastSeen: now) { gone.append(p) }
+            }
+            return .wentOffline(gone)
+        }
+    }
+
+    public func members(group: String, limit: Int, skip: Int) async throws -> (items: [MemberPresence], more: Bool) {
+        try await transaction { tx in
+            let rows = try await tx.rows(memberSelect + " ORDER BY m.user_id LIMIT $2 OFFSET $3", [.text(group), .int(Int64(limit + 1)), .int(Int64(skip))])
+            let items = rows.prefix(limit).map { member(group, $0) }
+            return (Array(items), rows.count > limit)
+        }
+    }
+
+    public func posts(group: String, limit: Int, skip: Int) async throws -> (items: [GroupPost], more: Bool) {
+        try await transaction { tx in
+            let rows = try await tx.rows(postSelect + " ORDER BY created_ms, pid LIMIT $2 OFFSET $3", [.text(group), .int(Int64(limit + 1)), .int(Int64(skip))])
+            return (rows.prefix(limit).map { post(group, $0) }, rows.count > limit)
+        }
+    }
+
+    public func post(group: String, pid: String) async throws -> GroupPost? {
+        try await transaction { tx in
+            try await tx.rows(postSelect + " AND pid = $2", [.text(group), .text(pid)]).first.map { post(group, $0) }
+        }
+    }
+
+    public func heartbeat(instance: String, name: String, now: Int64) async throws {
+        try await transaction { tx in
+            try await tx.run(
+                "INSERT INTO nodes(instance, name, started_ms, heartbeat_ms) VALUES ($1, $2, $3, $3) "
+                    + "ON CONFLICT (instance) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms",
+                [.text(instance), .text(name), .int(now)])
+        }
+    }
+
+    public func sweep(me instance: String, staleBefore: Int64, sameName: String?, now: Int64) async throws -> PresenceOutcome {
+        let shared = isShared
+        return try await transaction { tx in
+            if shared {
+                let got = try await tx.rows("SELECT CAST(CASE WHEN pg_try_advisory_xact_lock(7011) THEN 1 ELSE 0 END AS BIGINT)", [])
+                guard got.first?.int(0) == 1 else { return .wentOffline([]) }
+            }
+            var dead: [(String, Int64)] = try await tx.rows(
+                "SELECT instance, heartbeat_ms FROM nodes WHERE instance <> $1 AND (heartbeat_ms < $2 OR name = $3) ORDER BY instance",
+                [.text(instance), .int(staleBefore), .text(sameName ?? "\u{1}")]
+            ).map { ($0.text(0) ?? "", $0.int(1)) }
+            // Presence rows of instances with no node row at all (never heartbeated): gone now.
+            let orphans = try await tx.rows(
+                "SELECT DISTINCT instance FROM presence WHERE instance <> $1 AND instance NOT IN (SELECT instance FROM nodes)",
+                [.text(instance)])
+            dead += orphans.map { ($0.text(0) ?? "", now) }
+            var gone: [MemberPresence] = []
+            for (inst, lastSeen) in dead {
+                gone += try await dropInstance(tx, inst, lastSeen: lastSeen)
+            }
+            return .wentOffline(gone)
+        }
+    }
+
+    public func removeNode(instance: String, now: Int64) async throws -> PresenceOutcome {
+        try await transaction { tx in .wentOffline(try await dropInstance(tx, instance, lastSeen: now)) }
+    }
+
+    public func allocateDevice(clientID: String, now: Int64) async throws -> String {
+        var g = SystemRandomNumberGenerator()
+        let id = "d_" + (0..<4).map { _ in
+            let v = g.next() as UInt32
+            let s = String(v, radix: 16)
+            return String(repeating: "0", count: 8 - s.count) + s
+        }.joined()
+        try await transaction { tx in
+            try await tx.run("INSERT INTO devices(id, client_id, created_ms) VALUES ($1, $2, $3)", [.text(id), .text(clientID), .int(now)])
+        }
+        return id
+    }
+
+    public func deviceClient(_ device: String) async throws -> String? {
+        try await transaction { tx in
+            try await tx.rows("SELECT client_id FROM devices WHERE id = $1", [.text(device)]).first?.text(0)
+        }
+    }
+
+    // MARK: - pieces
+
+    private var onlineColumn: String {
+        "CAST(CASE WHEN EXISTS (SELECT 1 FROM presence p WHERE p.grp = m.grp AND p.user_id = m.user_id) THEN 1 ELSE 0 END AS BIGINT)"
+    }
+
+    private var memberSelect: String {
+        "SELECT m.user_id, m.last_seen_ms, " + onlineColumn + ", u.body FROM members m "
+            + "LEFT JOIN userloads u ON u.user_id = m.user_id WHERE m.grp = $1"
+    }
+
+    private let postSelect = "SELECT pid, user_id, body, created_ms FROM posts WHERE grp = $1"
+
+    private func member(_ group: String, _ r: SQLRow) -> MemberPresence {
+        MemberPresence(
+            group: group, user: r.text(0) ?? "", timestamp: r.int(2) == 1 ? 0 : r.int(1),
+            userload: r.text(3).map(JSONObjectText.init(stored:)) ?? .empty)
+    }
+
+    private func post(_ group: String, _ r: SQLRow) -> GroupPost {
+        GroupPost(group: group, pid: r.text(0) ?? "", user: r.text(1) ?? "", pidload: JSONObjectText(stored: r.text(2) ?? "{}"), timestamp: r.int(3))
+    }
+
+    private func snapshot(_ tx: any SQLExecutor, _ group: String) async throws -> GroupSnapshot {
+        let m = try await tx.rows(memberSelect + " ORDER BY m.user_id LIMIT 10000", [.text(group)])
+        let p = try await tx.rows(postSelect + " ORDER BY created_ms, pid LIMIT 10000", [.text(group)])
+        return GroupSnapshot(members: m.map { member(group, $0) }, posts: p.map { post(group, $0) })
+    }
+
+    private func userload(_ tx: any SQLExecutor, _ user: String) async throws -> JSONObjectText {
+        try await tx.rows("SELECT body FROM userloads WHERE user_id = $1", [.text(user)]).first?.text(0).map(JSONObjectText.init(stored:)) ?? .empty
+    }
+
+    /// Locks the membership row (PostgreSQL row lock until commit); whether it exists.
+    private func lockMember(_ tx: any SQLExecutor, _ group: String, _ user: String) async throws -> Bool {
+        !(try await tx.rows(
+            "UPDATE members SET joined_ms = joined_ms WHERE grp = $1 AND user_id = $2 RETURNING user_id", [.text(group), .text(user)]
+        ).isEmpty)
+    }
+
+    /// Drops one presence row; the offline presence when it was the user's last in the group.
+    private func dropPresence(_ tx: any SQLExecutor, conn: String, group: String, user: String, lastSeen: Int64) async throws -> MemberPresence? {
+        let member = try await lockMember(tx, group, user)
+        try await tx.run("DELETE FROM presence WHERE conn = $1 AND grp = $2", [.text(conn), .text(group)])
+        let left = try await tx.rows("SELECT count(*) FROM presence WHERE grp = $1 AND user_id = $2", [.text(group), .text(user)])
+        guard left.first?.int(0) == 0, member else { return nil }
+        try await tx.run("UPDATE members SET last_seen_ms = $3 WHERE grp = $1 AND user_id = $2", [.text(group), .text(user), .int(lastSeen)])
+        return MemberPresence(group: group, user: user, timestamp: lastSeen, userload: try await userload(tx, user))
+    }
+
+    private func dropInstance(_ tx: any SQLExecutor, _ inst: String, lastSeen: Int64) async throws -> [MemberPresence] {
+        let rows = try await tx.rows("SELECT conn, grp, user_id FROM presence WHERE instance = $1 ORDER BY grp, user_id, conn", [.text(inst)])
+        var gone: [MemberPresence] = []
+        for r in rows {
+            if let p = try await dropPresence(tx, conn: r.text(0) ?? "", group: r.text(1) ?? "", user: r.text(2) ?? "", lastSeen: lastSeen) {
+                gone.append(p)
+            }
+        }
+        try await tx.run("DELETE FROM nodes WHERE instance = $1", [.text(inst)])
+        return gone
+    }
+}
+
+extension SQLExecutor {
+    func rows(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] { try await query(sql, binds) }
+    func run(_ sql: String, _ binds: [SQLValue] = []) async throws { try await query(sql, binds) }
+}
+
+extension SQLRow {
+    func int(_ i: Int) -> Int64 { self[i].int ?? 0 }
+    func text(_ i: Int) -> String? { self[i].text }
+}
+
+/// Runs `body` with a groups store on the PostgreSQL database at `url` (migrated first).
+public func withPostgresGroupStore<T: Sendable>(url: String, _ body: (SQLGroupStore) async throws -> T) async throws -> T {
+    let db = try await PostgresEngine.open(url: url)
+    do {
+        try await HubSchema.migrate(db, nowMs: 0)
+        let store = SQLGroupStore(db: db)
+        try await store.prepare()
+        let v = try await body(store)
+        try? await db.close()
+        return v
+    } catch {
+        try? await db.close()
+        throw error
+    }
+}
+
+/// A migrated SQLite groups store at `path` (":memory:" for tests).
+public func openSQLiteGroupStore(path: String) async throws -> SQLGroupStore {
+    let db = try await SQLiteEngine.open(path: path)
+    try await HubSchema.migrate(db, nowMs: 0)
+    let store = SQLGroupStore(db: db)
+    try await store.prepare()
+    return store
+}
+
+/// The groups tables (one text for SQLite and PostgreSQL; docs/hub-plan.md section 6).
+public enum GroupSchema {
+    public static let statements = [
+        "CREATE TABLE IF NOT EXISTS nodes(instance TEXT PRIMARY KEY, name TEXT NOT NULL, started_ms BIGINT NOT NULL, heartbeat_ms BIGINT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS presence(conn TEXT NOT NULL, grp TEXT NOT NULL, user_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (conn, grp))",
+        "CREATE INDEX IF NOT EXISTS presence_grp_user ON presence(grp, user_id)",
+        "CREATE INDEX IF NOT EXISTS presence_instance ON presence(instance)",
+        "CREATE TABLE IF NOT EXISTS members(grp TEXT NOT NULL, user_id TEXT NOT NULL, last_seen_ms BIGINT NOT NULL, joined_ms BIGINT NOT NULL, PRIMARY KEY (grp, user_id))",
+        "CREATE INDEX IF NOT EXISTS members_user ON members(user_id)",
+        "CREATE TABLE IF NOT EXISTS userloads(user_id TEXT PRIMARY KEY, body TEXT NOT NULL, updated_ms BIGINT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS posts(grp TEXT NOT NULL, pid TEXT NOT NULL, user_id TEXT NOT NULL, body TEXT NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (grp, pid))",
+        "CREATE INDEX IF NOT EXISTS posts_order ON posts(grp, created_ms, pid)",
+        "CREATE TABLE IF NOT EXISTS devices(id TEXT PRIMARY KEY, client_id TEXT NOT NULL, created_ms BIGINT NOT NULL)",
+        "CREATE TABLE IF NOT EXISTS group_events(id BIGINT PRIMARY KEY, body TEXT NOT NULL, origin TEXT NOT NULL, created_ms BIGINT NOT NULL)",
+    ]
+}

@@ -1,0 +1,74 @@
+/// The hub's schema, one text for both engines (`{blob}` and `{serial}` are rendered per dialect), applied
+/// in numbered migrations recorded in `schema_migrations`. Flags are BIGINT 0/1, times Unix milliseconds.
+///
+/// These are the accounts side's tables (clients, users, codes, tokens). The groups side (nodes, presence,
+/// members, userloads, posts, devices) creates its own tables in `GroupSchema` (GroupStore.swift).
+public enum HubSchema {
+    /// One migration: a version, a name, and its statements (each run on its own; no `;` lists).
+    public struct Migration: Sendable {
+        public let version: Int64
+        public let name: String
+        public let statements: [String]
+        public init(version: Int64, name: String, statements: [String]) {
+            self.version = version
+            self.name = name
+            self.statements = statements
+        }
+    }
+
+    /// Every migration, in order. Add new ones at the end with the next version.
+    public static let migrations: [Migration] = [
+        Migration(version: 1, name: "initial", statements: [
+            """
+            CREATE TABLE clients(id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, secret_sha256 {blob} NOT NULL,
+              password_grant BIGINT NOT NULL, created_ms BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE users(id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, password_bcrypt TEXT NOT NULL,
+              contact TEXT, confirmed BIGINT NOT NULL, created_ms BIGINT NOT NULL)
+            """,
+            """
+            CREATE TABLE pending_codes(user_name TEXT NOT NULL, purpose TEXT NOT NULL, code_sha256 {blob} NOT NULL,
+              expires_ms BIGINT NOT NULL, tries BIGINT NOT NULL, PRIMARY KEY(user_name, purpose))
+            """,
+            """
+            CREATE TABLE access_tokens(sha256 {blob} PRIMARY KEY, client_id TEXT NOT NULL, subject TEXT NOT NULL,
+              family TEXT, expires_ms BIGINT NOT NULL, revoked BIGINT NOT NULL)
+            """,
+            "CREATE INDEX access_tokens_family ON access_tokens(family)",
+            "CREATE INDEX access_tokens_expires ON access_tokens(expires_ms)",
+            """
+            CREATE TABLE refresh_tokens(sha256 {blob} PRIMARY KEY, family TEXT NOT NULL, client_id TEXT NOT NULL,
+              subject TEXT NOT NULL, expires_ms BIGINT NOT NULL, used BIGINT NOT NULL, revoked BIGINT NOT NULL)
+            """,
+            "CREATE INDEX refresh_tokens_family ON refresh_tokens(family)",
+            "CREATE INDEX refresh_tokens_subject ON refresh_tokens(subject)",
+        ]),
+    ]
+
+    /// Brings `db` to the newest version: under a lock (SQLite: the write transaction; PostgreSQL: an
+    /// advisory lock, so nodes starting together do not race), applies each missing migration in one
+    /// transaction. Returns the versions applied now.
+    @discardableResult
+    public static func migrate(_ db: any SQLDatabase, migrations: [Migration] = HubSchema.migrations,
+                               nowMs: Int64) async throws -> [Int64] {
+        try await db.transaction { tx in
+            if tx.dialect == .postgres {
+                try await tx.query("SELECT pg_advisory_xact_lock(736110011)", [])
+            }
+            try await tx.query("""
+                CREATE TABLE IF NOT EXISTS schema_migrations(version BIGINT PRIMARY KEY, name TEXT NOT NULL,
+                  applied_ms BIGINT NOT NULL)
+                """, [])
+            let done = Set(try await tx.query("SELECT version FROM schema_migrations", []).compactMap { $0[0].int })
+            var applied: [Int64] = []
+            for m in migrations.sorted(by: { $0.version < $1.version }) where !done.contains(m.version) {
+                for s in m.statements { try await tx.query(s, []) }
+                try await tx.query("INSERT INTO schema_migrations(version, name, applied_ms) VALUES ($1, $2, $3)",
+                                   [.int(m.version), .text(m.name), .int(nowMs)])
+                applied.append(m.version)
+            }
+            return applied
+        }
+    }
+}

@@ -1,0 +1,244 @@
+import ArgumentParser
+import Foundation
+import HubCore
+import HubServer
+import HubStore
+import Hummingbird
+import Logging
+import ServiceLifecycle
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `modem-hub`: the hub server (groups with presence behind OAuth2) and its administration.
+@main
+struct ModemHub: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "modem-hub",
+        abstract: "The hub: groups with presence behind an OAuth2 API (SQLite by default, PostgreSQL for several nodes).",
+        subcommands: [Serve.self, ClientCommand.self, UserCommand.self, PrintOpenAPI.self])
+}
+
+/// Exit codes: 64 for usage errors (bad options), 1 for failures.
+enum Exit {
+    static let usage = ExitCode(64)
+    static let failure = ExitCode(1)
+}
+
+func nowMillis() -> Int64 { HubAuthority.systemMillis() }
+
+func fail(_ message: String, _ code: ExitCode) -> ExitCode {
+    FileHandle.standardError.write(Data("modem-hub: \(message)\n".utf8))
+    return code
+}
+
+func parseDB(_ text: String?) throws -> DatabaseLocation {
+    guard let text else { return DatabaseLocation.defaultLocation }
+    do { return try DatabaseLocation(parsing: text) } catch {
+        throw fail("\(error)", Exit.usage)
+    }
+}
+
+func openStore(_ location: DatabaseLocation, logger: Logger) async throws -> SQLHubStore {
+    do { return try await SQLHubStore.open(location, logger: logger, nowMs: nowMillis()) } catch {
+        throw fail("cannot open \(location.redacted): \(error)", Exit.failure)
+    }
+}
+
+func makeLogger(_ label: String, level: Logger.Level) -> Logger {
+    var l = Logger(label: label)
+    l.logLevel = level
+    return l
+}
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the hub server.")
+
+    @Option(help: "Address to listen on, HOST:PORT.") var listen = "127.0.0.1:8080"
+    @Option(help: "sqlite:PATH (default $XDG_DATA_HOME/swiftmodem/hub.sqlite) or postgres://USER@HOST:PORT/DB.") var db: String?
+    @Option(help: "This node's name (default: the host name).") var node: String?
+    @Option(help: "Seconds between node heartbeats.") var heartbeat: Double = 5
+    @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
+    @Option(name: .customLong("tls-key"), help: "PEM private key for --tls-cert.") var tlsKey: String?
+    @Option(help: "Issuer URL in the metadata (default: scheme and listen address).") var issuer: String?
+    @Option(name: .customLong("access-ttl"), help: "Access token lifetime in seconds.") var accessTTL = 600
+    @Flag(name: .customLong("log-codes"), help: "Write confirmation and reset codes to the log (development only).") var logCodes = false
+    @Option(name: .customLong("code-hook"), help: "Shell command that delivers codes (HUB_CODE, HUB_USER, HUB_PURPOSE, HUB_CONTACT in its environment).") var codeHook: String?
+    @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
+
+    func run() async throws {
+        guard let level = Logger.Level(rawValue: logLevel) else { throw fail("unknown --log-level '\(logLevel)'", Exit.usage) }
+        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]),
+              (0...65535).contains(port), colon > listen.startIndex
+        else { throw fail("--listen takes HOST:PORT, got '\(listen)'", Exit.usage) }
+        var host = String(listen[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard heartbeat > 0, heartbeat <= 3600 else { throw fail("--heartbeat must be 0 to 3600 seconds", Exit.usage) }
+        guard (10...86400).contains(accessTTL) else { throw fail("--access-ttl must be 10 to 86400 seconds", Exit.usage) }
+        guard (tlsCert == nil) == (tlsKey == nil) else { throw fail("--tls-cert and --tls-key go together", Exit.usage) }
+        for f in [tlsCert, tlsKey].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: f) {
+            throw fail("cannot read \(f)", Exit.usage)
+        }
+        let location = try parseDB(db)
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        let logger = makeLogger("modem-hub", level: level)
+        raiseFileLimit(logger: logger)
+
+        var settings = HubServerSettings()
+        settings.host = host
+        settings.port = port
+        settings.issuer = issuer
+        settings.tlsCertPath = tlsCert
+        settings.tlsKeyPath = tlsKey
+        settings.logCodes = logCodes
+        settings.codeHook = codeHook
+        settings.authority.accessTTL = accessTTL
+
+        let store = try await openStore(location, logger: logger)
+        let authority = HubAuthority(store: store, settings: settings.authority, logger: logger)
+        let context = HubPluginContext(authority: authority, store: store, settings: settings, logger: logger)
+        // The groups side (hub-groups) plugs in here: REST routes, the WebSocket, the bus and heartbeat.
+        let plugins: [any HubPlugin] = hubPlugins(node: node ?? ProcessInfo.processInfo.hostName, heartbeat: heartbeat,
+                                                  db: location)
+        let app: any Service
+        let issuerURL = settings.issuerURL
+        do {
+            app = try HubApp.application(context: context, plugins: plugins, onServerRunning: { _ in
+                logger.notice("modem-hub listening on \(issuerURL) (\(location.redacted))")
+            })
+        } catch {
+            try? await store.close()
+            throw fail("\(error)", Exit.usage)
+        }
+        let pruner = TokenPruner(store: store)
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: app), .init(service: pruner)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        do {
+            try await group.run()
+        } catch {
+            logger.error("stopped: \(error)")
+            try? await store.close()
+            throw Exit.failure
+        }
+        try? await store.close()
+    }
+}
+
+/// The plugins the server runs with (the groups side adds its own here).
+func hubPlugins(node: String, heartbeat: Double, db: DatabaseLocation) -> [any HubPlugin] {
+    [GroupsPlugin(nodeName: node, heartbeat: .milliseconds(Int64(heartbeat * 1000)))]
+}
+
+/// Deletes expired tokens and codes every minute until shutdown.
+struct TokenPruner: Service {
+    let store: SQLHubStore
+    func run() async throws {
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            try? await store.pruneExpired(nowMs: nowMillis())
+            try? await gracefulShutdownAwareSleep(.seconds(60))
+        }
+    }
+}
+
+func gracefulShutdownAwareSleep(_ d: Duration) async throws {
+    try await cancelWhenGracefulShutdown { try await Task.sleep(for: d) }
+}
+
+/// Raises the open-file limit to the hard limit (the load checks open thousands of sockets).
+func raiseFileLimit(logger: Logger) {
+    #if canImport(Glibc)
+    var lim = rlimit()
+    if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &lim) == 0 {
+        lim.rlim_cur = lim.rlim_max
+        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &lim)
+        _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &lim)
+        logger.info("open files limit \(lim.rlim_cur)")
+    }
+    #endif
+}
+
+struct ClientCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "client", abstract: "Manage OAuth clients.",
+                                                    subcommands: [Add.self])
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Register a client; prints client_id=... and client_secret=... (the secret is shown only now).")
+        @Argument(help: "The client's name (unique).") var name: String
+        @Flag(name: .customLong("password-grant"), help: "Allow the resource-owner password grant.") var passwordGrant = false
+        @Option(help: "sqlite:PATH or postgres://...") var db: String?
+
+        func run() async throws {
+            guard !name.isEmpty, name.utf8.count <= 128 else { throw fail("client name must be 1 to 128 bytes", Exit.usage) }
+            let location = try parseDB(db)
+            let logger = makeLogger("modem-hub", level: .warning)
+            let store = try await openStore(location, logger: logger)
+            defer { Task { try? await store.close() } }
+            let id = HubTokens.newID(prefix: "c_")
+            let secret = HubTokens.newClientSecret()
+            do {
+                try await store.createClient(ClientRecord(id: id, name: name, secretSHA256: HubTokens.sha256(secret),
+                                                          passwordGrant: passwordGrant, createdMs: nowMillis()))
+            } catch StoreError.conflict {
+                try? await store.close()
+                throw fail("a client named '\(name)' exists", Exit.failure)
+            } catch {
+                try? await store.close()
+                throw fail("\(error)", Exit.failure)
+            }
+            try? await store.close()
+            print("client_id=\(id)")
+            print("client_secret=\(secret)")
+        }
+    }
+}
+
+struct UserCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "user", abstract: "Manage accounts.", subcommands: [Add.self])
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Create a confirmed account.")
+        @Argument(help: "The account's name.") var name: String
+        @Option(name: .customLong("password-file"), help: "File whose first line is the password.") var passwordFile: String
+        @Option(help: "sqlite:PATH or postgres://...") var db: String?
+
+        func run() async throws {
+            guard Limits.isValidUsername(name) else { throw fail("user name must match \(Limits.usernamePattern)", Exit.usage) }
+            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+                throw fail("cannot read \(passwordFile)", Exit.usage)
+            }
+            guard let text = String(data: data.prefix(4096), encoding: .utf8) else { throw fail("the password file is not UTF-8", Exit.usage) }
+            var line = String(text.split(separator: "\n", maxSplits: 1, omittingEmptySubsequences: false).first ?? "")
+            if line.hasSuffix("\r") { line.removeLast() }
+            guard Limits.isValidPassword(line) else {
+                throw fail("the password must be \(Limits.passwordMinLength) to \(Limits.passwordMaxLength) characters", Exit.usage)
+            }
+            let location = try parseDB(db)
+            let logger = makeLogger("modem-hub", level: .warning)
+            let store = try await openStore(location, logger: logger)
+            let authority = HubAuthority(store: store, logger: logger)
+            do {
+                let hash = try await authority.hashPassword(line)
+                try await store.createUser(UserRecord(id: HubTokens.newID(prefix: "u_"), name: name, passwordBcrypt: hash,
+                                                      contact: nil, confirmed: true, createdMs: nowMillis()))
+            } catch StoreError.conflict {
+                try? await store.close()
+                throw fail("a user named '\(name)' exists", Exit.failure)
+            } catch {
+                try? await store.close()
+                throw fail("\(error)", Exit.failure)
+            }
+            try? await store.close()
+            print("user=\(name)")
+        }
+    }
+}
+
+struct PrintOpenAPI: ParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "openapi", abstract: "Print the OpenAPI document (docs/openapi.yaml).")
+    func run() { print(OpenAPIDocument.yaml, terminator: OpenAPIDocument.yaml.hasSuffix("\n") ? "" : "\n") }
+}

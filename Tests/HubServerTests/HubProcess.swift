@@ -1,0 +1,116 @@
+import Foundation
+import Testing
+
+/// Process-level helpers: the built `modem-hub`, a free port, commands run to completion.
+enum HubProcess {
+    /// The package root (three levels above this file).
+    static let packageRoot: String = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+
+    /// `$HUB_BINARY`, else the debug build beside the tests (`swift build --build-tests` makes it).
+    static var binary: String {
+        ProcessInfo.processInfo.environment["HUB_BINARY"] ?? packageRoot + "/.build/debug/modem-hub"
+    }
+
+    /// The Python of the peers' venv: `$HUB_VENV/bin/python`, else `.build/hub-venv` (scripts/hub-venv.sh).
+    static var python: String {
+        (ProcessInfo.processInfo.environment["HUB_VENV"] ?? packageRoot + "/.build/hub-venv") + "/bin/python"
+    }
+
+    /// Whether the peer tests can run; with `SWIFTMODEM_REQUIRE_HUB_PEERS=1` (CI) they run and fail when
+    /// the venv is missing rather than skip.
+    static var peersAvailable: Bool {
+        FileManager.default.isExecutableFile(atPath: python)
+            || ProcessInfo.processInfo.environment["SWIFTMODEM_REQUIRE_HUB_PEERS"] == "1"
+    }
+
+    struct Output { var status: Int32; var stdout: String; var stderr: String }
+
+    /// Runs a command to completion (bounded by `timeout` seconds, then killed).
+    static func run(_ exe: String, _ args: [String], env: [String: String] = [:], timeout: Double = 120) throws -> Output {
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = args
+        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+        let out = Pipe(), err = Pipe()
+        p.standardOutput = out
+        p.standardError = err
+        try p.run()
+        let killer = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
+        let o = out.fileHandleForReading.readDataToEndOfFile()
+        let e = err.fileHandleForReading.readDataToEndOfFile()
+        p.waitUntilExit()
+        killer.cancel()
+        return Output(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    /// A port free on 127.0.0.1 right now.
+    static func freePort() throws -> Int {
+        let o = try run("/usr/bin/env", ["python3", "-c", "import socket;s=socket.socket();s.bind(('127.0.0.1',0));print(s.getsockname()[1])"])
+        return try #require(Int(o.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    /// A running `modem-hub serve`; stopped with SIGTERM by `stop()`.
+    final class Server {
+        let process = Process()
+        let port: Int
+        let scheme: String
+        let logPath: String
+        var base: String { "\(scheme)://127.0.0.1:\(port)" }
+
+        /// Starts the server and waits (up to 15 s) until the metadata answers 200.
+        init(db: String, extra: [String] = [], tls: Bool = false, caFile: String? = nil, dir: String) throws {
+            port = try HubProcess.freePort()
+            scheme = tls ? "https" : "http"
+            logPath = dir + "/hub.\(port).log"
+            _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+            process.executableURL = URL(fileURLWithPath: HubProcess.binary)
+            process.arguments = ["serve", "--listen", "127.0.0.1:\(port)", "--db", db] + extra
+            process.standardOutput = log
+            process.standardError = log
+            try process.run()
+            let deadline = Date().addingTimeInterval(15)
+            var args = ["-sf", "-o", "/dev/null", "\(base)/.well-known/oauth-authorization-server"]
+            if let ca = caFile { args = ["--cacert", ca] + args }
+            while Date() < deadline {
+                if try HubProcess.run("/usr/bin/curl", args, timeout: 5).status == 0 { return }
+                guard process.isRunning else { break }
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+            stop()
+            throw HubProcessError("modem-hub did not answer on \(port): \(self.log())")
+        }
+
+        func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+
+        /// SIGTERM and wait (a graceful stop); returns the exit status.
+        @discardableResult func stop() -> Int32 {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            return process.terminationStatus
+        }
+    }
+
+    /// `modem-hub client add NAME [--password-grant]`: the printed id and secret.
+    static func addClient(_ name: String, passwordGrant: Bool, db: String) throws -> (id: String, secret: String) {
+        let o = try run(binary, ["client", "add", name, "--db", db] + (passwordGrant ? ["--password-grant"] : []))
+        let lines = o.stdout.split(separator: "\n").map(String.init)
+        guard o.status == 0, lines.count == 2, lines[0].hasPrefix("client_id="), lines[1].hasPrefix("client_secret=") else {
+            throw HubProcessError("client add: \(o.status) \(o.stdout) \(o.stderr)")
+        }
+        return (String(lines[0].dropFirst("client_id=".count)), String(lines[1].dropFirst("client_secret=".count)))
+    }
+
+    static func tempDir() throws -> String {
+        let d = FileManager.default.temporaryDirectory.appendingPathComponent("hubproc-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: d, withIntermediateDirectories: true)
+        return d
+    }
+}
+
+struct HubProcessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}

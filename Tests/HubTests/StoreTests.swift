@@ -1,0 +1,194 @@
+import Foundation
+import HubCore
+import HubStore
+import Logging
+import Testing
+
+/// The store's contract, run on SQLite in a temporary folder and, when `HUB_TEST_POSTGRES_URL` names a
+/// server (scripts/hub-postgres.sh start prints one), on PostgreSQL in a fresh schema-less database.
+enum StoreEngines {
+    static var all: [String] {
+        ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"].map { _ in ["sqlite", "postgres"] } ?? ["sqlite"]
+    }
+
+    /// A new empty store of that engine.
+    static func make(_ engine: String) async throws -> SQLHubStore {
+        let logger = Logger(label: "test")
+        switch engine {
+        case "sqlite":
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hubstore-\(UUID().uuidString)")
+            return try await SQLHubStore.open(.sqlite(path: dir.path + "/hub.sqlite"), logger: logger, nowMs: 0)
+        default:
+            // A fresh database per test so runs never see each other's rows.
+            let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"]!
+            let admin = try await PostgresEngine.open(url: base, logger: logger)
+            let name = "hubtest_" + HubTokens.base32(HubTokens.randomBytes(8))
+            try await admin.query("CREATE DATABASE \(name)", [])
+            try await admin.close()
+            var c = URLComponents(string: base)!
+            c.path = "/" + name
+            return try await SQLHubStore.open(.postgres(url: c.string!), logger: logger, nowMs: 0)
+        }
+    }
+}
+
+@Suite struct StoreTests {
+    func client(_ name: String, grant: Bool = false) -> ClientRecord {
+        ClientRecord(id: HubTokens.newID(prefix: "c_"), name: name, secretSHA256: HubTokens.sha256("s-" + name),
+                     passwordGrant: grant, createdMs: 5)
+    }
+
+    @Test(arguments: StoreEngines.all)
+    func migrationsAreRecordedAndIdempotent(_ engine: String) async throws {
+        let store = try await StoreEngines.make(engine)
+        let again = try await HubSchema.migrate(store.db, nowMs: 1)
+        #expect(again.isEmpty)
+        let versions = try await store.db.query("SELECT version FROM schema_migrations ORDER BY version", []).map { $0[0].int }
+        #expect(versions == HubSchema.migrations.map(\.version))
+        try await store.close()
+    }
+
+    @Test(arguments: StoreEngines.all)
+    func clientsAndUsers(_ engine: String) async throws {
+        let store = try await StoreEngines.make(engine)
+        let c = client("app", grant: true)
+        try await store.createClient(c)
+        #expect(try await store.client(id: c.id) == c)
+        #expect(try await store.client(id: "nope") == nil)
+        await #expect(throws: StoreError.self) { try await store.createClient(client("app")) }
+
+        let u = UserRecord(id: "u_1", name: "it's *", passwordBcrypt: "$2b$x", contact: nil, confirmed: false, createdMs: 7)
+        try await store.createUser(u)
+        #expect(try await store.user(name: "it's *") == u)
+        #expect(try await store.user(name: "it%") == nil)  // names are data, no LIKE
+        await #expect(throws: StoreError.self) {
+            try await store.createUser(UserRecord(id: "u_2", name: "it's *", passwordBcrypt: "", contact: nil, confirmed: true, createdMs: 0))
+        }
+        try await store.confirmUser(name: "it's *")
+        try await store.deletePendingUser(name: "it's *")  // confirmed: kept
+        #expect(try await store.user(id: "u_1")?.confirmed == true)
+        try await store.setPassword(userID: "u_1", bcrypt: "new")
+        #expect(try await store.user(id: "u_1")?.passwordBcrypt == "new")
+
+        try await store.createUser(UserRecord(id: "u_3", name: "pending", passwordBcrypt: "", contact: "c", confirmed: false, createdMs: 0))
+        try await store.deletePendingUser(name: "pending")
+        #expect(try await store.user(name: "pending") == nil)
+        try await store.close()
+    }
+
+    @Test(arguments: StoreEngines.all)
+    func codesMatchOnceCountTriesAndExpire(_ engine: String) async throws {
+        let store = try await StoreEngines.make(engine)
+        let good = HubTokens.sha256("12345678"), bad = HubTokens.sha256("00000000")
+        try await store.putCode(userName: "al", purpose: "confirm", codeSHA256: good, expiresMs: 1000)
+        #expect(try await store.checkCode(userName: "al", purpose: "reset", codeSHA256: good, nowMs: 0, maxTries: 5) == .none)
+        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: bad, nowMs: 0, maxTries: 5) == .wrong(triesLeft: 4))
+        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 5) == .matched)
+        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 5) == .none)
+
+        try await store.putCode(userName: "al", purpose: "confirm", codeSHA256: good, expiresMs: 1000)
+        for left in [2, 1, 0] {
+            #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: bad, nowMs: 0, maxTries: 3) == .wrong(triesLeft: left))
+        }
+        // Used up: even the right code no longer works.
+        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 3) == .none)
+
+        try await store.putCode(userName: "al", purpose: "confirm", codeSHA256: good, expiresMs: 1000)
+        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: good, nowMs: 1000, maxTries: 5) == .none)
+        try await store.close()
+    }
+
+    @Test(arguments: StoreEngines.all)
+    func refreshRotationDetectsReuse(_ engine: String) async throws {
+        let store = try await StoreEngines.make(engine)
+        let r1 = HubTokens.sha256("r1"), r2 = HubTokens.sha256("r2"), r3 = HubTokens.sha256("r3")
+        let a1 = HubTokens.sha256("a1"), a2 = HubTokens.sha256("a2"), a3 = HubTokens.sha256("a3")
+        try await store.insertRefreshToken(RefreshTokenRecord(sha256: r1, family: "f", clientID: "c", subject: "u", expiresMs: 10_000))
+        try await store.insertAccessToken(AccessTokenRecord(sha256: a1, clientID: "c", subject: "u", family: "f", expiresMs: 10_000))
+        func rotate(_ presented: [UInt8], _ client: String, _ next: [UInt8], _ access: [UInt8], now: Int64 = 100) async throws -> RefreshOutcome {
+            try await store.rotateRefreshToken(
+                presented: presented, clientID: client, nowMs: now,
+                next: RefreshTokenRecord(sha256: next, family: "", clientID: client, subject: "", expiresMs: 10_000),
+                access: AccessTokenRecord(sha256: access, clientID: client, subject: "", family: nil, expiresMs: 10_000))
+        }
+        #expect(try await rotate(r1, "other", r2, a2) == .invalid)  // another client's token
+        #expect(try await rotate(r1, "c", r2, a2, now: 10_000) == .invalid)  // expired
+        #expect(try await rotate(r1, "c", r2, a2) == .rotated(subject: "u", family: "f"))
+        #expect(try await store.accessToken(sha256: a2)?.family == "f")
+        #expect(try await store.accessToken(sha256: a2)?.subject == "u")
+        // The old one again: a replay; the family dies, access tokens included.
+        #expect(try await rotate(r1, "c", r3, a3) == .reused)
+        #expect(try await store.refreshToken(sha256: r2)?.revoked == true)
+        #expect(try await store.accessToken(sha256: a1)?.revoked == true)
+        #expect(try await store.accessToken(sha256: a2)?.revoked == true)
+        #expect(try await store.accessToken(sha256: a3) == nil)
+        #expect(try await rotate(r2, "c", r3, a3) == .invalid)
+        #expect(try await rotate(HubTokens.sha256("unknown"), "c", r3, a3) == .invalid)
+        try await store.close()
+    }
+
+    @Test(arguments: StoreEngines.all)
+    func concurrentRotationsOfOneTokenRotateOnce(_ engine: String) async throws {
+        let store = try await StoreEngines.make(engine)
+        let r = HubTokens.sha256("r")
+        try await store.insertRefreshToken(RefreshTokenRecord(sha256: r, family: "f", clientID: "c", subject: "u", expiresMs: 10_000))
+        let outcomes = try await withThrowingTaskGroup(of: RefreshOutcome.self) { group in
+            for i in 0..<8 {
+                group.addTask {
+                    try await store.rotateRefreshToken(
+                        presented: r, clientID: "c", nowMs: 1,
+                        next: RefreshTokenRecord(sha256: HubTokens.sha256("n\(i)"), family: "", clientID: "c", subject: "", expiresMs: 10_000),
+                        access: AccessTokenRecord(sha256: HubTokens.sha256("a\(i)"), clientID: "c", subject: "", family: nil, expiresMs: 10_000))
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.filter { if case .rotated = $0 { return true } else { return false } }.count == 1)
+        #expect(outcomes.filter { $0 == .reused }.count == 7)
+        try await store.close()
+    }
+
+    @Test(arguments: StoreEngines.all)
+    func revocationAndPruning(_ engine: String) async throws {
+        let store = try await StoreEngines.make(engine)
+        try await store.insertAccessToken(AccessTokenRecord(sha256: HubTokens.sha256("x"), clientID: "c", subject: "u", family: nil, expiresMs: 50))
+        #expect(try await store.revokeAccessToken(sha256: HubTokens.sha256("x")))
+        #expect(try await !store.revokeAccessToken(sha256: HubTokens.sha256("y")))
+        #expect(try await store.accessToken(sha256: HubTokens.sha256("x"))?.revoked == true)
+
+        for (i, f) in ["f1", "f2"].enumerated() {
+            try await store.insertRefreshToken(RefreshTokenRecord(sha256: HubTokens.sha256("r\(i)"), family: f, clientID: "c", subject: "u", expiresMs: 500))
+            try await store.insertAccessToken(AccessTokenRecord(sha256: HubTokens.sha256("a\(i)"), clientID: "c", subject: "u", family: f, expiresMs: 500))
+        }
+        try await store.insertRefreshToken(RefreshTokenRecord(sha256: HubTokens.sha256("rv"), family: "fv", clientID: "c", subject: "v", expiresMs: 500))
+        try await store.revokeFamilies(subject: "u")
+        #expect(try await store.refreshToken(sha256: HubTokens.sha256("r0"))?.revoked == true)
+        #expect(try await store.accessToken(sha256: HubTokens.sha256("a1"))?.revoked == true)
+        #expect(try await store.refreshToken(sha256: HubTokens.sha256("rv"))?.revoked == false)
+
+        try await store.pruneExpired(nowMs: 100)
+        #expect(try await store.accessToken(sha256: HubTokens.sha256("x")) == nil)
+        #expect(try await store.refreshToken(sha256: HubTokens.sha256("rv")) != nil)
+        try await store.close()
+    }
+}
+
+@Suite struct DatabaseLocationTests {
+    @Test func parses() throws {
+        #expect(try DatabaseLocation(parsing: "sqlite:/tmp/x.db") == .sqlite(path: "/tmp/x.db"))
+        #expect(try DatabaseLocation(parsing: "sqlite:rel.db") == .sqlite(path: "rel.db"))
+        #expect(try DatabaseLocation(parsing: "postgres://u@h:5/d") == .postgres(url: "postgres://u@h:5/d"))
+        for bad in ["", "sqlite:", "/tmp/x.db", "mysql://h/d", "postgres://"] {
+            #expect(throws: StoreError.self) { try DatabaseLocation(parsing: bad) }
+        }
+        #expect(DatabaseLocation.postgres(url: "postgres://u:secret@h/d").redacted.contains("secret") == false)
+    }
+
+    @Test func placeholdersAreRenumberedForSQLite() async throws {
+        let db = try await SQLiteEngine.open(path: ":memory:")
+        // Out of order and repeated placeholders, and a '$1' inside a literal that must stay text.
+        let row = try await db.first("SELECT $2, $1, $2 || '$1'", [.text("a"), .int(7)])
+        #expect(row?.values == [.int(7), .text("a"), .text("7$1")])
+        try await db.close()
+    }
+}

@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""Seed 001's five scenarios against `modem-hub serve`, driven by WebSocket clients in Python
+(`websockets`), checking the exact events each client receives; on one node (SQLite) and, with --pg,
+on two nodes sharing PostgreSQL (clients alternate nodes), then SIGKILL of one node: its users must go
+offline on the other within two heartbeats.
+
+usage: hub_ws_scenarios.py MODEM_HUB [--pg URL] [--kills N] [--dir DIR]
+Prints one line per check and a closing 'N passed, N failed'; exit 1 on any failure."""
+import argparse, asyncio, json, os, signal, socket, subprocess, sys, tempfile, time
+import requests, websockets
+
+ap = argparse.ArgumentParser()
+ap.add_argument("hub")
+ap.add_argument("--pg")
+ap.add_argument("--kills", type=int, default=3)
+ap.add_argument("--dir")
+args = ap.parse_args()
+WORK = args.dir or tempfile.mkdtemp(prefix="hub-ws-")
+HEARTBEAT = 1.0
+passed, failed = 0, []
+procs = []
+
+
+def check(name, ok, detail=""):
+    global passed
+    if ok:
+        passed += 1
+        print(f"ok   {name}")
+    else:
+        failed.append(name)
+        print(f"FAIL {name}: {str(detail)[:400]}")
+
+
+def free_port():
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+
+
+def start_node(db, name):
+    port = free_port()
+    log = open(os.path.join(WORK, f"{name}.log"), "a")
+    p = subprocess.Popen([args.hub, "serve", "--listen", f"127.0.0.1:{port}", "--db", db, "--node", name,
+                          "--heartbeat", str(int(HEARTBEAT))], stdout=log, stderr=subprocess.STDOUT)
+    procs.append(p)
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(150):
+        try:
+            if requests.get(base + "/.well-known/oauth-authorization-server", timeout=1).ok:
+                return p, base
+        except requests.RequestException:
+            pass
+        if p.poll() is not None:
+            break
+        time.sleep(0.1)
+    raise SystemExit(f"modem-hub {name} did not start; log: {open(os.path.join(WORK, name + '.log')).read()[-600:]}")
+
+
+def add_client(db):
+    out = subprocess.run([args.hub, "client", "add", f"ws-{os.getpid()}-{time.time_ns()}", "--db", db],
+                         capture_output=True, text=True, timeout=60)
+    kv = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
+    if "client_id" not in kv:
+        raise SystemExit(f"client add failed: {out.stdout} {out.stderr}")
+    return kv["client_id"], kv["client_secret"]
+
+
+class Client:
+    def __init__(self, base, creds):
+        self.base, self.creds, self.events, self.user = base, creds, [], None
+
+    async def open(self, user=None):
+        tok = requests.post(self.base + "/oauth/token", data={"grant_type": "client_credentials"}, auth=self.creds,
+                            timeout=10).json()["access_token"]
+        self.ws = await websockets.connect(self.base.replace("http", "ws", 1) + "/v1/socket",
+                                           additional_headers={"Authorization": "Bearer " + tok}, open_timeout=10)
+        self.reader = asyncio.create_task(self._read())
+        await self.send({"op": "hello", **({"user": user} if user else {})})
+        hello = await self.wait(lambda e: e.get("type") == "hello", 5)
+        self.user = hello and hello["user"]
+        self.events.clear()
+        return self
+
+    async def _read(self):
+        try:
+            async for m in self.ws:
+                self.events.append(json.loads(m))
+        except websockets.ConnectionClosed:
+            pass
+
+    async def send(self, obj):
+        await self.ws.send(json.dumps(obj))
+
+    async def wait(self, pred, timeout=3.0):
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            for e in self.events:
+                if pred(e):
+                    return e
+            await asyncio.sleep(0.01)
+        return None
+
+    async def settle(self, n, timeout=3.0, quiet=0.4):
+        """Waits for at least n events, then a quiet period; returns and clears them."""
+        end = time.monotonic() + timeout
+        while len(self.events) < n and time.monotonic() < end:
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(quiet)
+        got, self.events = self.events, []
+        return got
+
+    async def close(self):
+        await self.ws.close()
+        self.reader.cancel()
+
+
+def U(g, u, ts=0, load=None):
+    return {"type": "user", "group": g, "user": u, "timestamp": ts, "userload": load if load is not None else {}}
+
+
+def seen(ev, g, u, lo, hi):
+    return (isinstance(ev, dict) and set(ev) == {"type", "group", "user", "timestamp", "userload"} and ev["type"] == "user"
+            and ev["group"] == g and ev["user"] == u and lo <= ev["timestamp"] <= hi)
+
+
+async def scenarios(label, bases, creds):
+    node = lambda i: bases[i % len(bases)]
+    g = f"{'S' if len(bases) == 1 else 'T'}{int(time.time() * 1000) % 10 ** 7}"
+    # 1. join: A and B see each other online.
+    a = await Client(node(0), creds).open(); b = await Client(node(1), creds).open()
+    check(f"{label} hello gives distinct user ids", a.user and b.user and a.user != b.user, (a.user, b.user))
+    await a.send({"op": "join", "group": g + "J"})
+    got = await a.settle(1)
+    check(f"{label} 1 join: A's snapshot is A online", got == [U(g + "J", a.user)], got)
+    await b.send({"op": "join", "group": g + "J"})
+    got_b, got_a = await b.settle(2), await a.settle(1)
+    check(f"{label} 1 join: A gets exactly B online", got_a == [U(g + "J", b.user)], got_a)
+    check(f"{label} 1 join: B gets A and B online", sorted(got_b, key=lambda e: e["user"]) == sorted(
+        [U(g + "J", a.user), U(g + "J", b.user)], key=lambda e: e["user"]), got_b)
+    # 2. listen: C sees A, A hears nothing of C.
+    c = await Client(node(1), creds).open()
+    await c.send({"op": "listen", "group": g + "J"})
+    got_c, got_a = await c.settle(2), await a.settle(0, quiet=0.8)
+    check(f"{label} 2 listen: C gets A and B", sorted(got_c, key=lambda e: e["user"]) == sorted(
+        [U(g + "J", a.user), U(g + "J", b.user)], key=lambda e: e["user"]), got_c)
+    check(f"{label} 2 listen: A is not told of C", got_a == [], got_a)
+    # 3. disconnect: A gets B's last-seen time; C (listening) too.
+    t0 = int(time.time() * 1000)
+    await b.close()
+    got_a, got_c = await a.settle(1, 5), await c.settle(1, 5)
+    t1 = int(time.time() * 1000)
+    check(f"{label} 3 disconnect: A gets exactly B's last seen", len(got_a) == 1 and seen(got_a[0], g + "J", b.user, t0 - 5, t1), got_a)
+    check(f"{label} 3 disconnect: the listener too", len(got_c) == 1 and seen(got_c[0], g + "J", b.user, t0 - 5, t1), got_c)
+    last_b = got_a[0]["timestamp"] if got_a else None
+    # A newcomer sees B with that last-seen time; B comes back with its id and is online again.
+    d = await Client(node(0), creds).open()
+    await d.send({"op": "listen", "group": g + "J"})
+    got = await d.settle(2)
+    check(f"{label} 3 newcomer sees B's last seen", U(g + "J", b.user, last_b) in got and U(g + "J", a.user) in got, got)
+    b2 = await Client(node(0), creds).open(user=b.user)
+    check(f"{label} stable user id on reconnect (other node, new token)", b2.user == b.user, (b2.user, b.user))
+    await b2.send({"op": "join", "group": g + "J"}); await b2.settle(2)
+    got = await a.settle(1)
+    check(f"{label} 3 back online: A gets B online once", got == [U(g + "J", b.user)], got)
+    # 4. update: B's userload reaches both groups B joined, not a group it only listens to.
+    e = await Client(node(1), creds).open()
+    await e.send({"op": "join", "group": g + "U"}); await e.settle(1)
+    await b2.send({"op": "join", "group": g + "U"}); await b2.settle(2); await e.settle(1)
+    await b2.send({"op": "listen", "group": g + "X"}); await b2.settle(0)
+    x = await Client(node(0), creds).open(); await x.send({"op": "join", "group": g + "X"}); await x.settle(1)
+    await a.settle(0, quiet=0.1)
+    load = {"a": "A", "b": "B", "n": 1.5}
+    await b2.send({"op": "update", "userload": load})
+    got_a, got_e, got_x = await a.settle(1), await e.settle(1), await x.settle(0, quiet=0.3)
+    check(f"{label} 4 update reaches group J exactly", got_a == [U(g + "J", b.user, 0, load)], got_a)
+    check(f"{label} 4 update reaches group U exactly", got_e == [U(g + "U", b.user, 0, load)], got_e)
+    check(f"{label} 4 update skips a group only listened to", got_x == [], got_x)
+    # 5. post: to everyone in the group, kept for newcomers, only the author unposts.
+    await b2.settle(0, quiet=0.1); await c.settle(0, quiet=0.1)
+    before = int(time.time() * 1000)
+    await a.send({"op": "post", "group": g + "J", "pid": "PID-1", "pidload": {"a": "A", "t": 1732430000.123456}})
+    got_a, got_b2, got_c = await a.settle(1), await b2.settle(1), await c.settle(1)
+    ev = got_b2[0] if got_b2 else {}
+    check(f"{label} 5 post: seed shape", set(ev) == {"type", "group", "pid", "pidload", "timestamp", "user"} and ev["type"] == "post"
+          and ev["user"] == a.user and ev["pidload"] == {"a": "A", "t": 1732430000.123456} and before - 5 <= ev["timestamp"], ev)
+    check(f"{label} 5 post reaches author, member and listener once", got_a == [ev] and got_b2 == [ev] and got_c == [ev],
+          (got_a, got_b2, got_c))
+    n = await Client(node(1), creds).open(); await n.send({"op": "join", "group": g + "J"})
+    got = await n.settle(4)
+    check(f"{label} 5 newcomer gets the kept post", ev in got, got)
+    await b2.send({"op": "unpost", "group": g + "J", "pid": "PID-1"})
+    got = [e for e in await b2.settle(1) if e.get("type") != "user"]
+    check(f"{label} 5 unpost by another user is an error", len(got) == 1 and got[0].get("type") == "error", got)
+    await a.send({"op": "unpost", "group": g + "J", "pid": "PID-1"}); await asyncio.sleep(0.3)
+    m = await Client(node(0), creds).open(); await m.send({"op": "listen", "group": g + "J"})
+    got = await m.settle(3)
+    check(f"{label} 5 unposted post no longer delivered", not any(e.get("type") == "post" for e in got), got)
+    # One online and one offline event per user, however many connections (on both nodes).
+    w = await Client(node(0), creds).open(); await w.send({"op": "join", "group": g + "M"}); await w.settle(1)
+    k1 = await Client(node(0), creds).open(); k2 = await Client(node(1), creds).open(user=k1.user)
+    await asyncio.gather(k1.send({"op": "join", "group": g + "M"}), k2.send({"op": "join", "group": g + "M"}))
+    got = await w.settle(1, quiet=1.0)
+    check(f"{label} one online event for two connections", got == [U(g + "M", k1.user)], got)
+    await k1.close()
+    got = await w.settle(0, quiet=1.5)
+    check(f"{label} no offline while a connection remains", got == [], got)
+    await k2.close()
+    got = await w.settle(1, 5)
+    check(f"{label} one offline event after the last", len(got) == 1 and got[0]["user"] == k1.user and got[0]["timestamp"] > 0, got)
+    # Bad input: an error event, the socket stays open.
+    await w.send({"op": "join", "group": "a/b"})
+    got = await w.settle(1)
+    check(f"{label} bad group name answered with an error", len(got) == 1 and got[0].get("type") == "error", got)
+    await w.send({"op": "post", "group": g + "M", "pid": "big", "pidload": {"x": "y" * 70000}})
+    await asyncio.sleep(0.5)
+    check(f"{label} a frame over 64 KiB closes the socket with 1009", w.ws.close_code == 1009, w.ws.close_code)
+    for cl in (a, c, d, b2, e, x, n, m):
+        await cl.close()
+
+
+async def kill_test(db, creds, p1, base1):
+    g = f"K{int(time.time() * 1000) % 10 ** 7}"
+    r = requests.post(f"{base1}/v1/groups/{g}/posts", json={"pid": "keep", "pidload": {"k": 1}},
+                      headers={"Authorization": "Bearer " + requests.post(base1 + "/oauth/token", data={"grant_type": "client_credentials"},
+                                                                         auth=creds, timeout=10).json()["access_token"]}, timeout=10)
+    w = await Client(base1, creds).open(); await w.send({"op": "join", "group": g}); await w.settle(1)
+    times = []
+    for cycle in range(args.kills):
+        p2, base2 = start_node(db, "n2")
+        users = []
+        for _ in range(3):
+            c = await Client(base2, creds).open(); await c.send({"op": "join", "group": g}); users.append(c.user)
+        await w.settle(3)
+        p2.send_signal(signal.SIGKILL); p2.wait(); t0 = time.monotonic()
+        pending = set(users)
+        while pending and time.monotonic() - t0 < 10:
+            for e in w.events:
+                if e.get("type") == "user" and e.get("user") in pending and e.get("timestamp", 0) > 0:
+                    pending.discard(e["user"])
+            await asyncio.sleep(0.02)
+        times.append(time.monotonic() - t0)
+        w.events.clear()
+        check(f"kill {cycle + 1}: the dead node's 3 users offline within two heartbeats ({times[-1]:.2f} s)",
+              not pending and times[-1] <= 2 * HEARTBEAT + 0.3, pending)
+    tok = requests.post(base1 + "/oauth/token", data={"grant_type": "client_credentials"}, auth=creds, timeout=10).json()["access_token"]
+    mem = requests.get(f"{base1}/v1/groups/{g}/members?limit=1000", headers={"Authorization": "Bearer " + tok}, timeout=10).json()
+    ghosts = [m for m in mem.get("data", []) if m.get("timestamp") == 0 and m.get("user") != w.user]
+    check("no ghost online after the kills", mem.get("status") == "success" and not ghosts and len(mem["data"]) == 3 * args.kills + 1, mem)
+    posts = requests.get(f"{base1}/v1/groups/{g}/posts", headers={"Authorization": "Bearer " + tok}, timeout=10).json()
+    check("the post made before the kills is kept", r.status_code == 201 and any(p.get("pid") == "keep" for p in posts.get("data", [])), posts)
+    await w.close()
+
+
+async def main():
+    db = "sqlite:" + os.path.join(WORK, "hub.sqlite")
+    creds = add_client(db)
+    p, base = start_node(db, "solo")
+    await scenarios("one-node ", [base], creds)
+    p.terminate(); p.wait()
+    if args.pg:
+        creds = add_client(args.pg)
+        p1, base1 = start_node(args.pg, "n1")
+        p2, base2 = start_node(args.pg, "n2")
+        await scenarios("two-nodes ", [base1, base2], creds)
+        p2.terminate(); p2.wait()
+        await kill_test(args.pg, creds, p1, base1)
+
+
+try:
+    asyncio.run(main())
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+print(f"{passed} passed, {len(failed)} failed")
+sys.exit(1 if failed else 0)
