@@ -3,7 +3,7 @@
 per group posting once a second for S seconds (N deliveries/s). Latency = arrival time - the poster's
 clock carried in pidload (same machine). Members and posters alternate between BASE_A and BASE_B.
 usage: hub_load.py BASE_A BASE_B CLIENT_ID CLIENT_SECRET [N=1000] [G=100] [S=20]
-Python: websockets and requests (scripts/hub-ws-venv.sh). Raise `ulimit -n` first. Prints one JSON line."""
+Python: websockets and requests (scripts/hub-venv.sh). Raise `ulimit -n` first. Prints one JSON line."""
 import asyncio, json, sys, time
 import requests, websockets
 

@@ -7,6 +7,7 @@ packages=(
   minimodem direwolf multimon-ng sox bc                    # peers and tools for tests and benchmarks
   pulseaudio libasound2-plugins alsa-utils                 # the sound-card loopback for ALSA tests
   python3-venv tshark socat                                # Python peers' venvs; reading --capture files; the TCP baseline
+  postgresql openssl curl                                  # the hub: a private cluster for multi-node tests; TLS and HTTP in its tests
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -21,8 +21,24 @@ if ! bash scripts/msg-venv.sh >/dev/null; then
   echo "test.sh: no messaging venv (.build/msg-venv); the Noise interop tests will skip" >&2
 fi
 
+# The hub's Python peers (requests-oauthlib, authlib, websockets, schemathesis) live in .build/hub-venv;
+# its multi-node tests use a private PostgreSQL cluster (scripts/hub-postgres.sh), stopped on exit.
+if [[ -n ${CI:-} ]]; then export SWIFTMODEM_REQUIRE_HUB_PEERS=1; fi
+if ! bash scripts/hub-venv.sh >/dev/null; then
+  [[ -n ${CI:-} ]] && { echo "test.sh: could not make the hub venv (.build/hub-venv)" >&2; exit 1; }
+  echo "test.sh: no hub venv (.build/hub-venv); the hub's peer tests will skip" >&2
+fi
+pg_started=""
+if url=$(bash scripts/hub-postgres.sh start 2>/dev/null); then
+  export HUB_TEST_POSTGRES_URL=$url
+  pg_started=yes
+else
+  [[ -n ${CI:-} ]] && { echo "test.sh: could not start PostgreSQL (scripts/hub-postgres.sh)" >&2; exit 1; }
+  echo "test.sh: no PostgreSQL cluster; the hub's multi-node tests will skip" >&2
+fi
+
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; [[ -n $pg_started ]] && bash scripts/hub-postgres.sh stop >/dev/null 2>&1 || true' EXIT
 
 # The suite runs on a release build (with -enable-testing for @testable imports): the DSP keeps its
 # preconditions but is optimised, so the CLI tests decode at the speed users get (a debug build of the
@@ -30,6 +46,8 @@ trap 'rm -f "$log"' EXIT
 # machine). Build first, so a compile error is shown whole rather than as the tail of a test run.
 # Its own build folder, so the ordinary release build (benchmarks, `modem` itself) is not rebuilt each time.
 config=(-c release -Xswiftc -enable-testing --scratch-path .build-tests)
+# The hub's process-level tests run this build's server.
+export HUB_BINARY=$PWD/.build-tests/release/modem-hub
 if ! swift build "${config[@]}" --build-tests >"$log" 2>&1; then
   grep -E 'error:|warning: unable' "$log" | head -n 40 || tail -n 40 "$log"
   echo "test.sh: the build failed" >&2
