@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "ModemCodecs"),
         .target(name: "ModemAudio", dependencies: ["CALSA", "CSndFile"]),
         .target(name: "ModemPipelines", dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"]),
-        .target(name: "ModemTNC", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(name: "ModemTNC", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemSockets"]),
         .target(name: "ModemPlot", dependencies: ["ModemDSP", "ModemAudio", "CZlib"]),
         .target(name: "ModemLinkProtocol", dependencies: ["ModemCodecs"]),
         .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio"]),

@@ -1,0 +1,61 @@
+/// What a session is for (mixed into the Noise prologue, so two ends must agree).
+public enum SessionService: UInt8, Sendable, Hashable {
+    /// The two-party mailbox (seed 000).
+    case mailbox = 1
+    /// Data connections (seed 004).
+    case data = 2
+    /// Pairing follow-up.
+    case pair = 3
+}
+
+/// Session limits; nil fields are unlimited. The side that reaches one closes the session
+/// (CLOSE with reason 2 or 3) and reports `END_USER_QUIT` with the detail.
+public struct SessionLimits: Sendable, Equatable {
+    /// Bytes of record bodies sent and received together.
+    public var bytes: Int?
+    /// Seconds since the session opened.
+    public var seconds: Double?
+
+    /// Creates limits.
+    public init(bytes: Int? = nil, seconds: Double? = nil) {
+        self.bytes = bytes
+        self.seconds = seconds
+    }
+
+    /// No limits.
+    public static let none = SessionLimits()
+    /// The mailbox's defaults: 10 MB and one hour.
+    public static let mailboxDefault = SessionLimits(bytes: 10_000_000, seconds: 3600)
+}
+
+/// How to run a session: who we are, what for, keepalive, limits, the keys.
+public struct SessionOptions: Sendable {
+    /// The user name announced to the peer (a label).
+    public var userName: String
+    /// What the session is for.
+    public var service: SessionService
+    /// Keepalive interval in seconds; nil for the transport's default (10 s on streams, 30 s on links).
+    public var keepalive: Double?
+    /// This installation's keys and trust.
+    public var keys: KeyStore
+    /// Limits (default: the mailbox's 10 MB / 1 h for `.mailbox`, none otherwise).
+    public var limits: SessionLimits
+    /// How long the handshake may take, in seconds (links need longer).
+    public var handshakeTimeout: Double?
+
+    /// Creates options.
+    public init(userName: String = defaultUserName(), service: SessionService, keepalive: Double? = nil, keys: KeyStore,
+                limits: SessionLimits? = nil, handshakeTimeout: Double? = nil) {
+        self.userName = userName
+        self.service = service
+        self.keepalive = keepalive
+        self.keys = keys
+        self.limits = limits ?? (service == .mailbox ? .mailboxDefault : .none)
+        self.handshakeTimeout = handshakeTimeout
+    }
+
+    /// The keepalive to use on a transport of this kind.
+    public func keepalive(for kind: TransportKind) -> Double {
+        keepalive ?? (kind == .stream ? 10 : 30)
+    }
+}

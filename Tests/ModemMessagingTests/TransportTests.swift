@@ -1,0 +1,156 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ModemMessaging
+import ModemSockets
+import Testing
+
+/// A raw TCP client for the transport tests (what a foreign program would do).
+func rawConnect(port: Int) throws -> Int32 {
+    try TCPSocket.connect(host: "127.0.0.1", port: port, timeoutMilliseconds: 5000).fd
+}
+
+func rawSend(_ fd: Int32, _ bytes: [UInt8]) {
+    var sent = 0
+    while sent < bytes.count {
+        let r = bytes.withUnsafeBytes { TCPSocket.send(fd, UnsafeRawBufferPointer(rebasing: $0[sent...])) }
+        if case .success(let n) = r { sent += n; if n == 0 { usleep(1000) } } else { return }
+    }
+}
+
+/// Reads until `count` bytes or the end; nil on timeout (5 s).
+func rawReceive(_ fd: Int32, count: Int) async -> [UInt8] {
+    var out: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 65_536)
+    while out.count < count {
+        let r = buffer.withUnsafeMutableBytes { TCPSocket.receive(fd, into: $0) }
+        switch r {
+        case .bytes(let n): out += buffer[0..<n]
+        case .wouldBlock:
+            if await SocketWaiter.shared.wait(fd: fd, for: .readable, timeoutMilliseconds: 5000) != .ready { return out }
+        default: return out
+        }
+    }
+    return out
+}
+
+@Suite("TCP transport")
+struct TransportTests {
+    @Test("frames of every size cross both ways in order; an orderly close is .peerClosed")
+    func framesBothWays() async throws {
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        async let accepted = listener.accept()
+        let dialer = try await TCPTransport.dial(host: "127.0.0.1", port: listener.port)
+        let server = try await accepted
+        #expect(server.peerAddress.hasPrefix("127.0.0.1:"))
+        let sizes = [1, 2, 100, 4096, 65_535, SessionWire.maximumFrameLength]
+        let frames = sizes.map { n in (0..<n).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ n) } }
+        let writer = Task {
+            for f in frames { try await dialer.send(f) }
+            for f in frames.reversed() { try await dialer.send(f) }
+            await dialer.close()
+        }
+        var got: [[UInt8]] = []
+        while case .frame(let f) = await server.receive() { got.append(f) }
+        try await writer.value
+        #expect(got == frames + frames.reversed())
+        #expect(await server.receive() == .ended(.peerClosed))
+        #expect(await server.receive() == .ended(.peerClosed))
+        await #expect(throws: TransportError.self) { try await dialer.send([1]) }
+        await #expect(throws: TransportError.self) { try await server.send([UInt8](repeating: 0, count: SessionWire.maximumFrameLength + 1)) }
+        listener.close()
+    }
+
+    @Test("a reset, a cut mid-frame, a local close, an oversized length: each ends the input with its reason")
+    func ends() async throws {
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        // Abortive close (a crashed peer).
+        async let a1 = listener.accept()
+        let d1 = try await TCPTransport.dial(host: "127.0.0.1", port: listener.port)
+        let s1 = try await a1
+        try await d1.send([1, 2, 3])
+        #expect(await s1.receive() == .frame([1, 2, 3]))
+        d1.abort()
+        let end1 = await s1.receive()
+        #expect(end1 == .ended(.reset) || end1 == .ended(.peerClosed))
+
+        // Cut in the middle of a frame.
+        let raw = try rawConnect(port: listener.port)
+        rawSend(raw, SessionWire.preamble + [0, 0, 0, 10, 1, 2, 3])
+        let s2 = try await listener.accept()
+        TCPSocket.close(raw)
+        #expect(await s2.receive() == .ended(.reset))
+
+        // Oversized length.
+        let raw3 = try rawConnect(port: listener.port)
+        rawSend(raw3, SessionWire.preamble + SessionFrameDecoder.lengthPrefix(70_000))
+        let s3 = try await listener.accept()
+        if case .ended(.malformed(let text)) = await s3.receive() { #expect(text.contains("70000")) } else { Issue.record("not malformed") }
+        TCPSocket.close(raw3)
+
+        // A local close wakes a pending receive.
+        async let a4 = listener.accept()
+        let d4 = try await TCPTransport.dial(host: "127.0.0.1", port: listener.port)
+        let s4 = try await a4
+        let pending = Task { await s4.receive() }
+        try await Task.sleep(for: .milliseconds(100))
+        await s4.close()
+        #expect(await pending.value == .ended(.localClose))
+        await d4.close()
+        listener.close()
+    }
+
+    @Test("the listener drops connections without the SMsg preamble and serves the next")
+    func preambleGate() async throws {
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        let http = try rawConnect(port: listener.port)
+        rawSend(http, Array("GET / HTTP/1.1\r\n\r\n".utf8))
+        let scan = try rawConnect(port: listener.port)
+        TCPSocket.close(scan)
+        async let accepted = listener.accept()
+        try await Task.sleep(for: .milliseconds(200))
+        let real = try await TCPTransport.dial(host: "127.0.0.1", port: listener.port)
+        let server = try await accepted
+        try await real.send([42])
+        #expect(await server.receive() == .frame([42]))
+        // The HTTP client was closed.
+        #expect(await rawReceive(http, count: 1).isEmpty)
+        TCPSocket.close(http)
+        listener.close()
+    }
+
+    @Test("more than the rate limit from one address: NOPE(4) before any handshake")
+    func rateLimit() async throws {
+        let listener = try TCPListener(host: "127.0.0.1", port: 0, rateLimit: 2, rateWindow: 60)
+        let acceptor = Task { () -> Int in
+            var n = 0
+            while (try? await listener.accept()) != nil { n += 1 }
+            return n
+        }
+        var transports: [TCPTransport] = []
+        for _ in 0..<2 { transports.append(try await TCPTransport.dial(host: "127.0.0.1", port: listener.port)) }
+        let third = try rawConnect(port: listener.port)
+        rawSend(third, SessionWire.preamble + SessionFrameDecoder.encode([0x51] + [UInt8](repeating: 1, count: 32)))
+        let answer = await rawReceive(third, count: 6)
+        #expect(Array(answer.dropFirst(4).prefix(2)) == [0x55, 4])
+        TCPSocket.close(third)
+        listener.close()
+        #expect(await acceptor.value == 2)
+    }
+
+    @Test("dialing nowhere fails with the address and the reason; listening twice on a port names the port")
+    func dialFailures() async throws {
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        let port = listener.port
+        #expect(throws: TransportError.self) { try TCPListener(host: "127.0.0.1", port: port) }
+        listener.close()
+        do {
+            _ = try await TCPTransport.dial(host: "127.0.0.1", port: port)
+            Issue.record("dialed a closed port")
+        } catch {
+            #expect(error.description.contains("127.0.0.1:\(port)"))
+            #expect(error.description.contains("refused"))
+        }
+        await #expect(throws: TransportError.self) { try await TCPTransport.dial(host: "no-such-host.invalid", port: 1) }
+    }
+}
