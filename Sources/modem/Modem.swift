@@ -14,6 +14,6 @@ struct Modem: AsyncParsableCommand {
           modem devices
         """,
         version: SwiftModemVersion.string,
-        subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self, LinkTestCommand.self, DeviceCommand.self, BTCommand.self, KeysCommand.self]
+        subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self, LinkTestCommand.self, DeviceCommand.self, BTCommand.self, KeysCommand.self, MailboxCommand.self]
     )
 }

@@ -11,7 +11,7 @@
 /// ```
 ///
 /// ``events`` is pulled: a received chunk is acknowledged (HELD) when the application, done with it,
-/// asks for the next event, so an application that stops reading stalls the peer's sender, and memory stays
+/// asks for the next event (or quits, or the mailbox closes), so an application that stops reading stalls the peer's sender, and memory stays
 /// bounded on both sides. ``send(_:)`` returns once the chunk was given to the session (with its
 /// sequence number); it suspends while the window of unacknowledged chunks is full.
 ///
@@ -249,6 +249,11 @@ public actor Mailbox {
                 bufferedBytes += chunk.count
                 enqueue(.chunk(seq: seq, bytes: chunk))
             case .closeSession:
+                // The chunk handed last is held too: say so before our close.
+                if let seq = lastHandedSeq {
+                    lastHandedSeq = nil
+                    outgoing.append(Outgoing(kind: MailboxRecordKind.held, body: heldBody(seq), ticket: nil, seq: 0))
+                }
                 closeRequested = true
                 wakeWriter()
             case .abort:
@@ -416,6 +421,12 @@ public actor Mailbox {
         guard !finished, machine != nil else { return }
         perform(machine!.tick(now: now() + 0.001))
     }
+}
+
+/// A HELD record's body: the sequence number, big-endian.
+private func heldBody(_ seq: UInt32) -> [UInt8] {
+    [UInt8(truncatingIfNeeded: seq >> 24), UInt8(truncatingIfNeeded: seq >> 16),
+     UInt8(truncatingIfNeeded: seq >> 8), UInt8(truncatingIfNeeded: seq)]
 }
 
 /// The seed's delegate methods (seed 000: `bumpDidConnect`, `bumpDidDisconnect:`,
