@@ -210,34 +210,28 @@ struct MailboxCLITests {
         #expect(got == (1...5).map { "line \($0) from alice\n" }.joined(), "\(got)")
     }
 
-    /// A TCP relay that forwards until it gets SIGUSR1, then holds both connections open and silent
-    /// (a cut line, not a closed one).
+    /// A TCP relay that forwards until a file named by its third argument appears, then holds both
+    /// connections open and silent (a cut line, not a closed one). A file, not a signal: the test
+    /// runner's threads may block signals, and a spawned child inherits that mask.
     static let relayScript = """
-    import os, select, signal, socket, sys
-    listen_port, target_port = int(sys.argv[1]), int(sys.argv[2])
-    cut = False
-    def on_cut(*_):
-        global cut
-        cut = True
-    signal.signal(signal.SIGUSR1, on_cut)
+    import os, select, socket, sys
+    listen_port, target_port, cut_file = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
     server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind(("127.0.0.1", listen_port)); server.listen(1)
     print("ready", flush=True)
     a, _ = server.accept()
     b = socket.create_connection(("127.0.0.1", target_port))
     peers = {a: b, b: a}
-    while True:
-        try:
-            readable, _, _ = select.select([a, b], [], [], 0.1)
-        except InterruptedError:
-            continue
-        if cut:
-            continue
+    while not os.path.exists(cut_file):
+        readable, _, _ = select.select([a, b], [], [], 0.05)
         for s in readable:
             data = s.recv(65536)
             if not data:
                 sys.exit(0)
             peers[s].sendall(data)
+    print("cut", flush=True)
+    while True:
+        select.select([], [], [], 1)
     """
 
     @Test("a cut line (silence, no close) is END_LOST_NET on both sides within twice the keepalive, exit 1",
@@ -252,7 +246,7 @@ struct MailboxCLITests {
         let alice = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:\(port)", "--name", "alice",
                                                          "--keys", keys.a, "--keepalive", "1"], in: dir, name: "alice", stdinPipe: true)
         defer { alice.kill() }
-        let relay = try TNCBackgroundProcess(Paths.tool("python3")!, [relayFile, String(relayPort), String(port)],
+        let relay = try TNCBackgroundProcess(Paths.tool("python3")!, [relayFile, String(relayPort), String(port), dir.file("cut")],
                                              in: dir, name: "relay")
         defer { relay.kill() }
         let deadline = Date().addingTimeInterval(10)
@@ -263,7 +257,7 @@ struct MailboxCLITests {
         #expect(await alice.waitForStderr(timeout: 10) { $0.contains("connected to bob") }, "\(alice.stderrText)")
         bob.writeStdin("through the relay\n")
         #expect(await bob.waitForStderr(timeout: 10) { $0.contains("sent 1") }, "\(bob.stderrText)")
-        relay.signal(SIGUSR1)
+        try dir.write("cut", "now")
         let cut = Date()
         #expect(await alice.waitForStderr(timeout: 8) { $0.contains("disconnected END_LOST_NET") }, "\(alice.stderrText)")
         #expect(await bob.waitForStderr(timeout: 8) { $0.contains("disconnected END_LOST_NET") }, "\(bob.stderrText)")
