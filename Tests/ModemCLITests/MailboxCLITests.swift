@@ -210,6 +210,36 @@ struct MailboxCLITests {
         #expect(got == (1...5).map { "line \($0) from alice\n" }.joined(), "\(got)")
     }
 
+    @Test("SIGINT before a peer came is FAIL_USER_CANCELED (exit 2); after, END_USER_QUIT (exit 0) and the peer END_OTHER_USER_QUIT",
+          .timeLimit(.minutes(1)))
+    func interrupt() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let modemPath = try Paths.modem()
+        let lonely = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:\(try Self.freePort())",
+                                                          "--keys", keys.a], in: dir, name: "lonely", stdinPipe: true)
+        defer { lonely.kill() }
+        try await Task.sleep(for: .milliseconds(500))
+        lonely.signal(SIGINT)
+        #expect(await lonely.wait(timeout: 5), "still running after SIGINT: \(lonely.stderrText)")
+        #expect(lonely.status == 2 && lonely.stderrText.contains("connect failed FAIL_USER_CANCELED"), "\(lonely.status) \(lonely.stderrText)")
+
+        let port = try Self.freePort()
+        let alice = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:\(port)", "--name", "alice",
+                                                         "--keys", keys.a], in: dir, name: "alice", stdinPipe: true)
+        defer { alice.kill() }
+        try await Task.sleep(for: .milliseconds(500))
+        let bob = try TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(port)", "--name", "bob",
+                                                       "--keys", keys.b], in: dir, name: "bob", stdinPipe: true)
+        defer { bob.kill() }
+        #expect(await bob.waitForStderr(timeout: 10) { $0.contains("connected to alice") }, "\(bob.stderrText)")
+        bob.signal(SIGINT)
+        #expect(await bob.wait(timeout: 5), "still running after SIGINT: \(bob.stderrText)")
+        #expect(await alice.wait(timeout: 5), "\(alice.stderrText)")
+        #expect(bob.status == 0 && bob.stderrText.contains("disconnected END_USER_QUIT"), "\(bob.status) \(bob.stderrText)")
+        #expect(alice.status == 0 && alice.stderrText.contains("disconnected END_OTHER_USER_QUIT"), "\(alice.status) \(alice.stderrText)")
+    }
+
     /// A TCP relay that forwards until a file named by its third argument appears, then holds both
     /// connections open and silent (a cut line, not a closed one). A file, not a signal: the test
     /// runner's threads may block signals, and a spawned child inherits that mask.
