@@ -23,8 +23,6 @@ final class TCPConnection: Sendable {
         self.fd = fd
         self.peerAddress = peerAddress
         state = Mutex(State(decoder: SessionFrameDecoder(expectPreamble: expectPreamble)))
-        TCPSocket.setSendBuffer(fd, bytes: 1 << 20)
-        TCPSocket.setReceiveBuffer(fd, bytes: 1 << 20)
     }
 
     deinit { TCPSocket.close(fd) }
@@ -123,7 +121,7 @@ public struct TCPTransport: MessageTransport {
                     return .done(.ended(.malformed(String(describing: error))))
                 }
                 var result = TCPSocket.Received.wouldBlock
-                _ = s.decoder.withSpace(128 * 1024) { space in
+                _ = s.decoder.withSpace(256 * 1024) { space in
                     result = TCPSocket.receive(c.fd, into: space)
                     if case .bytes(let n) = result { return n }
                     return 0

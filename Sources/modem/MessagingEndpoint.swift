@@ -1,0 +1,85 @@
+import Foundation
+import ModemMessaging
+
+/// Opens the session of a messaging command (`mailbox`, `send`, `receive`): `--listen ENDPOINT`
+/// serves exactly one session (the listener closes once a peer connected), `--to ENDPOINT` dials.
+/// Prints nothing (except the port chosen when `--listen` asked for port 0), never a key.
+/// - Throws: ``UsageError`` for a bad or missing endpoint (exit 64); ``SessionFailure`` when the
+///   session could not be connected (the seed's reason: refused, untrusted key, rate limit...).
+func openSession(listen: String?, to: String?, hci: String?, options: SessionOptions) async throws -> NoiseSession {
+    let (endpoint, listening) = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
+    switch endpoint {
+    case .tcp(let host, let port):
+        if listening {
+            let listener: TCPListener
+            do {
+                listener = try TCPListener(host: host, port: port)
+            } catch {
+                throw SessionFailure.networkUnavailable(error.description)
+            }
+            defer { listener.close() }
+            if port == 0 { printError("listening on \(Endpoint.tcp(host: host, port: listener.port))") }
+            let transport: TCPTransport
+            do {
+                transport = try await withTaskCancellationHandler {
+                    try await listener.accept()
+                } onCancel: {
+                    listener.close()
+                }
+            } catch {
+                if Task.isCancelled { throw SessionFailure.userCanceled }
+                throw SessionFailure.networkUnavailable(String(describing: error))
+            }
+            listener.close()
+            return try await NoiseSession.establish(over: transport, initiator: false, options: options)
+        }
+        let transport = try await dialWithPatience(host: host, port: port)
+        return try await NoiseSession.establish(over: transport, initiator: true, options: options)
+    case .audio, .bluetooth:
+        guard let transport = try await makeLinkTransport(endpoint, listening: listening, hci: hci) else {
+            throw SessionFailure.networkUnavailable("\(endpoint) endpoints are not built yet (use tcp:HOST:PORT)")
+        }
+        return try await NoiseSession.establish(over: transport, initiator: !listening, options: options)
+    }
+}
+
+/// The endpoint of `--listen` or `--to` (exactly one), and whether it is `--listen`.
+/// - Throws: ``UsageError`` naming the problem.
+func parseSessionEndpoint(listen: String?, to: String?, hci: String?) throws -> (Endpoint, Bool) {
+    guard (listen == nil) != (to == nil) else {
+        throw UsageError(listen == nil ? "give --listen ENDPOINT or --to ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR)"
+                                       : "give either --listen or --to, not both")
+    }
+    let endpoint: Endpoint
+    do {
+        endpoint = try Endpoint.parse(listen ?? to!)
+    } catch {
+        throw UsageError("\(listen != nil ? "--listen" : "--to"): \(error.description)")
+    }
+    if hci != nil, case .bluetooth = endpoint {} else if hci != nil {
+        throw UsageError("--hci applies to bt: endpoints only")
+    }
+    return (endpoint, listen != nil)
+}
+
+/// Dials, retrying for up to 3 s while nothing listens yet (the peer's `--listen` may still be
+/// starting).
+private func dialWithPatience(host: String, port: Int) async throws -> TCPTransport {
+    let deadline = ContinuousClock.now + .seconds(3)
+    while true {
+        do {
+            return try await TCPTransport.dial(host: host, port: port)
+        } catch {
+            if Task.isCancelled { throw SessionFailure.userCanceled }
+            guard error.description.contains("refused"), ContinuousClock.now < deadline else {
+                throw SessionFailure.networkUnavailable(error.description)
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+    }
+}
+
+/// The transport of an `audio:` or `bt:` endpoint; nil until the link transport is wired in.
+private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: String?) async throws -> (any MessageTransport)? {
+    nil
+}

@@ -1,0 +1,100 @@
+import Crypto
+import Foundation
+import ModemMessaging
+import Testing
+
+/// The independent Noise peer (Python `noiseprotocol`, Tests/scripts/noise_peer.py) in the venv that
+/// scripts/msg-venv.sh makes. Tests skip without it, unless `SWIFTMODEM_REQUIRE_PEERS=1` (CI).
+enum NoisePeer {
+    static var python: String {
+        if let env = ProcessInfo.processInfo.environment["SWIFTMODEM_MSG_PYTHON"], !env.isEmpty { return env }
+        return messagingPackageRoot + "/.build/msg-venv/bin/python"
+    }
+    static var isRequired: Bool { ProcessInfo.processInfo.environment["SWIFTMODEM_REQUIRE_PEERS"] == "1" }
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: python) }
+    static var enabled: Bool {
+        if !isAvailable && !isRequired {
+            print("noise peer tests skipped: no \(python) (run scripts/msg-venv.sh, or set SWIFTMODEM_REQUIRE_PEERS=1 to fail instead)")
+        }
+        return isAvailable || isRequired
+    }
+}
+
+@Suite("Noise session against an independent implementation")
+struct NoiseInteropTests {
+    @Test("Python noiseprotocol dials our TCP listener: XX handshake, trust, ACCEPT, records both ways, CLOSE/CLOSED",
+          .enabled(if: NoisePeer.enabled), .timeLimit(.minutes(1)))
+    func pythonDialsUs() async throws {
+        #expect(NoisePeer.isAvailable, "no Python venv with noiseprotocol at \(NoisePeer.python): run scripts/msg-venv.sh")
+        guard NoisePeer.isAvailable else { return }
+        let keys = try KeyStore(folder: temporaryKeysPath("py"))
+        let pythonKey = Curve25519.KeyAgreement.PrivateKey()
+        try keys.trust(name: "pypeer", publicKey: Array(pythonKey.publicKey.rawRepresentation))
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+
+        var generator = SystemRandomNumberGenerator()
+        let bodies: [[UInt8]] = [Array("one".utf8), [], (0..<60_000).map { _ in UInt8.random(in: 0...255, using: &generator) }, [0]]
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: NoisePeer.python)
+        process.arguments = [messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
+                             hexString(Array(pythonKey.rawRepresentation)), hexString(try keys.publicKey()),
+                             String(SessionService.mailbox.rawValue)] + bodies.map { $0.isEmpty ? "" : hexString($0) }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+
+        let session = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
+                                                       options: SessionOptions(userName: "swift", service: .mailbox, keys: keys))
+        #expect(session.peer == SessionPeer(name: "pypeer", publicKey: Array(pythonKey.publicKey.rawRepresentation)))
+        var received: [[UInt8]] = []
+        var end: SessionEnd?
+        while end == nil {
+            switch await session.receive() {
+            case .record(let kind, let body):
+                #expect(kind == 0x10)
+                received.append(body)
+                try await session.send(kind: 0x11, body: body.reversed())
+            case .peerClosing:
+                await session.close()
+            case .ended(let e):
+                end = e
+            }
+        }
+        process.waitUntilExit()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus == 0, "\(text)")
+        #expect(text.contains("HS2 from swift") && text.contains("accepted by swift") && text.contains("echoes ok: 4") && text.contains("closed"), "\(text)")
+        #expect(received == bodies)
+        #expect(end == .otherUserQuit)
+    }
+
+    @Test("a Python peer whose key is not trusted is refused before any record: FAIL_INVALID_AUTHORIZATION",
+          .enabled(if: NoisePeer.enabled), .timeLimit(.minutes(1)))
+    func untrustedPython() async throws {
+        guard NoisePeer.isAvailable else { Issue.record("no Python venv at \(NoisePeer.python)"); return }
+        let keys = try KeyStore(folder: temporaryKeysPath("pyu"))
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        defer { listener.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: NoisePeer.python)
+        process.arguments = [messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
+                             hexString(Array(Curve25519.KeyAgreement.PrivateKey().rawRepresentation)), hexString(try keys.publicKey()), "1", "00"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        do {
+            _ = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
+                                                 options: SessionOptions(userName: "swift", service: .mailbox, keys: keys))
+            Issue.record("an untrusted peer was accepted")
+        } catch let failure as SessionFailure {
+            #expect(failure.seedName == "FAIL_INVALID_AUTHORIZATION")
+        }
+        process.waitUntilExit()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(process.terminationStatus != 0)
+        #expect(text.contains("expected ACCEPT, got kind 0x02"), "\(text)")  // our REJECT, nothing else
+    }
+}
