@@ -60,15 +60,14 @@ struct MailboxCommand: AsyncParsableCommand {
     var hci: String?
 
     func validate() throws {
-        guard (listen == nil) != (to == nil) else { throw ValidationError("give exactly one of --listen ENDPOINT and --to ENDPOINT") }
         if let keepalive, !(keepalive > 0 && keepalive.isFinite) { throw ValidationError("--keepalive must be a positive number of seconds") }
         guard maxBytes > 0 else { throw ValidationError("--max-bytes must be positive") }
         guard maxSeconds > 0, maxSeconds.isFinite else { throw ValidationError("--max-seconds must be a positive number of seconds") }
         if let name, name.isEmpty || name.utf8.count > 64 { throw ValidationError("--name must be 1 to 64 bytes") }
         do {
-            _ = try MailboxEndpoint.parse(listen ?? to ?? "")
+            _ = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
         } catch {
-            throw ValidationError("\(listen != nil ? "--listen" : "--to"): \(error)")
+            throw ValidationError("\(error)")
         }
     }
 
@@ -388,61 +387,55 @@ final class LineQueue: Sendable {
     }
 }
 
-// MARK: Until msg-core's openSession lands: tcp: endpoints only.
+// MARK: Opening the session
 
-/// A parsed `tcp:HOST:PORT` endpoint.
-private struct MailboxEndpoint {
-    var host: String
-    var port: Int
-
-    struct ParseError: Error, CustomStringConvertible {
-        var description: String
-    }
-
-    static func parse(_ text: String) throws(ParseError) -> MailboxEndpoint {
-        guard text.hasPrefix("tcp:") else {
-            throw ParseError(description: "\"\(text)\" is not an endpoint this build reaches (tcp:HOST:PORT)")
-        }
-        let rest = text.dropFirst(4)
-        guard let colon = rest.lastIndex(of: ":") else { throw ParseError(description: "\"\(text)\" has no :PORT") }
-        var host = String(rest[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard !host.isEmpty else { throw ParseError(description: "\"\(text)\" has no host") }
-        guard let port = Int(rest[rest.index(after: colon)...]), (0...65_535).contains(port) else {
-            throw ParseError(description: "\"\(text)\": the port must be a number from 0 to 65535")
-        }
-        return MailboxEndpoint(host: host, port: port)
-    }
-}
-
-/// Dials or listens (one peer) and establishes the Noise session.
+/// `openSession` (MessagingEndpoint.swift) for every endpoint but TCP, which is opened here with a
+/// watched transport: `NoiseSession` reports its end before its writer has put the last frame
+/// (CLOSED) on the socket and has no public way to wait for that, so the process waits for the
+/// transport's close before it exits (else the peer sees a reset: END_OTHER_USER_LOST, not a quit).
 private func openMailboxSession(listen: String?, to: String?, hci: String?, options: SessionOptions,
                                 watched: TransportWatch) async throws -> any RecordSession {
-    if let to {
-        let endpoint = try MailboxEndpoint.parse(to)
-        let transport: TCPTransport
+    let (endpoint, listening) = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
+    guard case .tcp(let host, let port) = endpoint else {
+        return try await openSession(listen: listen, to: to, hci: hci, options: options)
+    }
+    if listening {
+        let listener: TCPListener
         do {
-            transport = try await TCPTransport.dial(host: endpoint.host, port: endpoint.port)
+            listener = try TCPListener(host: host, port: port)
         } catch {
             throw SessionFailure.networkUnavailable(error.description)
         }
-        return try await NoiseSession.establish(over: watched.watch(transport), initiator: true, options: options)
+        defer { listener.close() }
+        if port == 0 { printError("listening on \(Endpoint.tcp(host: host, port: listener.port))") }
+        let transport: TCPTransport
+        do {
+            transport = try await withTaskCancellationHandler {
+                try await listener.accept()
+            } onCancel: {
+                listener.close()
+            }
+        } catch {
+            if Task.isCancelled { throw SessionFailure.userCanceled }
+            throw SessionFailure.networkUnavailable(String(describing: error))
+        }
+        listener.close()
+        return try await NoiseSession.establish(over: watched.watch(transport), initiator: false, options: options)
     }
-    let endpoint = try MailboxEndpoint.parse(listen ?? "")
-    let listener: TCPListener
-    do {
-        listener = try TCPListener(host: endpoint.host, port: endpoint.port)
-    } catch {
-        throw SessionFailure.networkUnavailable(error.description)
+    // Dial, retrying for up to 3 s while nothing listens yet (the peer may still be starting).
+    let deadline = ContinuousClock.now + .seconds(3)
+    while true {
+        do {
+            let transport = try await TCPTransport.dial(host: host, port: port)
+            return try await NoiseSession.establish(over: watched.watch(transport), initiator: true, options: options)
+        } catch let error as TransportError {
+            if Task.isCancelled { throw SessionFailure.userCanceled }
+            guard error.description.contains("refused"), ContinuousClock.now < deadline else {
+                throw SessionFailure.networkUnavailable(error.description)
+            }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
     }
-    defer { listener.close() }
-    let transport: TCPTransport
-    do {
-        transport = try await listener.accept()
-    } catch {
-        throw SessionFailure.networkUnavailable(error.description)
-    }
-    return try await NoiseSession.establish(over: watched.watch(transport), initiator: false, options: options)
 }
 
 /// A transport that tells when the session closed it, so the process exits only after the last
