@@ -240,6 +240,40 @@ struct MailboxCLITests {
         #expect(alice.status == 0 && alice.stderrText.contains("disconnected END_OTHER_USER_QUIT"), "\(alice.status) \(alice.stderrText)")
     }
 
+    @Test("a peer whose output is blocked stalls the sender: its sends stop and its memory stays under 64 MiB",
+          .timeLimit(.minutes(1)))
+    func blockedReader() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let port = try Self.freePort()
+        let modemPath = try Paths.modem()
+        // Alice has 100 MB to send; bob's standard output is a FIFO that nobody reads.
+        let script = """
+        cd '\(dir.path)'
+        mkfifo out.fifo
+        sleep 12 < out.fifo & rp=$!
+        line=$(printf 'x%.0s' $(seq 1 1000))
+        yes "$line" | head -n 100000 | '\(modemPath)' mailbox --listen tcp:127.0.0.1:\(port) --name alice --keys '\(keys.a)' > /dev/null 2> a.err & ap=$!
+        sleep 0.5
+        sleep 12 | '\(modemPath)' mailbox --to tcp:127.0.0.1:\(port) --name bob --keys '\(keys.b)' > out.fifo 2> b.err & bp=$!
+        sleep 5
+        s1=$(grep -c '^sent ' a.err); r1=$(awk '/VmRSS/ {print $2}' /proc/$ap/status)
+        sleep 2
+        s2=$(grep -c '^sent ' a.err); r2=$(awk '/VmRSS/ {print $2}' /proc/$ap/status)
+        kill $ap $bp $rp 2>/dev/null
+        echo "$s1 $s2 $r1 $r2"
+        """
+        let run = try await Self.bash(script, timeout: 40)
+        let numbers = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
+        try #require(numbers.count == 4, "\(run) alice: \(aErr.prefix(300))")
+        let (sent1, sent2, rss1, rss2) = (numbers[0], numbers[1], numbers[2], numbers[3])
+        #expect(aErr.contains("connected to bob"), "\(aErr.prefix(300))")
+        #expect(sent1 > 0 && sent1 < 400, "alice's chunks held by bob: \(sent1)")
+        #expect(sent2 == sent1, "sends went on while bob could not write: \(sent1) then \(sent2)")
+        #expect(max(rss1, rss2) < 65_536, "alice's resident memory: \(rss1) then \(rss2) KiB")
+    }
+
     /// A TCP relay that forwards until a file named by its third argument appears, then holds both
     /// connections open and silent (a cut line, not a closed one). A file, not a signal: the test
     /// runner's threads may block signals, and a spawned child inherits that mask.

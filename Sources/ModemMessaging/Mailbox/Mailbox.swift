@@ -164,7 +164,8 @@ public actor Mailbox {
 
     /// Quits: no new chunks; once every chunk sent so far is held by the peer, the session closes and
     /// `.disconnected(END_USER_QUIT)` follows (or `END_OTHER_USER_QUIT` if the peer was first).
-    /// Before the session opened it cancels (`FAIL_USER_CANCELED`).
+    /// While ``connect(using:)`` is opening the session it cancels (`FAIL_USER_CANCELED`); before
+    /// anything was started the quit waits for the start (chunks already given still go first).
     public func disconnect() {
         acknowledgeHanded()
         if machine == nil {
