@@ -39,6 +39,22 @@ final class CuttableTransport: MessageTransport {
     func close() async { if !cut.load(ordering: .relaxed) { await inner.close() } }
 }
 
+/// A transport wrapper that notes when it was closed.
+final class WatchedTransport: MessageTransport {
+    let inner: TCPTransport
+    private let flag = Atomic<Bool>(false)
+    var isClosed: Bool { flag.load(ordering: .acquiring) }
+    init(inner: TCPTransport) { self.inner = inner }
+    var kind: TransportKind { inner.kind }
+    var maximumFrameSize: Int { inner.maximumFrameSize }
+    func send(_ frame: [UInt8]) async throws(TransportError) { try await inner.send(frame) }
+    func receive() async -> TransportInput { await inner.receive() }
+    func close() async {
+        await inner.close()
+        flag.store(true, ordering: .releasing)
+    }
+}
+
 /// Sessions on both ends of a loopback TCP connection.
 func sessionPair(keys: (KeyStore, KeyStore), keepalive: Double? = nil, limitsA: SessionLimits? = nil,
                  wrap: @escaping @Sendable (TCPTransport, Bool) -> any MessageTransport = { t, _ in t })
@@ -154,6 +170,25 @@ struct NoiseSessionTests {
         for t in cuts.withLock({ $0 }) { await t.inner.close() }
     }
 
+    @Test("the end is reported only once the last frame (CLOSED) is on the line: a process may exit at once")
+    func endAfterFlush() async throws {
+        let keys = try keyPair()
+        let watched = Mutex<[Bool: WatchedTransport]>([:])
+        let (ra, rb) = try await sessionPair(keys: keys) { t, initiator in
+            let w = WatchedTransport(inner: t)
+            watched.withLock { $0[initiator] = w }
+            return w
+        }
+        let a = try ra.get(), b = try rb.get()
+        await a.close()
+        #expect(await b.receive() == .peerClosing)
+        await b.close()
+        #expect(await b.receive() == .ended(.otherUserQuit))
+        #expect(watched.withLock { $0[false]! }.isClosed)
+        #expect(await a.receive() == .ended(.userQuit(nil)))
+        #expect(watched.withLock { $0[true]! }.isClosed)
+    }
+
     @Test("a peer that stops reading stalls the sender: its sends suspend, memory stays bounded")
     func backPressure() async throws {
         let keys = try keyPair()
@@ -162,7 +197,7 @@ struct NoiseSessionTests {
         let sent = Atomic<Int>(0)
         let body = [UInt8](repeating: 7, count: 60_000)
         let sender = Task {
-            for _ in 0..<600 {
+            for _ in 0..<400 {
                 try await a.send(kind: 0x10, body: body)
                 sent.add(1, ordering: .relaxed)
             }
@@ -181,11 +216,11 @@ struct NoiseSessionTests {
         // Reading resumes the flow.
         let reader = Task { () -> Int in
             var n = 0
-            while case .record = await b.receive() { n += 1; if n == 600 { break } }
+            while case .record = await b.receive() { n += 1; if n == 400 { break } }
             return n
         }
         try await sender.value
-        #expect(await reader.value == 600)
+        #expect(await reader.value == 400)
         await a.close()
         await b.close()
     }

@@ -138,6 +138,25 @@ struct TransportTests {
         #expect(await acceptor.value == 2)
     }
 
+    @Test("SocketWaiter: ready when data comes, timed out without, cancelled with its task")
+    func socketWaiter() async throws {
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        async let accepted = listener.accept()
+        let dialer = try await TCPTransport.dial(host: "127.0.0.1", port: listener.port)
+        let server = try await accepted
+        let raw = try rawConnect(port: listener.port)  // an idle connection: never readable
+        #expect(await SocketWaiter.shared.wait(fd: raw, for: .readable, timeoutMilliseconds: 100) == .timedOut)
+        #expect(await SocketWaiter.shared.wait(fd: raw, for: .writable, timeoutMilliseconds: 1000) == .ready)
+        let waiting = Task { await SocketWaiter.shared.wait(fd: raw, for: .readable) }
+        try await Task.sleep(for: .milliseconds(50))
+        waiting.cancel()
+        #expect(await waiting.value == .cancelled)
+        try await dialer.send([5])
+        #expect(await server.receive() == .frame([5]))
+        TCPSocket.close(raw)
+        listener.close()
+    }
+
     @Test("dialing nowhere fails with the address and the reason; listening twice on a port names the port")
     func dialFailures() async throws {
         let listener = try TCPListener(host: "127.0.0.1", port: 0)

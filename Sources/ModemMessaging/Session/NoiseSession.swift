@@ -89,23 +89,27 @@ final class SessionCore: Sendable {
                 s.establishResult = .failure(failure)
                 if let c = s.establishWaiter { s.establishWaiter = nil; w.add { c.resume(returning: .failure(failure)) } }
                 if s.end == nil { s.end = .lostNet("\(failure)") }
-                deliver(.ended(s.end!), &s, &w)
             case .deliver(let kind, let body):
                 s.incomingBytes += body.count + 16
                 deliver(.record(kind: kind, body: body), &s, &w)
             case .peerClosing:
                 deliver(.peerClosing, &s, &w)
             case .ended(let end):
+                // Reported to the consumer once the last frames (CLOSED...) are on the line and the
+                // transport is closed (finishTransport), so a process may exit as soon as it sees it.
                 s.end = end
-                deliver(.ended(end), &s, &w)
             case .closeTransport:
                 s.closingTransport = true
             }
         }
         if s.end != nil {
-            // Nothing queued will be sent now: release every waiting sender.
+            // Nothing queued will be sent now: release every waiting sender, and a paused reader.
             for c in s.senders { w.add { c.resume() } }
             s.senders.removeAll()
+            if let r = s.readerPaused {
+                s.readerPaused = nil
+                w.add { r.resume() }
+            }
         }
         if s.machine.hasOutput || s.closingTransport || s.outgoingHead < s.outgoing.count, let c = s.writerIdle {
             s.writerIdle = nil
@@ -113,7 +117,7 @@ final class SessionCore: Sendable {
         }
     }
 
-    private static func deliver(_ input: SessionIncoming, _ s: inout State, _ w: inout Wakeups) {
+    static func deliver(_ input: SessionIncoming, _ s: inout State, _ w: inout Wakeups) {
         if case .ended = input {
             // Sticky: every later receive() gives it again.
             if s.incoming.last.map({ if case .ended = $0 { true } else { false } }) != true { s.incoming.append(input) }
@@ -277,13 +281,14 @@ final class SessionCore: Sendable {
 
     private func finishTransport() async {
         await transport.close()
-        let waiters: [CheckedContinuation<Void, Never>] = state.withLock { s in
+        var w = Wakeups()
+        state.withLock { s in
             s.transportClosed = true
-            let list = s.closedWaiters
+            for c in s.closedWaiters { w.add { c.resume() } }
             s.closedWaiters = []
-            return list
+            if let end = s.end { Self.deliver(.ended(end), &s, &w) }
         }
-        for c in waiters { c.resume() }
+        w.run()
     }
 
     private func timerLoop() async {
@@ -305,6 +310,19 @@ final class SessionCore: Sendable {
                 if now - closingSince! > 2 {
                     // The last frames could not leave in time (a peer that stopped reading): cut.
                     await transport.close()
+                }
+                if now - closingSince! > 5 {
+                    // A transport whose send ignores close: report the end regardless.
+                    var w = Wakeups()
+                    state.withLock { s in
+                        guard !s.transportClosed else { return }
+                        s.transportClosed = true
+                        for c in s.closedWaiters { w.add { c.resume() } }
+                        s.closedWaiters = []
+                        if let end = s.end { Self.deliver(.ended(end), &s, &w) }
+                    }
+                    w.run()
+                    return
                 }
             }
         }
@@ -383,6 +401,14 @@ final class SessionCore: Sendable {
     }
 
     var replaysDropped: Int { state.withLock { $0.machine.replaysDropped } }
+
+    /// The session object is gone: close the line unless it is already over.
+    func abandon() {
+        let open = state.withLock { !$0.machine.isFinished && !$0.transportClosed }
+        guard open else { return }
+        let transport = self.transport
+        Task { await transport.close() }
+    }
 }
 
 /// A session over any ``MessageTransport``: the Noise XX handshake with both identities checked
@@ -455,4 +481,7 @@ public final class NoiseSession: RecordSession, Sendable {
 
     /// Records dropped as replays so far.
     public var replaysDropped: Int { core.replaysDropped }
+
+    /// A session dropped while still open closes its line (the peer sees END_OTHER_USER_LOST).
+    deinit { core.abandon() }
 }

@@ -120,7 +120,7 @@ public struct SessionFrameDecoder: Sendable {
             head = 0
         }
         // Give back a large spare area once it is no longer needed (a burst of big frames).
-        if buffer.count > 4 * 65_600 && end < 65_600 { buffer.removeLast(buffer.count - max(end, 65_600)) }
+        if buffer.count > 1 << 20 && end < 65_600 { buffer.removeLast(buffer.count - max(end, 65_600)) }
     }
 
     /// The next whole frame, or nil when more bytes are needed.
