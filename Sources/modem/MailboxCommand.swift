@@ -98,9 +98,8 @@ struct MailboxCommand: AsyncParsableCommand {
         let interrupt = InterruptWatch(mailbox: mailbox)
         interrupt.start()
         let (listen, to, hci) = (self.listen, self.to, self.hci)
-        let watch = TransportWatch()
         let connecting = Task {
-            await mailbox.connect { try await openMailboxSession(listen: listen, to: to, hci: hci, options: options, watched: watch) }
+            await mailbox.connect { try await openSession(listen: listen, to: to, hci: hci, options: options) }
         }
 
         var status: Int32 = 0
@@ -141,8 +140,6 @@ struct MailboxCommand: AsyncParsableCommand {
         }
         _ = connecting
         sender?.cancel()
-        // Let the session put its last frame (CLOSED, a refusal) on the line before the process ends.
-        await watch.waitClosed(timeout: 3)
         if let problem = input.failure ?? outputFailed {
             if input.failure != nil { printError("modem: \(problem)") }
             if status == 0 { status = 1 }
@@ -384,96 +381,5 @@ final class LineQueue: Sendable {
         // A last line without its newline is a chunk too.
         if !line.isEmpty { push(line) }
         finish()
-    }
-}
-
-// MARK: Opening the session
-
-/// `openSession` (MessagingEndpoint.swift) for every endpoint but TCP, which is opened here with a
-/// watched transport: `NoiseSession` reports its end before its writer has put the last frame
-/// (CLOSED) on the socket and has no public way to wait for that, so the process waits for the
-/// transport's close before it exits (else the peer sees a reset: END_OTHER_USER_LOST, not a quit).
-private func openMailboxSession(listen: String?, to: String?, hci: String?, options: SessionOptions,
-                                watched: TransportWatch) async throws -> any RecordSession {
-    let (endpoint, listening) = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
-    guard case .tcp(let host, let port) = endpoint else {
-        return try await openSession(listen: listen, to: to, hci: hci, options: options)
-    }
-    if listening {
-        let listener: TCPListener
-        do {
-            listener = try TCPListener(host: host, port: port)
-        } catch {
-            throw SessionFailure.networkUnavailable(error.description)
-        }
-        defer { listener.close() }
-        if port == 0 { printError("listening on \(Endpoint.tcp(host: host, port: listener.port))") }
-        let transport: TCPTransport
-        do {
-            transport = try await withTaskCancellationHandler {
-                try await listener.accept()
-            } onCancel: {
-                listener.close()
-            }
-        } catch {
-            if Task.isCancelled { throw SessionFailure.userCanceled }
-            throw SessionFailure.networkUnavailable(String(describing: error))
-        }
-        listener.close()
-        return try await NoiseSession.establish(over: watched.watch(transport), initiator: false, options: options)
-    }
-    // Dial, retrying for up to 3 s while nothing listens yet (the peer may still be starting).
-    let deadline = ContinuousClock.now + .seconds(3)
-    while true {
-        do {
-            let transport = try await TCPTransport.dial(host: host, port: port)
-            return try await NoiseSession.establish(over: watched.watch(transport), initiator: true, options: options)
-        } catch let error as TransportError {
-            if Task.isCancelled { throw SessionFailure.userCanceled }
-            guard error.description.contains("refused"), ContinuousClock.now < deadline else {
-                throw SessionFailure.networkUnavailable(error.description)
-            }
-            try? await Task.sleep(for: .milliseconds(100))
-        }
-    }
-}
-
-/// A transport that tells when the session closed it, so the process exits only after the last
-/// frame (a CLOSED, say) was handed to the kernel.
-private final class WatchedTransport: MessageTransport {
-    private let inner: any MessageTransport
-    private let closed = Atomic<Bool>(false)
-
-    init(_ inner: any MessageTransport) { self.inner = inner }
-
-    var kind: TransportKind { inner.kind }
-    var maximumFrameSize: Int { inner.maximumFrameSize }
-    func send(_ frame: [UInt8]) async throws(TransportError) { try await inner.send(frame) }
-    func receive() async -> TransportInput { await inner.receive() }
-    func close() async {
-        await inner.close()
-        closed.store(true, ordering: .releasing)
-    }
-
-    var isClosed: Bool { closed.load(ordering: .acquiring) }
-}
-
-/// The transport of the session being opened, once there is one.
-private final class TransportWatch: Sendable {
-    private let current = Mutex<WatchedTransport?>(nil)
-
-    func watch(_ transport: any MessageTransport) -> WatchedTransport {
-        let watched = WatchedTransport(transport)
-        current.withLock { $0 = watched }
-        return watched
-    }
-
-    /// Waits (at most `timeout` seconds) until the session closed its transport.
-    func waitClosed(timeout: Double) async {
-        guard let transport = current.withLock({ $0 }) else { return }
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-        while !transport.isClosed, ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(10))
-        }
     }
 }
