@@ -1,0 +1,385 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ArgumentParser
+import Dispatch
+import Foundation
+import ModemMessaging
+import SwiftModem
+import Synchronization
+import SystemPackage
+
+/// `modem mailbox`: the two-party mailbox of seed 000 between two `modem` processes. Each line of
+/// standard input is one chunk; each chunk received is one line of standard output; events go to
+/// standard error. docs/messaging-plan.md section 5.
+struct MailboxCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "mailbox",
+        abstract: "Exchange lines with one trusted peer: the mailbox of seed 000, end-to-end encrypted.",
+        discussion: """
+        Each line of standard input is one chunk, sent as soon as both ends confirmed; each chunk
+        received is printed as one line on standard output. Events go to standard error:
+          connected to NAME, sent N, contact NAME, disconnected END_..., connect failed FAIL_...: detail
+        Standard input ending quits (END_USER_QUIT) once every chunk is held by the peer; the peer
+        quitting first ends this side too (END_OTHER_USER_QUIT). --listen serves one session.
+        Exit status: 0 quit (either side), 1 lost (END_OTHER_USER_LOST, END_LOST_NET) or an error,
+        2 connect failed, 64 usage.
+
+        Examples:
+          modem keys show; modem keys trust bob smk1...
+          modem mailbox --listen tcp:0.0.0.0:7000 --name alice
+          printf 'hello\\n' | modem mailbox --to tcp:alice.local:7000 --name bob
+        """
+    )
+
+    @Option(name: .long, help: ArgumentHelp("Wait for one peer on this endpoint (tcp:HOST:PORT, audio:DEVICE, bt:ADDR).", valueName: "endpoint"))
+    var listen: String?
+
+    @Option(name: .long, help: ArgumentHelp("Connect to a peer at this endpoint.", valueName: "endpoint"))
+    var to: String?
+
+    @Option(name: .long, help: ArgumentHelp("Our user name as the peer sees it (default: $USER@hostname).", valueName: "user"))
+    var name: String?
+
+    @Option(name: .long, help: ArgumentHelp("Keepalive interval in seconds; the peer is lost after twice this of silence (default: 10 on TCP, 30 on links).", valueName: "seconds"))
+    var keepalive: Double?
+
+    @Option(name: .long, help: ArgumentHelp("The keys folder (default: $XDG_DATA_HOME/swiftmodem/keys).", valueName: "dir"))
+    var keys: String?
+
+    @Option(name: .long, help: ArgumentHelp("A vCard 4.0 file to give the peer.", valueName: "file"))
+    var contact: String?
+
+    @Option(name: .customLong("max-bytes"), help: ArgumentHelp("Chunk bytes (sent + received) after which the session ends.", valueName: "n"))
+    var maxBytes: Int = 10_000_000
+
+    @Option(name: .customLong("max-seconds"), help: ArgumentHelp("Seconds after which the session ends.", valueName: "s"))
+    var maxSeconds: Double = 3600
+
+    @Option(name: .long, help: ArgumentHelp("The Bluetooth controller for bt: endpoints.", valueName: "n"))
+    var hci: String?
+
+    func validate() throws {
+        if let keepalive, !(keepalive > 0 && keepalive.isFinite) { throw ValidationError("--keepalive must be a positive number of seconds") }
+        guard maxBytes > 0 else { throw ValidationError("--max-bytes must be positive") }
+        guard maxSeconds > 0, maxSeconds.isFinite else { throw ValidationError("--max-seconds must be a positive number of seconds") }
+        if let name, name.isEmpty || name.utf8.count > 64 { throw ValidationError("--name must be 1 to 64 bytes") }
+        do {
+            _ = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
+        } catch {
+            throw ValidationError("\(error)")
+        }
+    }
+
+    func run() async throws {
+        signal(SIGPIPE, SIG_IGN)
+        // Our contact card, validated before anything connects.
+        var card: VCard?
+        if let contact {
+            do {
+                card = try readContact(contact)
+            } catch {
+                printError("connect failed FAIL_BAD_CONTACT: \(error)")
+                throw ExitCode(2)
+            }
+        }
+        // Standard input is read from the start, so lines typed (or piped) before the peer
+        // connects are queued, not lost.
+        let input = LineQueue()
+        input.startReading(fd: 0)
+
+        let userName = name ?? defaultUserName()
+        let configuration = MailboxConfiguration(maximumBytes: maxBytes, maximumSeconds: maxSeconds, contact: card)
+        let mailbox = Mailbox(userName: userName, configuration: configuration, pendingOnPeerQuit: { input.takeQueued() })
+        // The mailbox enforces the byte and time limits on chunk payload (docs/messaging-plan.md
+        // section 3), refusing a chunk that would pass them; the session itself gets none.
+        let options = SessionOptions(userName: userName, service: .mailbox, keepalive: keepalive,
+                                     keys: try openKeys(), limits: SessionLimits.none)
+        let interrupt = InterruptWatch(mailbox: mailbox)
+        interrupt.start()
+        let (listen, to, hci) = (self.listen, self.to, self.hci)
+        let connecting = Task {
+            await mailbox.connect { try await openSession(listen: listen, to: to, hci: hci, options: options) }
+        }
+
+        var status: Int32 = 0
+        var sender: Task<Void, Never>?
+        var outputFailed: String?
+        for await event in mailbox.events {
+            switch event {
+            case .connected(let other):
+                printError("connected to \(other)")
+                sender = Task { await sendLines(from: input, to: mailbox) }
+            case .dataReceived(let chunk):
+                guard outputFailed == nil else { continue }
+                do {
+                    _ = try FileDescriptor.standardOutput.writeAll(chunk + [0x0A])
+                } catch {
+                    outputFailed = "standard output: write failed: \(error)"
+                    printError("modem: \(outputFailed!)")
+                    await mailbox.disconnectNow()
+                }
+            case .sendSuccess(let seq):
+                printError("sent \(seq)")
+            case .contactReceived(let card):
+                printError("contact \(card.formattedName.replacingOccurrences(of: "\n", with: " "))")
+            case .disconnected(let reason):
+                switch reason {
+                case .userQuit(let detail?): printError("disconnected \(reason.seedName): \(detail)")
+                case .otherUserLost(let detail), .lostNet(let detail): printError("disconnected \(reason.seedName): \(detail)")
+                default: printError("disconnected \(reason.seedName)")
+                }
+                switch reason {
+                case .userQuit, .otherUserQuit: status = 0
+                case .otherUserLost, .lostNet: status = 1
+                }
+            case .connectFailed(let failure):
+                printError("connect failed \(failure.description)")
+                status = 2
+            }
+        }
+        _ = connecting
+        sender?.cancel()
+        if let problem = input.failure ?? outputFailed {
+            if input.failure != nil { printError("modem: \(problem)") }
+            if status == 0 { status = 1 }
+        }
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    private func openKeys() throws -> KeyStore {
+        do {
+            return try KeyStore(folder: keys)
+        } catch {
+            printError("connect failed FAIL_INVALID_AUTHORIZATION: keys: \(error)")
+            throw ExitCode(2)
+        }
+    }
+}
+
+/// Sends each line as a chunk; at the end of input quits (after every chunk is held).
+private func sendLines(from input: LineQueue, to mailbox: Mailbox) async {
+    var number = 0
+    while let line = await input.next() {
+        number += 1
+        do {
+            _ = try await mailbox.send(line)
+        } catch let error as MailboxSendError {
+            if case .tooLarge = error {
+                input.fail("standard input line \(number): \(error)")
+                break
+            }
+            return  // the mailbox is ending; its event says why
+        } catch {
+            return
+        }
+    }
+    await mailbox.disconnect()
+}
+
+/// Reads and validates a vCard file (at most 64 KiB).
+private func readContact(_ path: String) throws -> VCard {
+    let fd: FileDescriptor
+    do {
+        fd = try FileDescriptor.open(FilePath(path), .readOnly)
+    } catch {
+        throw CLIError("\(path): \(error)")
+    }
+    defer { try? fd.close() }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 16_384)
+    while bytes.count <= VCard.maximumSize {
+        let count = try buffer.withUnsafeMutableBytes { try fd.read(into: $0, retryOnInterrupt: true) }
+        if count == 0 { break }
+        bytes += buffer[0..<count]
+    }
+    do {
+        return try VCard.parse(bytes)
+    } catch {
+        throw CLIError("\(path): \(error)")
+    }
+}
+
+/// Signals received (SIGINT, SIGTERM), counted by the handler.
+private let mailboxSignals = Atomic<Int>(0)
+
+/// SIGINT and SIGTERM: before the session connected, cancel (FAIL_USER_CANCELED); after, quit at once
+/// (END_USER_QUIT). A second signal ends the process (status 130).
+private final class InterruptWatch: Sendable {
+    private let mailbox: Mailbox
+
+    init(mailbox: Mailbox) { self.mailbox = mailbox }
+
+    func start() {
+        let handler: @convention(c) (Int32) -> Void = { _ in
+            if mailboxSignals.add(1, ordering: .relaxed).newValue > 1 { _exit(130) }
+        }
+        for number in [SIGINT, SIGTERM] {
+            var action = sigaction()
+            action.__sigaction_handler.sa_handler = handler
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(number, &action, nil)
+        }
+        let mailbox = self.mailbox
+        Task.detached {
+            while mailboxSignals.load(ordering: .relaxed) == 0 {
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            await mailbox.disconnectNow()
+        }
+    }
+}
+
+/// Lines of a file descriptor, read on a thread of their own into a bounded queue (the reader
+/// blocks when it is full, so a fast input never means unbounded memory).
+final class LineQueue: Sendable {
+    /// The longest line accepted (a chunk's limit is a little smaller and is checked when sending).
+    static let maximumLine = 65_536
+    private static let maximumLines = 1_024
+    private static let maximumBytes = 4 << 20
+
+    private struct State {
+        var lines: [[UInt8]] = []
+        var head = 0
+        var bytes = 0
+        var ended = false
+        var failure: String?
+        var waiter: CheckedContinuation<[UInt8]?, Never>?
+        var producerWaiting = false
+    }
+
+    private let state = Mutex(State())
+    private let room = DispatchSemaphore(value: 0)
+
+    /// Why reading stopped early (a line too long, a read error), if it did.
+    var failure: String? { state.withLock { $0.failure } }
+
+    /// Starts the reading thread.
+    func startReading(fd: Int32) {
+        let thread = Thread { [self] in self.readLoop(fd: fd) }
+        thread.start()
+    }
+
+    /// Records a failure and ends the input.
+    func fail(_ message: String) {
+        let waiter = state.withLock { state -> CheckedContinuation<[UInt8]?, Never>? in
+            if state.failure == nil { state.failure = message }
+            state.ended = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    /// The next line, or nil at the end of input.
+    func next() async -> [UInt8]? {
+        await withCheckedContinuation { continuation in
+            let ready: [UInt8]?? = state.withLock { state in
+                if let line = pop(&state) { return .some(line) }
+                if state.ended { return .some(nil) }
+                state.waiter = continuation
+                return nil
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    /// Every line queued now, without waiting (what is sent when the peer quits first).
+    func takeQueued() -> [[UInt8]] {
+        state.withLock { state in
+            var lines: [[UInt8]] = []
+            while let line = pop(&state) { lines.append(line) }
+            return lines
+        }
+    }
+
+    private func pop(_ state: inout State) -> [UInt8]? {
+        guard state.head < state.lines.count else { return nil }
+        let line = state.lines[state.head]
+        state.lines[state.head] = []
+        state.head += 1
+        state.bytes -= line.count
+        if state.head == state.lines.count {
+            state.lines.removeAll(keepingCapacity: true)
+            state.head = 0
+        }
+        if state.producerWaiting {
+            state.producerWaiting = false
+            room.signal()
+        }
+        return line
+    }
+
+    private func push(_ line: [UInt8]) {
+        while true {
+            let waiter: CheckedContinuation<[UInt8]?, Never>?? = state.withLock { state in
+                if let waiter = state.waiter {
+                    state.waiter = nil
+                    return .some(waiter)
+                }
+                if state.lines.count - state.head < Self.maximumLines, state.bytes + line.count <= Self.maximumBytes {
+                    state.lines.append(line)
+                    state.bytes += line.count
+                    return .some(nil)
+                }
+                state.producerWaiting = true
+                return nil
+            }
+            switch waiter {
+            case .some(let waiting?):
+                waiting.resume(returning: line)
+                return
+            case .some(nil):
+                return
+            case nil:
+                room.wait()
+            }
+        }
+    }
+
+    private func finish() {
+        let waiter = state.withLock { state -> CheckedContinuation<[UInt8]?, Never>? in
+            state.ended = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: nil)
+    }
+
+    private func readLoop(fd: Int32) {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        var line: [UInt8] = []
+        var number = 1
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                fail("standard input: read failed: \(String(cString: strerror(errno)))")
+                return
+            }
+            if count == 0 { break }
+            var start = 0
+            for index in 0..<count where buffer[index] == 0x0A {
+                line += buffer[start..<index]
+                guard line.count <= Self.maximumLine else {
+                    fail("standard input line \(number) is over \(Self.maximumLine) bytes")
+                    return
+                }
+                push(line)
+                line = []
+                number += 1
+                start = index + 1
+            }
+            line += buffer[start..<count]
+            if line.count > Self.maximumLine {
+                fail("standard input line \(number) is over \(Self.maximumLine) bytes")
+                return
+            }
+            if state.withLock({ $0.ended }) { return }
+        }
+        // A last line without its newline is a chunk too.
+        if !line.isEmpty { push(line) }
+        finish()
+    }
+}

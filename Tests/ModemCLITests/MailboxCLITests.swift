@@ -1,0 +1,336 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `modem mailbox` between two `modem` processes over TCP on 127.0.0.1: the seed-000 mailbox
+/// scenarios of issue 10 (chunks both ways in order, quit reasons, a killed peer, an untrusted key,
+/// chunks queued before the session opened) and its usage errors. Every wait is bounded.
+@Suite("modem mailbox CLI", .serialized)
+struct MailboxCLITests {
+    /// Two keys folders that trust each other (alice in `a`, bob in `b`), and one trusting nobody.
+    struct Keys {
+        let a: String
+        let b: String
+        let stranger: String
+    }
+
+    static func makeKeys(_ dir: Scratch) async throws -> Keys {
+        let keys = Keys(a: dir.file("keys-a"), b: dir.file("keys-b"), stranger: dir.file("keys-c"))
+        var texts: [String] = []
+        for folder in [keys.a, keys.b, keys.stranger] {
+            let shown = try await modem(["keys", "show", "--keys", folder])
+            #expect(shown.succeeded, "\(shown)")
+            guard let key = shown.stdoutText.split(separator: "\n").last.map(String.init) else {
+                throw HarnessError("keys show printed nothing")
+            }
+            texts.append(key)
+        }
+        let t1 = try await modem(["keys", "trust", "bob", texts[1], "--keys", keys.a])
+        let t2 = try await modem(["keys", "trust", "alice", texts[0], "--keys", keys.b])
+        #expect(t1.succeeded && t2.succeeded, "\(t1) \(t2)")
+        return keys
+    }
+
+    /// A free TCP port on 127.0.0.1 (bound, read, released).
+    static func freePort() throws -> Int {
+        let listener = try TNCTestListener()
+        defer { listener.close() }
+        return listener.port
+    }
+
+    static func bash(_ script: String, timeout: Double = 90) async throws -> ProcessResult {
+        try await runProcess("/bin/bash", ["-c", script], timeout: timeout)
+    }
+
+    @Test("100 chunks each way arrive in order; the side whose input ends reports END_USER_QUIT, the other END_OTHER_USER_QUIT",
+          .timeLimit(.minutes(2)))
+    func hundredEachWay() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let port = try Self.freePort()
+        let modemPath = try Paths.modem()
+        try dir.write("a.in", (1...100).map { "from alice \($0)\n" }.joined())
+        try dir.write("b.in", (1...100).map { "from bob \($0)\n" }.joined())
+        // The check's own shape: alice's input stays open 8 s, bob's ends 3 s after his 100 lines.
+        let script = """
+        cd '\(dir.path)'
+        ( cat a.in; sleep 8 ) | timeout 60 '\(modemPath)' mailbox --listen tcp:127.0.0.1:\(port) --name alice --keys '\(keys.a)' --keepalive 2 > a.out 2> a.err & ap=$!
+        sleep 0.5
+        ( cat b.in; sleep 3 ) | timeout 60 '\(modemPath)' mailbox --to tcp:127.0.0.1:\(port) --name bob --keys '\(keys.b)' --keepalive 2 > b.out 2> b.err; brc=$?
+        wait $ap; arc=$?
+        echo "$arc $brc"
+        """
+        let run = try await Self.bash(script)
+        let codes = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
+        let bErr = (try? String(contentsOfFile: dir.file("b.err"), encoding: .utf8)) ?? ""
+        #expect(codes == [0, 0], "exit codes \(codes); alice:\n\(aErr)\nbob:\n\(bErr)")
+        #expect(try readBytes(dir.file("a.out")) == readBytes(dir.file("b.in")), "alice's output differs from bob's input")
+        #expect(try readBytes(dir.file("b.out")) == readBytes(dir.file("a.in")), "bob's output differs from alice's input")
+        #expect(bErr.contains("disconnected END_USER_QUIT"), "\(bErr)")
+        #expect(aErr.contains("disconnected END_OTHER_USER_QUIT"), "\(aErr)")
+        #expect(aErr.contains("connected to bob") && bErr.contains("connected to alice"))
+        // One "sent N" per chunk, in order, on each side.
+        for err in [aErr, bErr] {
+            let sent = err.split(separator: "\n").filter { $0.hasPrefix("sent ") }.map { Int($0.dropFirst(5)) ?? -1 }
+            #expect(sent == Array(1...100), "\(err.prefix(400))")
+        }
+    }
+
+    @Test("a peer killed with SIGKILL is reported as END_OTHER_USER_LOST within keepalive + 2 s, exit 1",
+          .timeLimit(.minutes(1)))
+    func killedPeer() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let port = try Self.freePort()
+        let modemPath = try Paths.modem()
+        let alice = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:\(port)", "--name", "alice",
+                                                         "--keys", keys.a, "--keepalive", "2"], in: dir, name: "alice", stdinPipe: true)
+        defer { alice.kill() }
+        try await Task.sleep(for: .milliseconds(500))
+        let bob = try TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(port)", "--name", "bob",
+                                                       "--keys", keys.b, "--keepalive", "2"], in: dir, name: "bob", stdinPipe: true)
+        defer { bob.kill() }
+        #expect(await alice.waitForStderr(timeout: 10) { $0.contains("connected to bob") }, "\(alice.stderrText)")
+        #expect(await bob.waitForStderr(timeout: 10) { $0.contains("connected to alice") }, "\(bob.stderrText)")
+        bob.signal(SIGKILL)
+        let killed = Date()
+        let reported = await alice.waitForStderr(timeout: 8) { $0.contains("END_OTHER_USER_LOST") }
+        let after = Date().timeIntervalSince(killed)
+        #expect(reported, "alice never reported the lost peer: \(alice.stderrText)")
+        #expect(after <= 4.0, "reported after \(after) s")
+        #expect(await alice.wait(timeout: 5))
+        #expect(alice.exitedNormally && alice.status == 1, "alice exit \(alice.status): \(alice.stderrText)")
+    }
+
+    @Test("an untrusted key fails with FAIL_INVALID_AUTHORIZATION before any chunk, exit 2 on both sides",
+          .timeLimit(.minutes(1)))
+    func untrustedKey() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let port = try Self.freePort()
+        let modemPath = try Paths.modem()
+        try dir.write("a.in", "secret from alice\n")
+        try dir.write("c.in", "secret from the stranger\n")
+        let script = """
+        cd '\(dir.path)'
+        timeout 20 '\(modemPath)' mailbox --listen tcp:127.0.0.1:\(port) --name alice --keys '\(keys.a)' < a.in > a.out 2> a.err & ap=$!
+        sleep 0.5
+        timeout 20 '\(modemPath)' mailbox --to tcp:127.0.0.1:\(port) --name mallory --keys '\(keys.stranger)' < c.in > c.out 2> c.err; crc=$?
+        wait $ap; arc=$?
+        echo "$arc $crc"
+        """
+        let run = try await Self.bash(script, timeout: 40)
+        let codes = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
+        let cErr = (try? String(contentsOfFile: dir.file("c.err"), encoding: .utf8)) ?? ""
+        #expect(codes == [2, 2], "exit codes \(codes); alice:\n\(aErr)\nstranger:\n\(cErr)")
+        #expect(cErr.contains("connect failed FAIL_INVALID_AUTHORIZATION"), "\(cErr)")
+        #expect(aErr.contains("connect failed FAIL_INVALID_AUTHORIZATION"), "\(aErr)")
+        #expect(try readBytes(dir.file("a.out")).isEmpty)
+        #expect(try readBytes(dir.file("c.out")).isEmpty)
+        #expect(!aErr.contains("connected to") && !cErr.contains("connected to"))
+    }
+
+    @Test("inputs that ended before the session opened are still delivered; no --name; both exit 0",
+          .timeLimit(.minutes(1)))
+    func queuedBeforeConnect() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let port = try Self.freePort()
+        let modemPath = try Paths.modem()
+        let script = """
+        cd '\(dir.path)'
+        echo hi | timeout 20 '\(modemPath)' mailbox --listen tcp:127.0.0.1:\(port) --keys '\(keys.a)' > m.a 2>&1 & mp=$!
+        sleep 0.5
+        echo yo | timeout 20 '\(modemPath)' mailbox --to tcp:127.0.0.1:\(port) --keys '\(keys.b)' > m.b 2>&1; mrc=$?
+        wait $mp; arc=$?
+        echo "$arc $mrc"
+        """
+        let run = try await Self.bash(script, timeout: 40)
+        let codes = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let a = (try? String(contentsOfFile: dir.file("m.a"), encoding: .utf8)) ?? ""
+        let b = (try? String(contentsOfFile: dir.file("m.b"), encoding: .utf8)) ?? ""
+        #expect(codes == [0, 0], "exit codes \(codes); listener:\n\(a)\ndialer:\n\(b)")
+        #expect(b.split(separator: "\n").contains("hi"), "\(b)")
+        #expect(a.split(separator: "\n").contains("yo"), "\(a)")
+    }
+
+    @Test("usage errors exit 64 naming the problem; a bad --contact is FAIL_BAD_CONTACT, exit 2")
+    func usage() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let none = try await modem(["mailbox"])
+        #expect(none.status == 64 && none.stderrText.contains("--listen"), "\(none)")
+        let both = try await modem(["mailbox", "--listen", "tcp:127.0.0.1:1", "--to", "tcp:127.0.0.1:2"])
+        #expect(both.status == 64, "\(both)")
+        let badEndpoint = try await modem(["mailbox", "--to", "carrier-pigeon:7"])
+        #expect(badEndpoint.status == 64 && badEndpoint.stderrText.contains("--to"), "\(badEndpoint)")
+        let badKeepalive = try await modem(["mailbox", "--to", "tcp:127.0.0.1:2", "--keepalive", "0"])
+        #expect(badKeepalive.status == 64 && badKeepalive.stderrText.contains("--keepalive"), "\(badKeepalive)")
+        let card = try dir.write("bad.vcf", "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Old\r\nEND:VCARD\r\n")
+        let badContact = try await modem(["mailbox", "--to", "tcp:127.0.0.1:1", "--contact", card, "--keys", dir.file("k")])
+        #expect(badContact.status == 2, "\(badContact)")
+        #expect(badContact.stderrText.contains("connect failed FAIL_BAD_CONTACT") && badContact.stderrText.contains("4.0"),
+                "\(badContact)")
+        // Nothing listens on the port: FAIL_NETWORK_UNAVAILABLE, exit 2.
+        let port = try Self.freePort()
+        let refused = try await modem(["mailbox", "--to", "tcp:127.0.0.1:\(port)", "--keys", dir.file("k")], timeout: 20)
+        #expect(refused.status == 2 && refused.stderrText.contains("connect failed FAIL_NETWORK_UNAVAILABLE"), "\(refused)")
+    }
+
+    @Test("contact cards are exchanged and shown; the byte limit ends the session with END_USER_QUIT and its detail",
+          .timeLimit(.minutes(1)))
+    func contactAndLimit() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let port = try Self.freePort()
+        let modemPath = try Paths.modem()
+        try dir.write("alice.vcf", "BEGIN:VCARD\r\nVERSION:4.0\r\nFN:Alice Example\r\nEMAIL:alice@example.org\r\nEND:VCARD\r\n")
+        try dir.write("a.in", (1...50).map { "line \($0) from alice" }.joined(separator: "\n") + "\n")
+        let script = """
+        cd '\(dir.path)'
+        ( cat a.in; sleep 10 ) | timeout 20 '\(modemPath)' mailbox --listen tcp:127.0.0.1:\(port) --name alice --keys '\(keys.a)' --contact alice.vcf --max-bytes 100 > a.out 2> a.err & ap=$!
+        sleep 0.5
+        sleep 10 | timeout 20 '\(modemPath)' mailbox --to tcp:127.0.0.1:\(port) --name bob --keys '\(keys.b)' --max-bytes 100000 > b.out 2> b.err; brc=$?
+        wait $ap; arc=$?
+        echo "$arc $brc"
+        """
+        let run = try await Self.bash(script, timeout: 40)
+        let codes = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
+        let bErr = (try? String(contentsOfFile: dir.file("b.err"), encoding: .utf8)) ?? ""
+        #expect(codes == [0, 0], "exit codes \(codes); alice:\n\(aErr)\nbob:\n\(bErr)")
+        #expect(bErr.contains("contact Alice Example"), "\(bErr)")
+        #expect(aErr.contains("disconnected END_USER_QUIT: the session limit of 100 bytes was reached"), "\(aErr)")
+        #expect(bErr.contains("disconnected END_OTHER_USER_QUIT"), "\(bErr)")
+        // Only whole chunks within the limit went out: 100 bytes hold 5 lines of 18-19 bytes.
+        let got = (try? String(contentsOfFile: dir.file("b.out"), encoding: .utf8)) ?? ""
+        #expect(got == (1...5).map { "line \($0) from alice\n" }.joined(), "\(got)")
+    }
+
+    @Test("SIGINT before a peer came is FAIL_USER_CANCELED (exit 2); after, END_USER_QUIT (exit 0) and the peer END_OTHER_USER_QUIT",
+          .timeLimit(.minutes(1)))
+    func interrupt() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let modemPath = try Paths.modem()
+        let lonely = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:\(try Self.freePort())",
+                                                          "--keys", keys.a], in: dir, name: "lonely", stdinPipe: true)
+        defer { lonely.kill() }
+        try await Task.sleep(for: .milliseconds(500))
+        lonely.signal(SIGINT)
+        #expect(await lonely.wait(timeout: 5), "still running after SIGINT: \(lonely.stderrText)")
+        #expect(lonely.status == 2 && lonely.stderrText.contains("connect failed FAIL_USER_CANCELED"), "\(lonely.status) \(lonely.stderrText)")
+
+        let port = try Self.freePort()
+        let alice = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:\(port)", "--name", "alice",
+                                                         "--keys", keys.a], in: dir, name: "alice", stdinPipe: true)
+        defer { alice.kill() }
+        try await Task.sleep(for: .milliseconds(500))
+        let bob = try TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(port)", "--name", "bob",
+                                                       "--keys", keys.b], in: dir, name: "bob", stdinPipe: true)
+        defer { bob.kill() }
+        #expect(await bob.waitForStderr(timeout: 10) { $0.contains("connected to alice") }, "\(bob.stderrText)")
+        bob.signal(SIGINT)
+        #expect(await bob.wait(timeout: 5), "still running after SIGINT: \(bob.stderrText)")
+        #expect(await alice.wait(timeout: 5), "\(alice.stderrText)")
+        #expect(bob.status == 0 && bob.stderrText.contains("disconnected END_USER_QUIT"), "\(bob.status) \(bob.stderrText)")
+        #expect(alice.status == 0 && alice.stderrText.contains("disconnected END_OTHER_USER_QUIT"), "\(alice.status) \(alice.stderrText)")
+    }
+
+    @Test("a peer whose output is blocked stalls the sender: its sends stop and its memory stays under 64 MiB",
+          .timeLimit(.minutes(1)))
+    func blockedReader() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let port = try Self.freePort()
+        let modemPath = try Paths.modem()
+        // Alice has 100 MB to send; bob's standard output is a FIFO that nobody reads.
+        let script = """
+        cd '\(dir.path)'
+        mkfifo out.fifo
+        sleep 12 < out.fifo & rp=$!
+        line=$(printf 'x%.0s' $(seq 1 1000))
+        yes "$line" | head -n 100000 | '\(modemPath)' mailbox --listen tcp:127.0.0.1:\(port) --name alice --keys '\(keys.a)' > /dev/null 2> a.err & ap=$!
+        sleep 0.5
+        sleep 12 | '\(modemPath)' mailbox --to tcp:127.0.0.1:\(port) --name bob --keys '\(keys.b)' > out.fifo 2> b.err & bp=$!
+        sleep 5
+        s1=$(grep -c '^sent ' a.err); r1=$(awk '/VmRSS/ {print $2}' /proc/$ap/status)
+        sleep 2
+        s2=$(grep -c '^sent ' a.err); r2=$(awk '/VmRSS/ {print $2}' /proc/$ap/status)
+        kill $ap $bp $rp 2>/dev/null
+        echo "$s1 $s2 $r1 $r2"
+        """
+        let run = try await Self.bash(script, timeout: 40)
+        let numbers = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
+        try #require(numbers.count == 4, "\(run) alice: \(aErr.prefix(300))")
+        let (sent1, sent2, rss1, rss2) = (numbers[0], numbers[1], numbers[2], numbers[3])
+        #expect(aErr.contains("connected to bob"), "\(aErr.prefix(300))")
+        #expect(sent1 > 0 && sent1 < 400, "alice's chunks held by bob: \(sent1)")
+        #expect(sent2 == sent1, "sends went on while bob could not write: \(sent1) then \(sent2)")
+        #expect(max(rss1, rss2) < 65_536, "alice's resident memory: \(rss1) then \(rss2) KiB")
+    }
+
+    /// A TCP relay that forwards until a file named by its third argument appears, then holds both
+    /// connections open and silent (a cut line, not a closed one). A file, not a signal: the test
+    /// runner's threads may block signals, and a spawned child inherits that mask.
+    static let relayScript = """
+    import os, select, socket, sys
+    listen_port, target_port, cut_file = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+    server = socket.socket(); server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", listen_port)); server.listen(1)
+    print("ready", flush=True)
+    a, _ = server.accept()
+    b = socket.create_connection(("127.0.0.1", target_port))
+    peers = {a: b, b: a}
+    while not os.path.exists(cut_file):
+        readable, _, _ = select.select([a, b], [], [], 0.05)
+        for s in readable:
+            data = s.recv(65536)
+            if not data:
+                sys.exit(0)
+            peers[s].sendall(data)
+    print("cut", flush=True)
+    while True:
+        select.select([], [], [], 1)
+    """
+
+    @Test("a cut line (silence, no close) is END_LOST_NET on both sides within twice the keepalive, exit 1",
+          .enabled(if: Paths.tool("python3") != nil, "python3 is not installed"), .timeLimit(.minutes(1)))
+    func cutLine() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let port = try Self.freePort()
+        let relayPort = try Self.freePort()
+        let modemPath = try Paths.modem()
+        let relayFile = try dir.write("relay.py", Self.relayScript)
+        let alice = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:\(port)", "--name", "alice",
+                                                         "--keys", keys.a, "--keepalive", "1"], in: dir, name: "alice", stdinPipe: true)
+        defer { alice.kill() }
+        let relay = try TNCBackgroundProcess(Paths.tool("python3")!, [relayFile, String(relayPort), String(port), dir.file("cut")],
+                                             in: dir, name: "relay")
+        defer { relay.kill() }
+        let deadline = Date().addingTimeInterval(10)
+        while !relay.stdoutText.contains("ready"), Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let bob = try TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(relayPort)", "--name", "bob",
+                                                       "--keys", keys.b, "--keepalive", "1"], in: dir, name: "bob", stdinPipe: true)
+        defer { bob.kill() }
+        #expect(await alice.waitForStderr(timeout: 10) { $0.contains("connected to bob") }, "\(alice.stderrText)")
+        bob.writeStdin("through the relay\n")
+        #expect(await bob.waitForStderr(timeout: 10) { $0.contains("sent 1") }, "\(bob.stderrText)")
+        try dir.write("cut", "now")
+        let cut = Date()
+        #expect(await alice.waitForStderr(timeout: 8) { $0.contains("disconnected END_LOST_NET") }, "\(alice.stderrText)")
+        #expect(await bob.waitForStderr(timeout: 8) { $0.contains("disconnected END_LOST_NET") }, "\(bob.stderrText)")
+        let after = Date().timeIntervalSince(cut)
+        #expect(after <= 5, "the cut was reported after \(after) s")
+        let aliceExited = await alice.wait(timeout: 5)
+        let bobExited = await bob.wait(timeout: 5)
+        #expect(aliceExited && bobExited)
+        #expect(alice.status == 1 && bob.status == 1, "exit \(alice.status) \(bob.status)")
+        #expect(alice.stdoutText == "through the relay\n")
+    }
+}
