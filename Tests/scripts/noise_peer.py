@@ -4,7 +4,7 @@
 the session wire format of docs/messaging-plan.md section 3 as the initiator:
 
   SMsg, then frames as u32 BE length | frame; HS1/HS2/HS3 = 0x51/0x52/0x53 + Noise XX messages with
-  TLV payloads; records 0x54 | counter u64 BE | ChaChaPoly(kind | body), associated data = the first
+  TLV payloads; records 0x54 | counter u64 BE | AESGCM(kind | body), associated data = the first
   9 bytes; ACCEPT (0x01) from both sides before anything else; CLOSE (0x05) / CLOSED (0x06).
 
 Usage: noise_peer.py PORT STATIC_PRIVATE_HEX EXPECTED_PEER_PUBLIC_HEX SERVICE BODY_HEX...
@@ -62,7 +62,7 @@ def main():
     bodies = [bytes.fromhex(h) for h in sys.argv[5:]]
     prologue = b"SwiftModem session 1" + bytes([service, 1])  # 1 = stream transport
 
-    noise = NoiseConnection.from_name(b"Noise_XX_25519_ChaChaPoly_SHA256")
+    noise = NoiseConnection.from_name(b"Noise_XX_25519_AESGCM_SHA256")
     noise.set_as_initiator()
     noise.set_keypair_from_private_bytes(Keypair.STATIC, bytes.fromhex(static_hex))
     noise.set_prologue(prologue)

@@ -8,12 +8,16 @@ import Crypto
 ///   -> s, se
 /// ```
 ///
-/// as `Noise_XX_25519_ChaChaPoly_SHA256`. A value: ``writeMessage(payload:)`` and
+/// as `Noise_XX_25519_ChaChaPoly_SHA256` or `Noise_XX_25519_AESGCM_SHA256` (sessions use AESGCM). A value: ``writeMessage(payload:)`` and
 /// ``readMessage(_:)`` alternate as the pattern says; after the third message ``split()`` gives the
 /// transport keys. The ephemeral key is given at creation, so tests are deterministic.
 public struct HandshakeState: Sendable {
-    /// The protocol name (32 bytes, used as `h` directly).
-    public static let protocolName = "Noise_XX_25519_ChaChaPoly_SHA256"
+    /// The protocol name for a cipher (at most 32 bytes, so used as `h` directly, zero-padded).
+    public static func protocolName(_ cipher: NoiseCipher) -> String { "Noise_XX_25519_\(cipher.rawValue)_SHA256" }
+    /// This handshake's protocol name.
+    public var protocolName: String { Self.protocolName(cipher) }
+    /// The AEAD of the handshake and of the transport keys it gives.
+    public let cipher: NoiseCipher
     /// The largest Noise message.
     public static let maximumMessageLength = 65_535
     /// Length of a DH public key.
@@ -36,12 +40,14 @@ public struct HandshakeState: Sendable {
     ///   - prologue: data both sides must agree on (mixed into `h`).
     ///   - staticKey: this side's identity.
     ///   - ephemeralKey: this handshake's ephemeral key (fresh and random unless a test fixes it).
+    ///   - cipher: the AEAD (`ChaChaPoly` by default, as the published vectors use; sessions pass AESGCM).
     public init(initiator: Bool, prologue: [UInt8], staticKey: Curve25519.KeyAgreement.PrivateKey,
-                ephemeralKey: Curve25519.KeyAgreement.PrivateKey = .init()) {
+                ephemeralKey: Curve25519.KeyAgreement.PrivateKey = .init(), cipher: NoiseCipher = .chaChaPoly) {
         self.initiator = initiator
+        self.cipher = cipher
         self.staticKey = staticKey
         self.ephemeralKey = ephemeralKey
-        symmetric = SymmetricState(protocolName: Self.protocolName)
+        symmetric = SymmetricState(protocolName: Self.protocolName(cipher), cipher: cipher)
         symmetric.mixHash(prologue)
     }
 

@@ -8,10 +8,11 @@ public struct SymmetricState: Sendable {
     private(set) var chainingKey: [UInt8]
     /// The handshake hash `h`.
     public private(set) var handshakeHash: [UInt8]
-    private(set) var cipher = CipherState()
+    private(set) var cipher: CipherState
 
-    /// InitializeSymmetric(protocolName).
-    public init(protocolName: String) {
+    /// InitializeSymmetric(protocolName), with the AEAD the name ends in (`_ChaChaPoly_` or `_AESGCM_`).
+    public init(protocolName: String, cipher: NoiseCipher = .chaChaPoly) {
+        self.cipher = CipherState(cipher: cipher)
         let name = Array(protocolName.utf8)
         if name.count <= Self.hashLength {
             handshakeHash = name + [UInt8](repeating: 0, count: Self.hashLength - name.count)
@@ -25,7 +26,7 @@ public struct SymmetricState: Sendable {
     public mutating func mixKey(_ inputKeyMaterial: [UInt8]) {
         let (ck, k, _) = Self.hkdf(chainingKey: chainingKey, inputKeyMaterial: inputKeyMaterial, outputs: 2)
         chainingKey = ck
-        cipher = CipherState(key: k)
+        cipher = CipherState(key: k, cipher: cipher.cipher)
     }
 
     /// MixHash(data): `h = SHA-256(h || data)`.
@@ -56,7 +57,7 @@ public struct SymmetricState: Sendable {
     /// Split(): the two transport CipherStates (initiator to responder, responder to initiator).
     public func split() -> (CipherState, CipherState) {
         let (k1, k2, _) = Self.hkdf(chainingKey: chainingKey, inputKeyMaterial: [], outputs: 2)
-        return (CipherState(key: k1), CipherState(key: k2))
+        return (CipherState(key: k1, cipher: cipher.cipher), CipherState(key: k2, cipher: cipher.cipher))
     }
 
     /// Noise's HKDF (section 4.3) on HMAC-SHA256: two or three 32-byte outputs.

@@ -8,13 +8,20 @@ import Synchronization
 /// box, frame). With glibc's default trim threshold (128 KiB) a thread's arena gives the pages back
 /// to the kernel after nearly every record and takes them again on the next (`madvise` + page
 /// faults): measured on 1 GiB over loopback, system time 1.1-2.2 s instead of 0.45 s. Keeping up to
-/// 4 MiB of free memory per arena avoids it. Set once per process, when the first session starts.
+/// 4 MiB of free memory per arena avoids it. Setting it also freezes glibc's mmap threshold at its
+/// 128 KiB default (no more dynamic raising), so the 1 MiB file blocks of data connections were
+/// each a fresh `mmap` (256 page faults and a kernel zeroing per MiB, then `munmap`): the threshold
+/// goes to 2 MiB as well, so they come from the arena and are reused. Set once per process, when
+/// the first session starts.
 let allocatorTuned: Bool = {
     #if canImport(Glibc)
-    // mallopt(M_TRIM_THRESHOLD = -1, ...) from <malloc.h>, which the Glibc module does not export.
+    // mallopt(M_TRIM_THRESHOLD = -1 / M_MMAP_THRESHOLD = -3, ...) from <malloc.h>, which the Glibc
+    // module does not export.
     typealias MallOpt = @convention(c) (Int32, Int32) -> Int32
     if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
-        _ = unsafeBitCast(symbol, to: MallOpt.self)(-1, 4 << 20)
+        let mallopt = unsafeBitCast(symbol, to: MallOpt.self)
+        _ = mallopt(-1, 4 << 20)
+        _ = mallopt(-3, 2 << 20)
     }
     #endif
     return true

@@ -35,6 +35,8 @@ public struct SessionConfiguration: Sendable {
     public var maximumFrameSize: Int
     /// Our software version (sent in the handshake).
     public var version: String
+    /// The Noise AEAD (``SessionWire/cipher``; both ends must use the same, or the handshake fails).
+    public var cipher: NoiseCipher = SessionWire.cipher
 
     /// Creates a configuration.
     public init(role: SessionRole, userName: String, service: SessionService, transportKind: TransportKind, keepalive: Double,
@@ -127,7 +129,8 @@ public struct SessionStateMachine: Sendable {
         keepalive = configuration.keepalive
         handshake = HandshakeState(initiator: configuration.role == .initiator,
                                    prologue: SessionWire.prologue(service: configuration.service, kind: configuration.transportKind),
-                                   staticKey: configuration.staticKey, ephemeralKey: configuration.ephemeralKey)
+                                   staticKey: configuration.staticKey, ephemeralKey: configuration.ephemeralKey,
+                                   cipher: configuration.cipher)
     }
 
     /// The largest body ``seal(kind:body:now:)`` accepts.
