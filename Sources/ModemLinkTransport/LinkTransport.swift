@@ -17,8 +17,10 @@ import Synchronization
 /// ``LinkTransportOptions/inboxLimit`` frames, then the link stops completing messages and the
 /// peer's sender waits (back-pressure through the channel protocol's polls).
 ///
-/// Get one from ``LinkPhone/dial()`` or ``LinkDevice/accept()`` (audio), or from
-/// ``LinkLoopbackPair`` (both ends over the in-memory medium in channel time).
+/// Get one from ModemLink's `LinkPhone.dial()` or `LinkDevice.accept()` (audio) or `LinkLoopbackPair`
+/// (both ends over the in-memory medium in channel time), or from ModemBluetooth's
+/// `BluetoothLinkPhone.dial()` or `BluetoothLinkDevice.accept()` (RFCOMM). Those ends drive a
+/// ``PhoneLinkHost`` or ``DeviceLinkHost`` on their link's thread.
 public final class LinkTransport: MessageTransport {
     /// Which end of the channel protocol this is.
     public enum Role: String, Sendable, Hashable {

@@ -12,7 +12,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         commandName: "receive",
         abstract: "Receive files over an encrypted data connection (seed 004) into a folder.",
         discussion: """
-        Serves one session on ENDPOINT (tcp:HOST:PORT) and exits when it ends. Each file is stored under
+        Serves one session on ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR with --hci) and exits when it ends. Each file is stored under
         a cleaned name inside --dir (never outside it), verified block by block and as a whole, and
         renamed into place only once verified; interrupted files resume from DIR/.modem-partial.
         Without --accept-all each file is asked for on the terminal; without a terminal it is declined.
@@ -107,7 +107,7 @@ struct SendCommand: AsyncParsableCommand {
         commandName: "send",
         abstract: "Send files over an encrypted data connection (seed 004).",
         discussion: """
-        Dials ENDPOINT (tcp:HOST:PORT), offers one connection carrying --metadata, and sends each FILE
+        Dials ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR with --hci), offers one connection carrying --metadata, and sends each FILE
         in verified blocks; a file the receiver already holds part of resumes. One line per file on
         standard output: sent NAME BYTES in S s (X MB/s). Exit status 0 only when the receiver has
         confirmed every file.
