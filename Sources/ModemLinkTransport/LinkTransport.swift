@@ -162,7 +162,7 @@ package final class PhoneLinkHost: Sendable {
             return (s.current, s.openWaiter)
         }
         core?.finish(end)
-        waiter?.resume(returning: .failure(TransportError("the link stopped: \(end)")))
+        waiter?.resume(returning: .failure(TransportError("the link stopped: \(stopReason(end))")))
     }
 
     package var current: LinkTransportCore<PhoneStateMachine>? { state.withLock { $0.current } }
@@ -194,7 +194,7 @@ package final class DeviceLinkHost: Sendable {
         let r = await withCheckedContinuation { (c: CheckedContinuation<Result<LinkTransport, TransportError>, Never>) in
             let ready = state.withLock { s -> Result<LinkTransport, TransportError>? in
                 if let p = s.pending { s.pending = nil; return .success(p) }
-                if let end = s.stopped { return .failure(TransportError("the link stopped: \(end)")) }
+                if let end = s.stopped { return .failure(TransportError("the link stopped: \(stopReason(end))")) }
                 if s.acceptWaiter != nil { return .failure(TransportError("an accept is already waiting on this link")) }
                 s.acceptWaiter = c
                 return nil
@@ -249,8 +249,18 @@ package final class DeviceLinkHost: Sendable {
         }
         core?.finish(end)
         if let pending { Task { await pending.close() } }
-        waiter?.resume(returning: .failure(TransportError("the link stopped: \(end)")))
+        waiter?.resume(returning: .failure(TransportError("the link stopped: \(stopReason(end))")))
     }
 
     package var current: LinkTransportCore<DeviceStateMachine>? { state.withLock { $0.current } }
+}
+
+/// An end in words, for the error of a dial or accept that the link's stop cut short.
+func stopReason(_ end: TransportEnd) -> String {
+    switch end {
+    case .localFailure(let why), .malformed(let why): why
+    case .peerClosed: "the peer closed it"
+    case .reset: "a new session replaced it"
+    case .localClose: "it was closed here"
+    }
 }
