@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "ModemTNC", targets: ["ModemTNC"]),
         .library(name: "ModemPlot", targets: ["ModemPlot"]),
         .library(name: "ModemLinkProtocol", targets: ["ModemLinkProtocol"]),
+        .library(name: "ModemLinkTransport", targets: ["ModemLinkTransport"]),
         .library(name: "ModemLink", targets: ["ModemLink"]),
         .library(name: "ModemBluetooth", targets: ["ModemBluetooth"]),
         .library(name: "ModemSockets", targets: ["ModemSockets"]),
@@ -54,9 +55,12 @@ let package = Package(
         .target(name: "ModemTNC", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemSockets"]),
         .target(name: "ModemPlot", dependencies: ["ModemDSP", "ModemAudio", "CZlib"]),
         .target(name: "ModemLinkProtocol", dependencies: ["ModemCodecs"]),
-        .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemMessaging"]),
+        // LinkTransport: a MessageTransport over the channel protocol's duplex messages, whatever carries
+        // the frames (audio in ModemLink, RFCOMM in ModemBluetooth); never DSP, audio or Bluetooth.
+        .target(name: "ModemLinkTransport", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemMessaging"]),
+        .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemMessaging"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
-        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemCodecs"]),
+        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemMessaging", "ModemCodecs"]),
         // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
         .target(name: "ModemSockets"),
         // Messaging over any link: keys, Noise sessions, pairing, mailbox, data connections; never DSP or audio.
@@ -69,7 +73,7 @@ let package = Package(
         .target(
             name: "SwiftModem",
             dependencies: [
-                "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLink",
+                "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLinkTransport", "ModemLink",
                 "ModemBluetooth", "ModemSockets", "ModemMessaging",
             ]
         ),

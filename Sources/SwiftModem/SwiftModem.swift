@@ -8,6 +8,7 @@
 @_exported import ModemDSP
 @_exported import ModemLink
 @_exported import ModemLinkProtocol
+@_exported import ModemLinkTransport
 @_exported import ModemMessaging
 @_exported import ModemSockets
 @_exported import ModemPipelines

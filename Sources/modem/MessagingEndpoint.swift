@@ -1,4 +1,5 @@
 import Foundation
+import ModemBluetooth
 import ModemLink
 import ModemMessaging
 import Synchronization
@@ -58,6 +59,9 @@ func parseSessionEndpoint(listen: String?, to: String?, hci: String?) throws -> 
     } catch {
         throw UsageError("\(listen != nil ? "--listen" : "--to"): \(error.description)")
     }
+    if case .bluetooth = endpoint, hci == nil {
+        throw UsageError("\(listen != nil ? "--listen" : "--to") \(endpoint) needs --hci SPEC (our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN)")
+    }
     if hci != nil, case .bluetooth = endpoint {} else if hci != nil {
         throw UsageError("--hci applies to bt: endpoints only")
     }
@@ -81,29 +85,71 @@ private func dialWithPatience(host: String, port: Int) async throws -> TCPTransp
     }
 }
 
-/// The link ends opened for `audio:` endpoints; they run until the process exits (one session per run).
+/// The link ends opened for `audio:` and `bt:` endpoints; they run until the process exits (one session per run).
 private let openLinkEnds = Mutex<[AnyObject]>([])
 
-/// The transport of an `audio:` endpoint: the channel protocol in duplex mode on one ALSA device,
-/// `--listen` as the device role and `--to` as the phone role. Both directions share the device (a
-/// speaker and a microphone, a radio, the null-sink loopback), so each end hears itself and takes
-/// turns by carrier sense. `bt:` endpoints are not built yet (nil).
+/// The transport of an `audio:` or `bt:` endpoint: the channel protocol in duplex mode, one session
+/// frame per duplex message.
+///
+/// `audio:DEVICE`: on one ALSA device, `--listen` as the device role and `--to` as the phone role.
+/// Both directions share the device (a speaker and a microphone, a radio, the null-sink loopback),
+/// so each end hears itself and takes turns by carrier sense.
+///
+/// `bt:ADDR` (needs `--hci`: our own host stack; the kernel's RFCOMM sockets are not used here):
+/// `--to bt:ADDR` connects to the device at ADDR (SDP, RFCOMM) as the phone role; `--listen bt:ADDR`
+/// makes the controller a discoverable device with a Serial Port record and serves the first phone
+/// that connects; ADDR must be the controller's own address (00:00:00:00:00:00 accepts any).
 private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: String?) async throws -> (any MessageTransport)? {
-    guard case .audio(let device) = endpoint else { return nil }
-    do {
-        if listening {
-            let end = try LinkDevice.alsa(device: device, sharedMedium: true)
+    switch endpoint {
+    case .audio(let device):
+        do {
+            if listening {
+                let end = try LinkDevice.alsa(device: device, sharedMedium: true)
+                openLinkEnds.withLock { $0.append(end) }
+                end.start()
+                return try await end.accept()
+            }
+            let end = try LinkPhone.alsa(device: device, sharedMedium: true)
             openLinkEnds.withLock { $0.append(end) }
             end.start()
-            return try await end.accept()
+            return try await end.dial()
+        } catch let error as TransportError {
+            throw SessionFailure.networkUnavailable("audio:\(device): \(error.description)")
+        } catch {
+            throw SessionFailure.networkUnavailable("audio:\(device): \(error)")
         }
-        let end = try LinkPhone.alsa(device: device, sharedMedium: true)
-        openLinkEnds.withLock { $0.append(end) }
-        end.start()
-        return try await end.dial()
-    } catch let error as TransportError {
-        throw SessionFailure.networkUnavailable("audio:\(device): \(error.description)")
-    } catch {
-        throw SessionFailure.networkUnavailable("audio:\(device): \(error)")
+    case .bluetooth(let text):
+        guard let hci else {
+            throw UsageError("bt:\(text) needs --hci SPEC (our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN)")
+        }
+        guard let address = BDAddress(text) else { throw UsageError("bt:\(text): not a Bluetooth address") }
+        let controller: HCITransportAddress
+        do { controller = try HCITransportAddress(parsing: hci) } catch { throw UsageError("--hci \(hci): \(error)") }
+        let transport: any HCITransport
+        do { transport = try controller.open() } catch {
+            throw SessionFailure.networkUnavailable("--hci \(hci): \(error)")
+        }
+        do {
+            if listening {
+                let any = address == BDAddress.any
+                let end = BluetoothLinkDevice(transport: transport, expectedAddress: any ? nil : address)
+                openLinkEnds.withLock { $0.append(end) }
+                end.start()
+                return try await withTaskCancellationHandler {
+                    try await end.accept()
+                } onCancel: {
+                    end.stop()
+                }
+            }
+            let end = BluetoothLinkPhone(transport: transport, address: address)
+            openLinkEnds.withLock { $0.append(end) }
+            end.start()
+            return try await end.dial()
+        } catch {
+            if Task.isCancelled { throw SessionFailure.userCanceled }
+            throw SessionFailure.networkUnavailable("bt:\(text): \(error)")
+        }
+    case .tcp:
+        return nil
     }
 }

@@ -12,7 +12,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         commandName: "receive",
         abstract: "Receive files over an encrypted data connection (seed 004) into a folder.",
         discussion: """
-        Serves one session on ENDPOINT (tcp:HOST:PORT) and exits when it ends. Each file is stored under
+        Serves one session on ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR with --hci) and exits when it ends. Each file is stored under
         a cleaned name inside --dir (never outside it), verified block by block and as a whole, and
         renamed into place only once verified; interrupted files resume from DIR/.modem-partial.
         Without --accept-all each file is asked for on the terminal; without a terminal it is declined.
@@ -20,7 +20,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         """
     )
 
-    @Option(name: .long, help: ArgumentHelp("Where to listen: tcp:HOST:PORT.", valueName: "endpoint"))
+    @Option(name: .long, help: ArgumentHelp("Where to listen: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (our controller's address, with --hci).", valueName: "endpoint"))
     var listen: String
 
     @Option(name: .long, help: ArgumentHelp("The folder files are stored in (created if missing).", valueName: "dir"))
@@ -28,6 +28,9 @@ struct ReceiveCommand: AsyncParsableCommand {
 
     @Flag(name: .long, help: "Accept every file without asking.")
     var acceptAll = false
+
+    @Option(name: .long, help: ArgumentHelp("For bt: endpoints, the controller of our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN.", valueName: "spec"))
+    var hci: String?
 
     @OptionGroup var keyOptions: KeysOptions
 
@@ -44,7 +47,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         do throws(FolderError) { folder = try ReceiveFolder(path: dir) } catch { throw UsageError("--dir: \(error.description)") }
         let store = try keyOptions.open()
         let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-        let session = try await openSession(listen: listen, to: nil, hci: nil, options: options)
+        let session = try await openSession(listen: listen, to: nil, hci: hci, options: options)
         var decider: (@Sendable (FileOffer) async -> Bool)?
         if !acceptAll {
             let question = FileQuestion()
@@ -104,14 +107,14 @@ struct SendCommand: AsyncParsableCommand {
         commandName: "send",
         abstract: "Send files over an encrypted data connection (seed 004).",
         discussion: """
-        Dials ENDPOINT (tcp:HOST:PORT), offers one connection carrying --metadata, and sends each FILE
+        Dials ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR with --hci), offers one connection carrying --metadata, and sends each FILE
         in verified blocks; a file the receiver already holds part of resumes. One line per file on
         standard output: sent NAME BYTES in S s (X MB/s). Exit status 0 only when the receiver has
         confirmed every file.
         """
     )
 
-    @Option(name: .long, help: ArgumentHelp("Where to dial: tcp:HOST:PORT.", valueName: "endpoint"))
+    @Option(name: .long, help: ArgumentHelp("Where to dial: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (with --hci).", valueName: "endpoint"))
     var to: String
 
     @Argument(help: ArgumentHelp("The files to send.", valueName: "file"))
@@ -122,6 +125,9 @@ struct SendCommand: AsyncParsableCommand {
 
     @Option(name: .long, help: ArgumentHelp("Text sent with the offer (at most 4096 bytes).", valueName: "text"))
     var metadata: String?
+
+    @Option(name: .long, help: ArgumentHelp("For bt: endpoints, the controller of our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN.", valueName: "spec"))
+    var hci: String?
 
     @OptionGroup var keyOptions: KeysOptions
 
@@ -150,7 +156,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         let store = try keyOptions.open()
         let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-        let session = try await openSession(listen: nil, to: to, hci: nil, options: options)
+        let session = try await openSession(listen: nil, to: to, hci: hci, options: options)
         let connections = DataConnections(session: session, configuration: DataConfiguration())
         let stopWatch = Task {
             while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }

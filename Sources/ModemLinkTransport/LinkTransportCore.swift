@@ -1,5 +1,6 @@
 import Dispatch
 import ModemCodecs
+import ModemLinkProtocol
 import ModemMessaging
 import Synchronization
 
@@ -76,14 +77,14 @@ public struct LinkTransportOptions: Sendable, Hashable {
 }
 
 /// Wall-clock nanoseconds (for the channel-time runner's settling only, never for protocol timers).
-@inline(__always) func wallNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+@inline(__always) package func wallNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
 
 /// One connection of a link transport: the queues between the application (async calls) and the
 /// link's thread (``service(_:now:)`` and ``handle(_:now:)``, called there). One duplex message
 /// carries one frame; an empty message (never a frame) counts as a sign of life.
-final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
-    let options: LinkTransportOptions
-    let maximumFrameSize: Int
+package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
+    package let options: LinkTransportOptions
+    package let maximumFrameSize: Int
     private let configuration: LinkConfiguration
     /// Runs on the link's thread when the application closes (the phone sends its close signal).
     private let onClose: @Sendable () -> Void
@@ -138,7 +139,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     }
     private let state = Mutex(State())
 
-    init(configuration: LinkConfiguration, options: LinkTransportOptions, onClose: @escaping @Sendable () -> Void) {
+    package init(configuration: LinkConfiguration, options: LinkTransportOptions, onClose: @escaping @Sendable () -> Void) {
         self.configuration = configuration
         self.options = options
         self.onClose = onClose
@@ -147,7 +148,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
 
     // MARK: Application side
 
-    func sendMessage(_ frame: [UInt8]) async throws(TransportError) -> UInt16 {
+    package func sendMessage(_ frame: [UInt8]) async throws(TransportError) -> UInt16 {
         guard !frame.isEmpty else { throw TransportError("a frame is never empty (an empty link message is only a sign of life)") }
         guard frame.count <= maximumFrameSize else {
             throw TransportError("frame of \(frame.count) bytes is larger than the link's \(maximumFrameSize)")
@@ -165,7 +166,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         return try result.get()
     }
 
-    func receive() async -> TransportInput {
+    package func receive() async -> TransportInput {
         await withCheckedContinuation { (c: CheckedContinuation<TransportInput, Never>) in
             let input = state.withLock { s -> TransportInput? in
                 s.appCalled()
@@ -180,7 +181,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         }
     }
 
-    func close() {
+    package func close() {
         let ended = finish(.localClose, appCall: true)
         if ended { onClose() }
     }
@@ -188,7 +189,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     /// Ends the connection (if it has not ended): pending sends fail, a waiting reader gets the end.
     /// Returns whether this call ended it.
     @discardableResult
-    func finish(_ end: TransportEnd, appCall: Bool = false) -> Bool {
+    package func finish(_ end: TransportEnd, appCall: Bool = false) -> Bool {
         let (ended, waiters, receiver) = state.withLock { s -> (Bool, [Waiter], CheckedContinuation<TransportInput, Never>?) in
             if appCall { s.appCalled() }
             guard s.end == nil else { return (false, [], nil) }
@@ -207,15 +208,15 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         return ended
     }
 
-    var isEnded: Bool { state.withLock { $0.end != nil } }
+    package var isEnded: Bool { state.withLock { $0.end != nil } }
 
     /// Messages sent and acknowledged, and frames received (both excluding keepalives).
-    var counts: (sent: Int, received: Int) { state.withLock { ($0.messagesSent, $0.messagesReceived) } }
+    package var counts: (sent: Int, received: Int) { state.withLock { ($0.messagesSent, $0.messagesReceived) } }
 
     /// Whether the application has taken in what it was handed (channel-time runners step the medium
     /// only then): it made a call after the handout and has been quiet for `quiet` ns, or it had
     /// `limit` ns to react.
-    func isSettled(quiet: UInt64, limit: UInt64) -> Bool {
+    package func isSettled(quiet: UInt64, limit: UInt64) -> Bool {
         state.withLock { s in
             guard s.awaitingReaction, s.end == nil else { return true }
             let now = wallNanoseconds()
@@ -231,7 +232,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     // MARK: Link side (the link's thread)
 
     /// An event of the machine that belongs to this connection.
-    func handle(_ event: LinkEvent, now: Double) {
+    package func handle(_ event: LinkEvent, now: Double) {
         switch event {
         case .sendOK(let message):
             let w = state.withLock { s -> Waiter? in
@@ -277,7 +278,7 @@ final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
 
     /// Timers and queues, after each block on the link's thread: notes the peer heard, ends a silent
     /// link, applies back-pressure, starts the next message, sends the keepalive.
-    func service(_ m: inout Machine, now: Double) -> [LinkAction] {
+    package func service(_ m: inout Machine, now: Double) -> [LinkAction] {
         var actions: [LinkAction] = []
         var failure: (Waiter, TransportError)?
         var heard: CheckedContinuation<TransportInput, Never>?

@@ -1,3 +1,4 @@
+import ModemLinkProtocol
 import ModemMessaging
 import Synchronization
 
@@ -16,8 +17,10 @@ import Synchronization
 /// ``LinkTransportOptions/inboxLimit`` frames, then the link stops completing messages and the
 /// peer's sender waits (back-pressure through the channel protocol's polls).
 ///
-/// Get one from ``LinkPhone/dial()`` or ``LinkDevice/accept()`` (audio), or from
-/// ``LinkLoopbackPair`` (both ends over the in-memory medium in channel time).
+/// Get one from ModemLink's `LinkPhone.dial()` or `LinkDevice.accept()` (audio) or `LinkLoopbackPair`
+/// (both ends over the in-memory medium in channel time), or from ModemBluetooth's
+/// `BluetoothLinkPhone.dial()` or `BluetoothLinkDevice.accept()` (RFCOMM). Those ends drive a
+/// ``PhoneLinkHost`` or ``DeviceLinkHost`` on their link's thread.
 public final class LinkTransport: MessageTransport {
     /// Which end of the channel protocol this is.
     public enum Role: String, Sendable, Hashable {
@@ -35,7 +38,7 @@ public final class LinkTransport: MessageTransport {
     public let role: Role
     private let engine: any LinkTransportEngine
 
-    init(role: Role, engine: any LinkTransportEngine) {
+    package init(role: Role, engine: any LinkTransportEngine) {
         self.role = role
         self.engine = engine
         maximumFrameSize = engine.maximumFrameSize
@@ -68,7 +71,7 @@ public final class LinkTransport: MessageTransport {
 }
 
 /// What ``LinkTransport`` calls on its connection.
-protocol LinkTransportEngine: Sendable {
+package protocol LinkTransportEngine: Sendable {
     var maximumFrameSize: Int { get }
     var isEnded: Bool { get }
     func sendMessage(_ frame: [UInt8]) async throws(TransportError) -> UInt16
@@ -79,22 +82,22 @@ protocol LinkTransportEngine: Sendable {
 extension LinkTransportCore: LinkTransportEngine {}
 
 /// Runs closures on a link's thread with its machine (late-bound: the thread is built after the host).
-final class MachineScheduler<Machine: LinkMachine>: Sendable {
-    typealias Body = @Sendable (inout Machine, Double) -> [LinkAction]
+package final class MachineScheduler<Machine: LinkMachine>: Sendable {
+    package typealias Body = @Sendable (inout Machine, Double) -> [LinkAction]
     private let target = Mutex<(@Sendable (@escaping Body) -> Void)?>(nil)
 
-    func bind(_ run: @escaping @Sendable (@escaping Body) -> Void) { target.withLock { $0 = run } }
+    package func bind(_ run: @escaping @Sendable (@escaping Body) -> Void) { target.withLock { $0 = run } }
 
-    func schedule(_ body: @escaping Body) {
+    package func schedule(_ body: @escaping Body) {
         target.withLock { $0 }?(body)
     }
 }
 
 /// The phone end's connections: open (the handshake), then one transport per successful open.
-final class PhoneLinkHost: Sendable {
-    let configuration: LinkConfiguration
-    let options: LinkTransportOptions
-    let scheduler = MachineScheduler<PhoneStateMachine>()
+package final class PhoneLinkHost: Sendable {
+    package let configuration: LinkConfiguration
+    package let options: LinkTransportOptions
+    package let scheduler = MachineScheduler<PhoneStateMachine>()
 
     private struct State {
         var current: LinkTransportCore<PhoneStateMachine>?
@@ -103,14 +106,14 @@ final class PhoneLinkHost: Sendable {
     }
     private let state = Mutex(State())
 
-    init(configuration: LinkConfiguration, options: LinkTransportOptions) {
+    package init(configuration: LinkConfiguration, options: LinkTransportOptions) {
         precondition(configuration.mode == .duplex, "a link transport runs the channel protocol in duplex mode")
         self.configuration = configuration
         self.options = options
     }
 
     /// Runs the handshake with a random session number and returns the new connection's transport.
-    func dial(session: UInt8) async throws(TransportError) -> LinkTransport {
+    package func dial(session: UInt8) async throws(TransportError) -> LinkTransport {
         let r = await withCheckedContinuation { (c: CheckedContinuation<Result<LinkTransport, TransportError>, Never>) in
             let refusal = state.withLock { s -> TransportError? in
                 if s.stopped { return TransportError("the link has stopped") }
@@ -125,7 +128,7 @@ final class PhoneLinkHost: Sendable {
     }
 
     /// Link thread: an event of the phone machine.
-    func handle(_ e: LinkEvent, now: Double) {
+    package func handle(_ e: LinkEvent, now: Double) {
         if case .opened(let code, _) = e {
             let core: LinkTransportCore<PhoneStateMachine>? = code == ReturnCode.ok
                 ? LinkTransportCore(configuration: configuration, options: options, onClose: { [scheduler] in
@@ -148,28 +151,28 @@ final class PhoneLinkHost: Sendable {
     }
 
     /// Link thread: timers and queues of the current connection.
-    func service(_ m: inout PhoneStateMachine, now: Double) -> [LinkAction] {
+    package func service(_ m: inout PhoneStateMachine, now: Double) -> [LinkAction] {
         current?.service(&m, now: now) ?? []
     }
 
     /// The transport failed or was stopped: the connection and a dial under way end.
-    func stop(_ end: TransportEnd) {
+    package func stop(_ end: TransportEnd) {
         let (core, waiter) = state.withLock { s in
             defer { s.stopped = true; s.openWaiter = nil }
             return (s.current, s.openWaiter)
         }
         core?.finish(end)
-        waiter?.resume(returning: .failure(TransportError("the link stopped: \(end)")))
+        waiter?.resume(returning: .failure(TransportError("the link stopped: \(stopReason(end))")))
     }
 
-    var current: LinkTransportCore<PhoneStateMachine>? { state.withLock { $0.current } }
+    package var current: LinkTransportCore<PhoneStateMachine>? { state.withLock { $0.current } }
 }
 
 /// The device end's connections: each new session the phone opens (a hello with a new number) is
 /// a new transport, handed to ``accept()``; the previous one ends (`.reset`).
-final class DeviceLinkHost: Sendable {
-    let configuration: LinkConfiguration
-    let options: LinkTransportOptions
+package final class DeviceLinkHost: Sendable {
+    package let configuration: LinkConfiguration
+    package let options: LinkTransportOptions
 
     private struct State {
         var current: LinkTransportCore<DeviceStateMachine>?
@@ -180,18 +183,18 @@ final class DeviceLinkHost: Sendable {
     }
     private let state = Mutex(State())
 
-    init(configuration: LinkConfiguration, options: LinkTransportOptions) {
+    package init(configuration: LinkConfiguration, options: LinkTransportOptions) {
         precondition(configuration.mode == .duplex, "a link transport runs the channel protocol in duplex mode")
         self.configuration = configuration
         self.options = options
     }
 
     /// Waits for the next connection.
-    func accept() async throws(TransportError) -> LinkTransport {
+    package func accept() async throws(TransportError) -> LinkTransport {
         let r = await withCheckedContinuation { (c: CheckedContinuation<Result<LinkTransport, TransportError>, Never>) in
             let ready = state.withLock { s -> Result<LinkTransport, TransportError>? in
                 if let p = s.pending { s.pending = nil; return .success(p) }
-                if let end = s.stopped { return .failure(TransportError("the link stopped: \(end)")) }
+                if let end = s.stopped { return .failure(TransportError("the link stopped: \(stopReason(end))")) }
                 if s.acceptWaiter != nil { return .failure(TransportError("an accept is already waiting on this link")) }
                 s.acceptWaiter = c
                 return nil
@@ -202,7 +205,7 @@ final class DeviceLinkHost: Sendable {
     }
 
     /// Link thread, before the step's events: the machine's session (a new one is a new connection).
-    func note(session: UInt8?) {
+    package func note(session: UInt8?) {
         let (old, waiter, transport, displaced) = state.withLock { s -> (LinkTransportCore<DeviceStateMachine>?,
                                                                       CheckedContinuation<Result<LinkTransport, TransportError>, Never>?,
                                                                       LinkTransport?, LinkTransport?) in
@@ -228,26 +231,36 @@ final class DeviceLinkHost: Sendable {
     }
 
     /// Link thread: an event of the device machine.
-    func handle(_ e: LinkEvent, now: Double) {
+    package func handle(_ e: LinkEvent, now: Double) {
         current?.handle(e, now: now)
     }
 
     /// Link thread: timers and queues of the current connection.
-    func service(_ m: inout DeviceStateMachine, now: Double) -> [LinkAction] {
+    package func service(_ m: inout DeviceStateMachine, now: Double) -> [LinkAction] {
         note(session: m.session)
         return current?.service(&m, now: now) ?? []
     }
 
     /// The transport failed or was stopped: the connection and an accept waiting end.
-    func stop(_ end: TransportEnd) {
+    package func stop(_ end: TransportEnd) {
         let (core, waiter, pending) = state.withLock { s in
             defer { s.stopped = end; s.acceptWaiter = nil; s.pending = nil }
             return (s.current, s.acceptWaiter, s.pending)
         }
         core?.finish(end)
         if let pending { Task { await pending.close() } }
-        waiter?.resume(returning: .failure(TransportError("the link stopped: \(end)")))
+        waiter?.resume(returning: .failure(TransportError("the link stopped: \(stopReason(end))")))
     }
 
-    var current: LinkTransportCore<DeviceStateMachine>? { state.withLock { $0.current } }
+    package var current: LinkTransportCore<DeviceStateMachine>? { state.withLock { $0.current } }
+}
+
+/// An end in words, for the error of a dial or accept that the link's stop cut short.
+func stopReason(_ end: TransportEnd) -> String {
+    switch end {
+    case .localFailure(let why), .malformed(let why): why
+    case .peerClosed: "the peer closed it"
+    case .reset: "a new session replaced it"
+    case .localClose: "it was closed here"
+    }
 }

@@ -1,0 +1,63 @@
+import Foundation
+import ModemTestSupport
+import Testing
+
+/// `modem send` and `modem receive` over `bt:` endpoints: the channel protocol in duplex mode on an
+/// RFCOMM channel between our own host stack on the Bumble peer's two controllers (A dials, B
+/// listens), Noise session frames as duplex messages. Every wait is bounded.
+@Suite("modem send / receive over Bluetooth RFCOMM (Bumble's two controllers)", .serialized)
+struct MessagingBluetoothCLITests {
+    /// Starts the Bumble peer with controller B exposed, or nil when it is not installed here.
+    private func peer() throws -> BumblePeer? {
+        do {
+            return try BumblePeer.start(["--expose-b", "0"])
+        } catch {
+            if case .unavailable(let message) = error, !BumblePeer.isRequired {
+                print("skipped: \(message)")
+                return nil
+            }
+            throw error
+        }
+    }
+
+    @Test("a 100 KB file from send --to bt:ADDR_B (controller A) to receive --listen bt:ADDR_B (controller B), byte-exact",
+          .timeLimit(.minutes(2)))
+    func fileOverRFCOMM() async throws {
+        guard let p = try peer() else { return }
+        defer { p.stop() }
+        let dir = try Scratch("MessagingBluetoothCLITests")
+        let (ka, kb) = try await TransferCLITests.trustedKeys(dir)
+        let random = try #require(FileHandle(forReadingAtPath: "/dev/urandom"))
+        let data = [UInt8](try #require(try random.read(upToCount: 100_000)))
+        try random.close()
+        let source = try dir.write("f.bin", data)
+        let addressB = p.deviceAddress   // our device on controller B answers at controller B's address
+        let rx = try TNCBackgroundProcess(try Paths.modem(), ["receive", "--listen", "bt:\(addressB)", "--hci", "tcp:127.0.0.1:\(p.portB!)",
+                                                              "--dir", dir.file("in"), "--accept-all", "--keys", kb, "--name", "bob"],
+                                          in: dir, name: "rx")
+        defer { rx.kill() }
+        try await Task.sleep(for: .seconds(1))   // the controller set up as a connectable device
+        let send = try await modem(["send", "--to", "bt:\(addressB)", "--hci", "tcp:127.0.0.1:\(p.port)", source,
+                                    "--keys", ka, "--name", "alice"], timeout: 60)
+        #expect(send.succeeded, "\(send)\nreceiver: \(rx.stderrText)")
+        #expect(send.stdoutText.hasPrefix("sent f.bin 100000 in "), "\(send.stdoutText)")
+        #expect(await rx.wait(timeout: 15), "receive did not exit after the session: \(rx.stderrText)")
+        #expect(rx.exitedNormally && rx.status == 0, "\(rx.stderrText)")
+        #expect(rx.stderrText.contains("session with alice"), "\(rx.stderrText)")
+        #expect(rx.stdoutText.hasPrefix("received f.bin 100000 sha256 "), "\(rx.stdoutText)")
+        #expect(try readBytes(dir.file("in/f.bin")) == data)
+    }
+
+    @Test("--listen bt:ADDR with another address than the controller's fails naming both; bt: without --hci is a usage error")
+    func wrongAddressAndMissingHCI() async throws {
+        let dir = try Scratch("MessagingBluetoothCLITests-errors")
+        let usage = try await modem(["receive", "--listen", "bt:00:1B:DC:00:00:0B", "--dir", dir.file("in"), "--keys", dir.file("k")], timeout: 20)
+        #expect(usage.status == 64 && usage.stderrText.contains("needs --hci"), "\(usage)")
+        guard let p = try peer() else { return }
+        defer { p.stop() }
+        let r = try await modem(["receive", "--listen", "bt:00:1B:DC:00:00:99", "--hci", "tcp:127.0.0.1:\(p.portB!)",
+                                 "--dir", dir.file("in"), "--keys", dir.file("k")], timeout: 30)
+        #expect(r.status == 1, "\(r)")
+        #expect(r.stderrText.contains("00:1B:DC:00:00:0B") && r.stderrText.contains("00:1B:DC:00:00:99"), "\(r)")
+    }
+}
