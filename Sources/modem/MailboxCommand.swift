@@ -56,7 +56,7 @@ struct MailboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("max-seconds"), help: ArgumentHelp("Seconds after which the session ends.", valueName: "s"))
     var maxSeconds: Double = 3600
 
-    @Option(name: .long, help: ArgumentHelp("The Bluetooth controller for bt: endpoints.", valueName: "n"))
+    @Option(name: .long, help: ArgumentHelp("For bt: endpoints, the controller of our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN.", valueName: "spec"))
     var hci: String?
 
     func validate() throws {

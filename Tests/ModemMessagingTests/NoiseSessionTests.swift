@@ -150,23 +150,25 @@ struct NoiseSessionTests {
         transports.withLock { $0[0] }.abort()  // the responder's socket, as if its process died
         let (_, end) = await drain(a)
         #expect(end.seedName == "END_OTHER_USER_LOST")
-        #expect(ContinuousClock.now - start < .seconds(2))
+        #expect(ContinuousClock.now - start < .seconds(5))  // at once: EOF/RST, not the keepalive (generous for loaded CI)
 
         let cuts = Mutex<[CuttableTransport]>([])
-        let (rc, rd) = try await sessionPair(keys: keys, keepalive: 0.5) { t, _ in
+        // Keepalive 2 s here, so a loaded machine's scheduling delays do not look like silence.
+        let (rc, rd) = try await sessionPair(keys: keys, keepalive: 2) { t, _ in
             let c = CuttableTransport(inner: t)
             cuts.withLock { $0.append(c) }
             return c
         }
         let c = try rc.get(), d = try rd.get()
-        try await Task.sleep(for: .seconds(1.5))  // keepalive keeps an idle session up
+        try await Task.sleep(for: .seconds(5))  // keepalive keeps an idle session up
         for t in cuts.withLock({ $0 }) { t.cut.store(true, ordering: .relaxed) }
         let cutAt = ContinuousClock.now
         let (_, endC) = await drain(c)
         let (_, endD) = await drain(d)
         #expect(endC.seedName == "END_LOST_NET" && endD.seedName == "END_LOST_NET")
         let waited = ContinuousClock.now - cutAt
-        #expect(waited > .seconds(0.4) && waited < .seconds(3))  // 2 x 0.5 s from the last frame heard, up to 0.5 s before the cut
+        #expect(endC.seedName == "END_LOST_NET", "an idle session must survive on keepalive until the cut")
+        #expect(waited > .seconds(1.5) && waited < .seconds(12), "\(waited)")  // 2 x 2 s from the last frame heard, up to 2 s before the cut
         for t in cuts.withLock({ $0 }) { await t.inner.close() }
     }
 

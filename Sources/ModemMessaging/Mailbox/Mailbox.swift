@@ -133,9 +133,15 @@ public actor Mailbox {
         Task { await self.readLoop(session) }
         Task { await self.writeLoop(session) }
         let seconds = configuration.maximumSeconds
+        // The limit counts from the start, but the machine only enforces it once the session is open
+        // (the peer's CONTACT may come late on a loaded machine or a slow link): tick again until it ends.
         timer = Task { [weak self] in
-            guard seconds.isFinite, seconds >= 0, (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
-            await self?.timeTick()
+            guard seconds.isFinite, seconds >= 0 else { return }
+            var wait = seconds
+            while (try? await Task.sleep(for: .seconds(wait))) != nil {
+                guard let self, let next = await self.timeTick() else { return }
+                wait = next
+            }
         }
     }
 
@@ -418,9 +424,13 @@ public actor Mailbox {
         }
     }
 
-    private func timeTick() {
-        guard !finished, machine != nil else { return }
+    /// Ticks the machine's session-time limit; returns the seconds until it next matters (at least
+    /// 0.05), or nil once the mailbox has finished or has no limit left to enforce.
+    private func timeTick() -> Double? {
+        guard !finished, machine != nil else { return nil }
         perform(machine!.tick(now: now() + 0.001))
+        guard !finished, let deadline = machine?.nextDeadline, deadline.isFinite else { return nil }
+        return max(0.05, deadline - now())
     }
 }
 
