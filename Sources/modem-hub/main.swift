@@ -178,7 +178,6 @@ struct ClientCommand: AsyncParsableCommand {
             let location = try parseDB(db)
             let logger = makeLogger("modem-hub", level: .warning)
             let store = try await openStore(location, logger: logger)
-            defer { Task { try? await store.close() } }
             let id = HubTokens.newID(prefix: "c_")
             let secret = HubTokens.newClientSecret()
             do {

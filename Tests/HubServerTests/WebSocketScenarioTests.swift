@@ -8,10 +8,15 @@ import Testing
 /// offline on the survivor within two heartbeats, no user stays online who is not connected).
 @Suite(.serialized) struct WebSocketScenarioTests {
     @Test(.enabled(if: HubProcess.peersAvailable, "no .build/hub-venv (scripts/hub-venv.sh)"), .timeLimit(.minutes(6)))
-    func seedScenariosFromPython() throws {
+    func seedScenariosFromPython() async throws {
         var args = [HubProcess.packageRoot + "/Tests/scripts/hub_ws_scenarios.py", HubProcess.binary, "--dir", try HubProcess.tempDir()]
         if let pg = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] { args += ["--pg", pg, "--kills", "3"] }
-        let o = try HubProcess.run(HubProcess.python, args, timeout: 330)
+        // Waited for on a thread of its own: the run takes minutes and must not hold a thread of the
+        // test process's small concurrency pool.
+        let arguments = args
+        let o: HubProcess.Output = try await withCheckedThrowingContinuation { continuation in
+            Thread { continuation.resume(with: Result { try HubProcess.run(HubProcess.python, arguments, timeout: 330) }) }.start()
+        }
         print(o.stdout.split(separator: "\n").suffix(3).joined(separator: "\n"))
         #expect(o.status == 0, "\(o.stdout.suffix(3000))\(o.stderr.suffix(2000))")
         #expect(o.stdout.contains(" passed, 0 failed"), "\(o.stdout.suffix(3000))")

@@ -6,7 +6,7 @@ import Glibc
 
 /// Every Bluetooth command without --hci takes the kernel's way (BlueZ); on a kernel without
 /// AF_BLUETOOTH (this machine, CI) each says so in the same one line, exits 1 and does so at once.
-@Suite("modem without --hci: the kernel's Bluetooth")
+@Suite("modem without --hci: the kernel's Bluetooth", .serialized)
 struct BlueZCLITests {
     private static let line =
         "modem: no Bluetooth: this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT); use --hci tcp:HOST:PORT or --hci serial:DEVICE"
