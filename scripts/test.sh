@@ -71,6 +71,10 @@ run_tests() {
   fi
   return "$status"
 }
+# The test processes write into pipes whose readers may be gone (children that exit early): ignore
+# SIGPIPE for them (the disposition is inherited), so such a write fails with EPIPE instead of killing
+# the whole run. The `modem` CLI ignores SIGPIPE itself.
+trap '' PIPE
 status=0
 run_tests "modem" --skip "HubTests|HubServerTests" || status=1
 run_tests "hub" --filter "HubTests|HubServerTests" || status=1
