@@ -61,9 +61,10 @@ struct BluetoothManagerPeerTests {
 
         // The device's host goes away: its H4 connection closes and the peer's controller B drops
         // the link (link loss, reason 0x08, on controller A).
-        let dropped = ContinuousClock.now
+        // The link goes away once the device's host has stopped and closed its H4 connection: time from there.
         device.stop()
         deviceRunning = false
+        let dropped = ContinuousClock.now
         let deadline = ContinuousClock.now + .seconds(5)
         while seen.withLock({ $0 }) == nil && ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(10))
