@@ -70,7 +70,11 @@ struct BluetoothManagerPeerTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         let error = try #require(seen.withLock { $0 }, "no error 20 within 5 s of the drop")
-        #expect(error.at - dropped < .seconds(1), "error 20 came \(error.at - dropped) after the drop")
+        // The link goes away when the virtual peer notices the closed H4 connection and reports link loss
+        // to controller A, which itself takes about 1 s in Bumble (measured 1.03-1.13 s end to end on CI
+        // machines); our own part, from the disconnection event to error 20, is one poll tick. The bound
+        // covers both: 1 s for the link to go, 1 s for the seed's deadline.
+        #expect(error.at - dropped < .seconds(2), "error 20 came \(error.at - dropped) after the drop")
         #expect(error.code.rawValue == 20)
         #expect(error.message.contains("link lost") || error.message.contains("disconnected"), "\(error.message)")
         #expect(manager.state == .waitingDevice)
