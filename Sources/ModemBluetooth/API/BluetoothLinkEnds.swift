@@ -15,23 +15,11 @@ import Synchronization
 /// phone.start()
 /// let transport = try await phone.dial()
 /// ```
-public final class BluetoothLinkPhone: HostClient, @unchecked Sendable {
-    // @unchecked Sendable: the station, the channel and the held calls are used on the host driver's
-    // thread only (this object is its client); other threads reach them through `host.perform`, and
-    // the link host (`links`) is Mutex-guarded inside.
-
+public final class BluetoothLinkPhone: BluetoothPhoneChannelOwner, Sendable {
     /// The protocol parameters (duplex).
     public let configuration: LinkConfiguration
     private let links: PhoneLinkHost
-    private let address: BDAddress
-    private let serverChannel: UInt8?
-    private var host: HostDriver!
-    private var station: StreamLinkStation<PhoneStateMachine>
-    private var open: SerialChannelID?
-    private var request: Int?
-    private var held: [MachineScheduler<PhoneStateMachine>.Body] = []
-    private var unsent = 0
-    private var ended = false
+    private let channel: BluetoothPhoneChannel
 
     /// Creates a phone end (not started).
     /// - Parameters:
@@ -45,34 +33,19 @@ public final class BluetoothLinkPhone: HostClient, @unchecked Sendable {
                 configuration: LinkConfiguration = .byteStream(mode: .duplex),
                 options: LinkTransportOptions = LinkTransportOptions(), gap: GAPConfiguration = GAPConfiguration(role: .central)) {
         self.configuration = configuration
-        self.address = address
-        serverChannel = channel
         links = PhoneLinkHost(configuration: configuration, options: options)
-        station = StreamLinkStation(machine: PhoneStateMachine(configuration: configuration, name: "SwiftModem messaging"))
-        var gap = gap
-        gap.role = .central
-        host = HostDriver(transport: transport, stack: HostStack(configuration: HostConfiguration(gap: gap)), client: self)
-        links.scheduler.bind { [self] body in
-            host.perform { [self] stack, now in
-                guard let open else {
-                    held.append(body)
-                    return []
-                }
-                return carry(station.perform(body(&station.machine, now)), on: open, stack: &stack, now: now)
-            }
-        }
+        self.channel = BluetoothPhoneChannel(transport: transport, gap: gap, address: address, channel: channel,
+                                             machine: PhoneStateMachine(configuration: configuration, name: "SwiftModem messaging"))
+        self.channel.owner = self
+        links.scheduler.bind { [channel = self.channel] body in channel.withMachine(body) }
     }
 
     /// Starts the controller and connects.
-    public func start() { host.start() }
+    public func start() { channel.start() }
 
     /// Disconnects and releases the controller; the connection and a dial under way end.
     public func stop() {
-        host.perform { [self] stack, now in
-            guard let open else { return [] }
-            return stack.disconnect(handle: open.handle, now: now)
-        }
-        host.stop()
+        channel.stop()
         links.stop(.localClose)
     }
 
@@ -82,70 +55,18 @@ public final class BluetoothLinkPhone: HostClient, @unchecked Sendable {
         try await links.dial(session: UInt8.random(in: 1...255))
     }
 
-    private func carry(_ actions: [StreamLinkAction], on channel: SerialChannelID, stack: inout HostStack, now: Double) -> [HostAction] {
-        var out: [HostAction] = []
-        for action in actions {
-            switch action {
-            case .write(let bytes):
-                unsent += bytes.count
-                out += stack.write(channel, bytes, now: now)
-            case .event(let e):
-                links.handle(e, now: now)
-            case .releaseResources:
-                break
-            }
+    func phoneChannel(event: LinkEvent, machine: PhoneStateMachine, now: Double) { links.handle(event, now: now) }
+    func phoneChannel(observe machine: PhoneStateMachine) {}
+    func phoneChannel(service machine: inout PhoneStateMachine, now: Double) -> [LinkAction] { links.service(&machine, now: now) }
+
+    func phoneChannel(failed: BluetoothPhoneChannel.Failure) {
+        let reason = switch failed {
+        case .controller(let reason): "the controller cannot be used: \(reason)"
+        case .connect(let address, let reason): "cannot connect to \(address): \(reason)"
+        case .closed(let reason): "the Bluetooth channel closed: \(reason)"
+        case .transportClosed(let failure, _): "the controller transport closed: \(failure)"
         }
-        return out
-    }
-
-    public func host(_ stack: inout HostStack, did action: HostAction, now: Double) -> [HostAction] {
-        switch action {
-        case .ready:
-            let (id, actions) = stack.openSerialPort(to: address, channel: serverChannel, now: now)
-            request = id
-            return actions
-        case .failed(let reason):
-            fail("the controller cannot be used: \(reason)")
-        case .openFailed(let id, let reason) where id == request:
-            fail("cannot connect to \(address): \(reason)")
-        case .opened(let id, _, let incoming) where !incoming && open == nil:
-            open = id
-            var out: [HostAction] = []
-            for body in held {
-                out += carry(station.perform(body(&station.machine, now)), on: id, stack: &stack, now: now)
-            }
-            held.removeAll()
-            return out
-        case .received(let id, let bytes) where id == open:
-            return carry(station.received(bytes: bytes, now: now), on: id, stack: &stack, now: now)
-        case .sent(let id, let bytes) where id == open:
-            unsent = max(0, unsent - bytes)
-            if unsent == 0 { return carry(station.transmitted(now: now), on: id, stack: &stack, now: now) }
-        case .closed(let id, let reason, _) where id == open:
-            open = nil
-            fail("the Bluetooth channel closed: \(reason)")
-        default:
-            break
-        }
-        return []
-    }
-
-    public func host(_ stack: inout HostStack, tick now: Double) -> [HostAction] {
-        guard let open else { return [] }
-        var actions = station.tick(now: now)
-        actions += station.perform(links.service(&station.machine, now: now))
-        return carry(actions, on: open, stack: &stack, now: now)
-    }
-
-    public func hostStopped(failure: String?) {
-        if let failure { fail("the controller transport closed: \(failure)") }
-    }
-
-    private func fail(_ reason: String) {
-        guard !ended else { return }
-        ended = true
         links.stop(.localFailure(reason))
-        host.requestStop()
     }
 }
 

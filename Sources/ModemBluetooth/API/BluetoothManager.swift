@@ -179,130 +179,41 @@ final class BluetoothWayDriver: PhoneDriver {
     func stop() { inner.stop() }
 }
 
-/// Runs a phone's state machine on an RFCOMM channel of our own host stack: connects (page, SDP,
-/// RFCOMM) when started, holds the machine's calls until the channel is open, writes its frames on
-/// the channel and feeds it what arrives; reports error 20 when the channel goes away.
-///
-/// `@unchecked Sendable`: the station and the channel are used on the host driver's thread only
-/// (this object is the driver's ``HostClient``); other threads reach them through ``withMachine(_:)``.
-final class BluetoothPhoneDriver: PhoneDriver, HostClient, @unchecked Sendable {
+/// A phone's state machine on an RFCOMM channel of our own host stack (``BluetoothPhoneChannel``)
+/// as the seed's manager needs it: events and the machine's state to the session, error 20 when the
+/// channel goes away, the seed's open codes when it never opens.
+final class BluetoothPhoneDriver: PhoneDriver, BluetoothPhoneChannelOwner {
     private let hooks: PhoneDriverHooks
-    private let address: BDAddress
-    private let serverChannel: UInt8?
-    private var host: HostDriver!
-    private var station: StreamLinkStation<PhoneStateMachine>
-    private var open: SerialChannelID?
-    private var request: Int?
-    private var held: [@Sendable (inout PhoneStateMachine, Double) -> [LinkAction]] = []
-    private var unsent = 0
-    private var ended = false
+    private let channel: BluetoothPhoneChannel
 
     init(transport: any HCITransport, gap: GAPConfiguration, address: BDAddress, channel: UInt8?,
          configuration: LinkConfiguration, hooks: PhoneDriverHooks) {
         self.hooks = hooks
-        self.address = address
-        serverChannel = channel
-        station = StreamLinkStation(machine: PhoneStateMachine(configuration: configuration))
-        host = HostDriver(transport: transport, stack: HostStack(configuration: HostConfiguration(gap: gap)), client: self)
+        self.channel = BluetoothPhoneChannel(transport: transport, gap: gap, address: address, channel: channel,
+                                             machine: PhoneStateMachine(configuration: configuration))
+        self.channel.owner = self
     }
 
-    func start() { host.start() }
+    func start() { channel.start() }
+    func withMachine(_ body: @escaping @Sendable (inout PhoneStateMachine, Double) -> [LinkAction]) { channel.withMachine(body) }
+    func stop() { channel.stop() }
 
-    func withMachine(_ body: @escaping @Sendable (inout PhoneStateMachine, Double) -> [LinkAction]) {
-        host.perform { [self] stack, now in
-            guard let open else {
-                held.append(body)
-                return []
-            }
-            let actions = station.perform(body(&station.machine, now))
-            return carry(actions, on: open, stack: &stack, now: now)
-        }
-    }
+    func phoneChannel(event: LinkEvent, machine: PhoneStateMachine, now: Double) { hooks.onEvent(event) }
+    func phoneChannel(observe machine: PhoneStateMachine) { hooks.observe(machine) }
+    func phoneChannel(service machine: inout PhoneStateMachine, now: Double) -> [LinkAction] { [] }
 
-    func stop() {
-        if !ended {
-            host.perform { [self] stack, now in
-                guard let open else { return [] }
-                return stack.disconnect(handle: open.handle, now: now)
-            }
-        }
-        host.stop()
-    }
-
-    /// Carries out the station's actions: writes go on the channel, events to the session.
-    private func carry(_ actions: [StreamLinkAction], on channel: SerialChannelID, stack: inout HostStack, now: Double) -> [HostAction] {
-        var out: [HostAction] = []
-        for action in actions {
-            switch action {
-            case .write(let bytes):
-                unsent += bytes.count
-                out += stack.write(channel, bytes, now: now)
-            case .event(let e):
-                hooks.observe(station.machine)
-                hooks.onEvent(e)
-            case .releaseResources:
-                break
-            }
-        }
-        hooks.observe(station.machine)
-        return out
-    }
-
-    func host(_ stack: inout HostStack, did action: HostAction, now: Double) -> [HostAction] {
-        switch action {
-        case .ready:
-            let (id, actions) = stack.openSerialPort(to: address, channel: serverChannel, now: now)
-            request = id
-            return actions
-        case .failed(let reason):
-            fail(open: .transportUnavailable(code: -4, "the controller cannot be used: \(reason)"))
-        case .openFailed(let id, let reason) where id == request:
-            fail(open: .transportUnavailable(code: -2, "cannot connect to \(address): \(reason)"))
-        case .opened(let id, _, let incoming) where !incoming && open == nil:
-            open = id
-            var out: [HostAction] = []
-            for body in held {
-                out += carry(station.perform(body(&station.machine, now)), on: id, stack: &stack, now: now)
-            }
-            held.removeAll()
-            return out
-        case .received(let id, let bytes) where id == open:
-            return carry(station.received(bytes: bytes, now: now), on: id, stack: &stack, now: now)
-        case .sent(let id, let bytes) where id == open:
-            unsent = max(0, unsent - bytes)
-            if unsent == 0 { return carry(station.transmitted(now: now), on: id, stack: &stack, now: now) }
-        case .closed(let id, let reason, _) where id == open:
-            self.open = nil
-            ended = true
+    func phoneChannel(failed: BluetoothPhoneChannel.Failure) {
+        switch failed {
+        case .controller(let reason):
+            hooks.onOpenFailure(.transportUnavailable(code: -4, "the controller cannot be used: \(reason)"))
+        case .connect(let address, let reason):
+            hooks.onOpenFailure(.transportUnavailable(code: -2, "cannot connect to \(address): \(reason)"))
+        case .closed(let reason):
             hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: \(reason)")
-            host.requestStop()
-        default:
-            break
+        case .transportClosed(let failure, whileOpen: false):
+            hooks.onOpenFailure(.transportUnavailable(code: -4, "the controller transport closed: \(failure)"))
+        case .transportClosed(let failure, whileOpen: true):
+            hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: the controller transport closed: \(failure)")
         }
-        return []
-    }
-
-    func host(_ stack: inout HostStack, tick now: Double) -> [HostAction] {
-        guard let open else { return [] }
-        return carry(station.tick(now: now), on: open, stack: &stack, now: now)
-    }
-
-    func hostStopped(failure: String?) {
-        guard !ended else { return }
-        ended = true
-        if let failure {
-            if open == nil {
-                hooks.onOpenFailure(.transportUnavailable(code: -4, "the controller transport closed: \(failure)"))
-            } else {
-                hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: the controller transport closed: \(failure)")
-            }
-        }
-    }
-
-    private func fail(open error: LinkError) {
-        guard !ended else { return }
-        ended = true
-        hooks.onOpenFailure(error)
-        host.requestStop()
     }
 }

@@ -22,22 +22,15 @@ public protocol HostClient: AnyObject {
 /// stack asks for and hands every other action to its ``HostClient``.
 ///
 /// `@unchecked Sendable`: the stack and the client are used on the driver thread only (the client's
-/// methods run there; other threads reach the stack through ``perform(_:)``, a `Mutex`-guarded queue
-/// and a wake-up pipe); the thread's start and end are guarded by a condition lock.
+/// methods run there; other threads reach the stack through ``perform(_:)``, the ``DriverThread``'s
+/// `Mutex`-guarded queue and wake-up pipe).
 public final class HostDriver: @unchecked Sendable {
     /// How often the stack's timers are looked at, in seconds.
     public let tickInterval: Double
     private let transport: any HCITransport
     private var stack: HostStack
     private let client: any HostClient
-    private let requests = Mutex<[@Sendable (inout HostStack, Double) -> [HostAction]]>([])
-    private let stopFlag = Atomic<Bool>(false)
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
-    private let finished = NSCondition()
-    private var started = false
-    private var done = false
-    private let origin = DispatchTime.now().uptimeNanoseconds
+    private let thread = DriverThread<@Sendable (inout HostStack, Double) -> [HostAction]>(name: "modem-bt-host")
 
     /// Creates a driver (not started). The transport and the client are used from the driver thread only from now on.
     public init(transport: any HCITransport, stack: HostStack, client: any HostClient, tickInterval: Double = 0.01) {
@@ -45,75 +38,25 @@ public final class HostDriver: @unchecked Sendable {
         self.stack = stack
         self.client = client
         self.tickInterval = tickInterval
-        var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 {
-            for fd in fds {
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            }
-        } else {
-            fds = [-1, -1]
-        }
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
-    }
-
-    deinit {
-        if wakeRead >= 0 { Glibc.close(wakeRead) }
-        if wakeWrite >= 0 { Glibc.close(wakeWrite) }
     }
 
     /// Seconds since the driver was created (the stack's clock).
-    public var now: Double { Double(DispatchTime.now().uptimeNanoseconds - origin) / 1e9 }
+    public var now: Double { thread.now }
 
     /// Starts the thread (once) and the stack (Reset and the controller's set-up).
-    public func start() {
-        finished.lock()
-        defer { finished.unlock() }
-        guard !started else { return }
-        started = true
-        let thread = Thread { [self] in self.loop() }
-        thread.name = "modem-bt-host"
-        thread.start()
-    }
+    public func start() { thread.start { [self] in loop() } }
 
     /// Runs `body` on the driver thread with the stack and the clock; its actions are carried out.
-    public func perform(_ body: @escaping @Sendable (inout HostStack, Double) -> [HostAction]) {
-        requests.withLock { $0.append(body) }
-        wake()
-    }
+    public func perform(_ body: @escaping @Sendable (inout HostStack, Double) -> [HostAction]) { thread.enqueue(body) }
 
     /// Asks the thread to stop and waits until it has; the transport is closed.
-    public func stop() {
-        stopFlag.store(true, ordering: .relaxed)
-        wake()
-        finished.lock()
-        while started && !done { finished.wait() }
-        finished.unlock()
-    }
+    public func stop() { thread.stop() }
 
     /// Asks the thread to stop without waiting (from the driver thread itself).
-    public func requestStop() {
-        stopFlag.store(true, ordering: .relaxed)
-        wake()
-    }
+    public func requestStop() { thread.requestStop() }
 
     /// Waits until the thread ended (by ``stop()``, ``requestStop()`` or a transport failure).
-    public func waitUntilStopped() {
-        finished.lock()
-        while started && !done { finished.wait() }
-        finished.unlock()
-    }
-
-    private func wake() {
-        var byte: UInt8 = 1
-        _ = Glibc.write(wakeWrite, &byte, 1)
-    }
-
-    private func drainWake() {
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while Glibc.read(wakeRead, &buffer, buffer.count) > 0 {}
-    }
+    public func waitUntilStopped() { thread.waitUntilStopped() }
 
     /// Carries out actions until none are left; a failed send ends the loop with that failure.
     private func run(_ initial: [HostAction], now: Double) throws(BluetoothError) {
@@ -133,21 +76,16 @@ public final class HostDriver: @unchecked Sendable {
         var nextTick = 0.0
         do throws(BluetoothError) {
             try run(stack.start(now: now), now: now)
-            while !stopFlag.load(ordering: .relaxed) {
-                var fds = [pollfd(fd: transport.fileDescriptor, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-                let wait = max(0, Int32(((nextTick - now) * 1000).rounded(.up)))
-                _ = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, 2, wait) }
-                if fds[1].revents != 0 { drainWake() }
-                if fds[0].revents != 0 {
+            while !thread.stopRequested {
+                let wait = Int32(((nextTick - now) * 1000).rounded(.up))
+                if thread.wait(for: transport.fileDescriptor, milliseconds: wait) {
                     let packets = try transport.receive()
                     for packet in packets {
                         let t = now
                         try run(stack.received(packet, now: t), now: t)
                     }
                 }
-                let pending = requests.withLock { r in defer { r.removeAll() }; return r }
-                for body in pending {
+                for body in thread.takeRequests() {
                     let t = now
                     try run(body(&stack, t), now: t)
                 }
@@ -162,10 +100,6 @@ public final class HostDriver: @unchecked Sendable {
             failure = error.description
         }
         transport.close()
-        client.hostStopped(failure: stopFlag.load(ordering: .relaxed) ? nil : failure)
-        finished.lock()
-        done = true
-        finished.broadcast()
-        finished.unlock()
+        client.hostStopped(failure: thread.stopRequested ? nil : failure)
     }
 }
