@@ -178,24 +178,7 @@ public struct TransferTest: Sendable {
         var failedDials = 0
 
         while !finished {
-            // Reconnect only once a cut is over.
-            while pair.isMuted { try? await Task.sleep(for: .milliseconds(1)) }
-            async let accepted = acceptResult(pair)
-            let dialer: LinkTransport
-            do {
-                dialer = try await pair.dial()
-            } catch {
-                failedDials += 1
-                _ = await accepted
-                if failedDials >= 5 { throw .linkFailed("\(error) (\(failedDials) attempts)") }
-                continue
-            }
-            let listener: LinkTransport
-            switch await accepted {
-            case .success(let t): listener = t
-            case .failure(let e): throw .linkFailed("\(e)")
-            }
-            failedDials = 0
+            guard let (dialer, listener) = try await connect(pair, failedDials: &failedDials) else { continue }
             let ends: (any RecordSession, any RecordSession)
             do {
                 ends = try await makeSessions(dialer, listener)
@@ -258,6 +241,29 @@ private func acceptResult(_ pair: LinkLoopbackPair) async -> Result<LinkTranspor
     do { return .success(try await pair.accept()) } catch { return .failure(error) }
 }
 
+/// One connection of the pair once a cut is over: the dialer's and the listener's transports, or nil
+/// when the dial failed (counted in `failedDials`; the fifth failure in a row is thrown).
+private func connect(_ pair: LinkLoopbackPair, failedDials: inout Int) async throws(TransferTestError) -> (LinkTransport, LinkTransport)? {
+    while pair.isMuted { try? await Task.sleep(for: .milliseconds(1)) }
+    async let accepted = acceptResult(pair)
+    let dialer: LinkTransport
+    do {
+        dialer = try await pair.dial()
+    } catch {
+        failedDials += 1
+        _ = await accepted
+        if failedDials >= 5 { throw .linkFailed("\(error) (\(failedDials) attempts)") }
+        return nil
+    }
+    switch await accepted {
+    case .success(let listener):
+        failedDials = 0
+        return (dialer, listener)
+    case .failure(let e):
+        throw .linkFailed("\(e)")
+    }
+}
+
 extension TransferTest {
     /// Noise sessions and data connections: a file from a folder to a folder, resumed after cuts.
     func runDataConnections(pair: LinkLoopbackPair, payload: [UInt8],
@@ -277,23 +283,7 @@ extension TransferTest {
         var failedDials = 0
         var failedSessions = 0
         while confirmedAt.withLock({ $0 }) == nil {
-            while pair.isMuted { try? await Task.sleep(for: .milliseconds(1)) }
-            async let accepted = acceptResult(pair)
-            let dialer: LinkTransport
-            do {
-                dialer = try await pair.dial()
-            } catch {
-                failedDials += 1
-                _ = await accepted
-                if failedDials >= 5 { throw .linkFailed("\(error) (\(failedDials) attempts)") }
-                continue
-            }
-            let listener: LinkTransport
-            switch await accepted {
-            case .success(let t): listener = t
-            case .failure(let e): throw .linkFailed("\(e)")
-            }
-            failedDials = 0
+            guard let (dialer, listener) = try await connect(pair, failedDials: &failedDials) else { continue }
             sessions += 1
             let base = report
             let done = await run.session(dialer: dialer, listener: listener, delivered: { delivered in

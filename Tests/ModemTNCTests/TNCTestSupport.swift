@@ -47,7 +47,7 @@ enum TNCFixtures {
 
 /// Steps `tnc` (and lets `clients` read) until `done` holds or `seconds` pass; returns whether it held.
 @discardableResult
-func tncPump(_ tnc: TNC, clients: [KISSTestClient] = [], seconds: Double = 5, until done: () -> Bool) throws -> Bool {
+func tncPump(_ tnc: TNC, clients: [KISSTestClient] = [], seconds: Double = 30, until done: () -> Bool) throws -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         try tnc.step(timeoutMilliseconds: 2)
@@ -58,7 +58,7 @@ func tncPump(_ tnc: TNC, clients: [KISSTestClient] = [], seconds: Double = 5, un
 }
 
 /// Polls `server` (and lets `clients` read) until `done` holds or `seconds` pass; returns the events.
-func tncPump(_ server: KISSServer, clients: [KISSTestClient] = [], seconds: Double = 5,
+func tncPump(_ server: KISSServer, clients: [KISSTestClient] = [], seconds: Double = 30,
           until done: ([KISSServerEvent]) -> Bool) throws -> [KISSServerEvent] {
     let deadline = Date().addingTimeInterval(seconds)
     var events: [KISSServerEvent] = []

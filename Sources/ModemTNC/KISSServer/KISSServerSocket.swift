@@ -13,11 +13,7 @@ enum KISSServerSocket {
     /// A listening TCP socket on `host:port` (non-blocking, close-on-exec, `SO_REUSEADDR`), and the
     /// port it got (the one asked for, or the kernel's choice for 0).
     static func listen(host: String, port: Int, backlog: Int32 = 16) throws(KISSServerError) -> (fd: Int32, port: Int) {
-        do {
-            return try TCPSocket.listen(host: host, port: port, backlog: backlog)
-        } catch {
-            throw KISSServerError(error)
-        }
+        try TCPSocket.listen(host: host, port: port, backlog: backlog)
     }
 
     static func accept(_ listener: Int32) -> Accepted { TCPSocket.accept(listener) }
@@ -44,17 +40,4 @@ enum KISSServerSocket {
 
     /// Sets the kernel's send buffer of a socket (bytes; the kernel doubles and clamps it).
     static func setSendBuffer(_ fd: Int32, bytes: Int) { TCPSocket.setSendBuffer(fd, bytes: bytes) }
-}
-
-extension KISSServerError {
-    /// The same failure in the KISS server's terms.
-    init(_ error: SocketError) {
-        let kind: Kind = switch error.kind {
-        case .invalidAddress: .invalidAddress
-        case .addressInUse: .addressInUse
-        case .permissionDenied: .permissionDenied
-        case .refused, .timedOut, .systemCallFailed: .systemCallFailed
-        }
-        self.init(kind: kind, operation: error.operation, code: error.code, description: error.description)
-    }
 }
