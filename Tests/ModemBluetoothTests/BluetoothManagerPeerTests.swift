@@ -30,7 +30,12 @@ struct BluetoothManagerPeerTests {
         var deviceRunning = true
         defer { if deviceRunning { device.stop() } }
 
-        let manager = BluetoothManager(hci: try HCITransportAddress(parsing: "tcp:127.0.0.1:\(p.port)"))
+        // The manager's HCI traffic goes to a capture: its Disconnection Complete event is the moment
+        // the link went away as the phone's controller saw it; the seed's 1 s counts from there.
+        let capturePath = NSTemporaryDirectory() + "error20-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).pcap"
+        defer { unlink(capturePath) }
+        let manager = BluetoothManager(hci: try HCITransportAddress(parsing: "tcp:127.0.0.1:\(p.port)"),
+                                       capture: try PcapWriter(path: capturePath))
         // The device may need a moment to enable page scan: try the open a few times.
         var opened = false
         for _ in 0..<10 where !opened {
@@ -48,11 +53,11 @@ struct BluetoothManagerPeerTests {
         #expect(manager.state == .idle)
 
         // Watch the events from here on.
-        let seen = Mutex<(code: CommunicationError, message: String, at: ContinuousClock.Instant)?>(nil)
+        let seen = Mutex<(code: CommunicationError, message: String, at: ContinuousClock.Instant, wall: Double)?>(nil)
         let watcher = Task {
             for await event in manager.events {
                 if case .error(let code, let message) = event, code == .bluetoothDisconnected {
-                    seen.withLock { $0 = (code, message, .now) }
+                    seen.withLock { $0 = (code, message, .now, Date().timeIntervalSince1970) }
                     return
                 }
             }
@@ -70,14 +75,39 @@ struct BluetoothManagerPeerTests {
             try await Task.sleep(for: .milliseconds(10))
         }
         let error = try #require(seen.withLock { $0 }, "no error 20 within 5 s of the drop")
-        // The link goes away when the virtual peer notices the closed H4 connection and reports link loss
-        // to controller A, which itself takes about 1 s in Bumble (measured 1.03-1.13 s end to end on CI
-        // machines); our own part, from the disconnection event to error 20, is one poll tick. The bound
-        // covers both: 1 s for the link to go, 1 s for the seed's deadline.
+        // The seed's deadline: error 20 within 1 s of the link going away, i.e. of the Disconnection
+        // Complete event the phone's controller sent (its time in the capture).
+        let disconnected = try #require(Self.disconnectionCompleteTime(inCapture: capturePath),
+                                        "no Disconnection Complete event in the manager's HCI capture")
+        print("error 20: \(error.wall - disconnected) s after Disconnection Complete, \(error.at - dropped) after the device's host stopped")
+        #expect(error.wall - disconnected < 1.0, "error 20 came \(error.wall - disconnected) s after Disconnection Complete")
+        #expect(error.wall >= disconnected - 0.01, "error 20 before the link went away?")
+        // End to end it also holds the virtual peer's own link-loss detection (about 1 s in Bumble,
+        // 1.03-1.13 s seen on CI machines): the device's host stopping, then 1 s for the seed's deadline.
         #expect(error.at - dropped < .seconds(2), "error 20 came \(error.at - dropped) after the drop")
         #expect(error.code.rawValue == 20)
         #expect(error.message.contains("link lost") || error.message.contains("disconnected"), "\(error.message)")
         #expect(manager.state == .waitingDevice)
         await manager.closeResources()
+    }
+
+    /// The wall-clock time (seconds since 1970) of the first HCI Disconnection Complete event
+    /// (controller to host, event code 0x05) in a pcap written by ``PcapWriter`` (link type 201).
+    static func disconnectionCompleteTime(inCapture path: String) -> Double? {
+        guard let data = FileManager.default.contents(atPath: path), data.count >= 24 else { return nil }
+        let bytes = [UInt8](data)
+        func le32(_ at: Int) -> UInt32 { (0..<4).reduce(0) { $0 | UInt32(bytes[at + $1]) << (8 * $1) } }
+        var at = 24
+        while at + 16 <= bytes.count {
+            let seconds = Double(le32(at)), micros = Double(le32(at + 4)), length = Int(le32(at + 8))
+            let body = at + 16
+            guard body + length <= bytes.count else { return nil }
+            // 4-byte direction (1: controller to host), H4 indicator 0x04 (event), event code 0x05.
+            if length >= 6, bytes[body + 3] == 1, bytes[body + 4] == 0x04, bytes[body + 5] == 0x05 {
+                return seconds + micros / 1e6
+            }
+            at = body + length
+        }
+        return nil
     }
 }
