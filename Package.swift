@@ -147,7 +147,7 @@ let package = Package(
             dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
                            "ModemMessaging", "ModemMessagingHarness"]
         ),
-        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemCodecs", "ModemTestSupport"]),
+        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemMessaging", "ModemCodecs", "ModemTestSupport"]),
         .testTarget(
             name: "ModemMessagingTests",
             dependencies: ["ModemMessaging", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport",

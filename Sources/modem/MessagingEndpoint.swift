@@ -59,8 +59,8 @@ func parseSessionEndpoint(listen: String?, to: String?, hci: String?) throws -> 
     } catch {
         throw UsageError("\(listen != nil ? "--listen" : "--to"): \(error.description)")
     }
-    if case .bluetooth = endpoint, hci == nil {
-        throw UsageError("\(listen != nil ? "--listen" : "--to") \(endpoint) needs --hci SPEC (our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN)")
+    if case .bluetooth = endpoint, hci == nil, listen != nil {
+        throw UsageError("--listen \(endpoint) needs --hci SPEC (our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN); the kernel's Bluetooth is used for --to only")
     }
     if hci != nil, case .bluetooth = endpoint {} else if hci != nil {
         throw UsageError("--hci applies to bt: endpoints only")
@@ -95,10 +95,11 @@ private let openLinkEnds = Mutex<[AnyObject]>([])
 /// Both directions share the device (a speaker and a microphone, a radio, the null-sink loopback),
 /// so each end hears itself and takes turns by carrier sense.
 ///
-/// `bt:ADDR` (needs `--hci`: our own host stack; the kernel's RFCOMM sockets are not used here):
-/// `--to bt:ADDR` connects to the device at ADDR (SDP, RFCOMM) as the phone role; `--listen bt:ADDR`
-/// makes the controller a discoverable device with a Serial Port record and serves the first phone
-/// that connects; ADDR must be the controller's own address (00:00:00:00:00:00 accepts any).
+/// `bt:ADDR`: `--to bt:ADDR` connects to the device at ADDR (SDP, RFCOMM) as the phone role, on our
+/// own host stack with `--hci`, else on the kernel's Bluetooth (BlueZ sockets); `--listen bt:ADDR`
+/// (needs `--hci`) makes the controller a discoverable device with a Serial Port record and serves
+/// the first phone that connects; ADDR must be the controller's own address (00:00:00:00:00:00
+/// accepts any).
 private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: String?) async throws -> (any MessageTransport)? {
     switch endpoint {
     case .audio(let device):
@@ -119,10 +120,20 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
             throw SessionFailure.networkUnavailable("audio:\(device): \(error)")
         }
     case .bluetooth(let text):
-        guard let hci else {
-            throw UsageError("bt:\(text) needs --hci SPEC (our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN)")
-        }
         guard let address = BDAddress(text) else { throw UsageError("bt:\(text): not a Bluetooth address") }
+        guard let hci else {
+            guard !listening else { throw UsageError("--listen bt:\(text) needs --hci SPEC") }
+            let end: BluetoothLinkPhone
+            do { end = try BluetoothLinkPhone(kernelAddress: address) } catch {
+                throw SessionFailure.networkUnavailable("bt:\(text): \(error)")
+            }
+            openLinkEnds.withLock { $0.append(end) }
+            end.start()
+            do { return try await end.dial() } catch {
+                if Task.isCancelled { throw SessionFailure.userCanceled }
+                throw SessionFailure.networkUnavailable("bt:\(text): \(error)")
+            }
+        }
         let controller: HCITransportAddress
         do { controller = try HCITransportAddress(parsing: hci) } catch { throw UsageError("--hci \(hci): \(error)") }
         let transport: any HCITransport

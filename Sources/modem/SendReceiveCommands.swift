@@ -107,14 +107,14 @@ struct SendCommand: AsyncParsableCommand {
         commandName: "send",
         abstract: "Send files over an encrypted data connection (seed 004).",
         discussion: """
-        Dials ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR with --hci), offers one connection carrying --metadata, and sends each FILE
+        Dials ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR: our own host stack with --hci, else the kernel's Bluetooth), offers one connection carrying --metadata, and sends each FILE
         in verified blocks; a file the receiver already holds part of resumes. One line per file on
         standard output: sent NAME BYTES in S s (X MB/s). Exit status 0 only when the receiver has
         confirmed every file.
         """
     )
 
-    @Option(name: .long, help: ArgumentHelp("Where to dial: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (with --hci).", valueName: "endpoint"))
+    @Option(name: .long, help: ArgumentHelp("Where to dial: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (our own host stack with --hci, else the kernel's Bluetooth).", valueName: "endpoint"))
     var to: String
 
     @Argument(help: ArgumentHelp("The files to send.", valueName: "file"))

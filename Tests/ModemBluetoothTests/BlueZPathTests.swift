@@ -1,6 +1,8 @@
 import Foundation
 @testable import ModemBluetooth
 import ModemLinkProtocol
+import ModemLinkTransport
+import ModemMessaging
 import ModemTestSupport
 import Synchronization
 import Testing
@@ -22,6 +24,11 @@ private final class Flag: Sendable {
 /// The kernel way down (BlueZ) without a kernel that has Bluetooth: the kernel's structures as
 /// bytes, the ioctl numbers, the name requests as a value, and the SDP look-up, the serial-port
 /// bridge and the Bluetooth manager on Unix socket pairs standing in for the L2CAP and RFCOMM sockets.
+/// Frames a stand-in device received, read by the test.
+private final class FrameLog: Sendable {
+    let value = Mutex<[[UInt8]]>([])
+}
+
 @Suite("BlueZ way down (no kernel Bluetooth needed)", .serialized)
 struct BlueZPathTests {
     private let device = BDAddress("00:1B:DC:00:00:0B")!
@@ -443,6 +450,95 @@ struct BlueZPathTests {
         }
         #expect(throws: BluetoothError.noBluetooth(String(Self.noKernelLine.dropFirst("no Bluetooth: ".count)))) {
             try BlueZSerialBridge.connect(to: device, channel: nil)
+        }
+    }
+
+    /// A duplex device on the far end of a stand-in stream: every message it receives is recorded
+    /// and sent back reversed, on the device's own initiative.
+    private func runDuplexDevice(on fd: Int32, received: FrameLog, until done: Flag) -> Thread {
+        let thread = Thread {
+            var machine = DeviceStateMachine(configuration: .byteStream(mode: .duplex), name: "Stand-in")
+            machine.attach()
+            var station = StreamLinkStation(machine: machine)
+            let origin = Date()
+            var outbox: [[UInt8]] = []
+            func carry(_ actions: [StreamLinkAction]) {
+                var queue = actions[...]
+                while let action = queue.popFirst() {
+                    let now = Date().timeIntervalSince(origin)
+                    switch action {
+                    case .write(let bytes):
+                        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                        queue.append(contentsOf: station.transmitted(now: now))
+                    case .event(.received(_, let data)):
+                        received.value.withLock { $0.append(data) }
+                        outbox.append(data.reversed())
+                    default:
+                        break
+                    }
+                }
+            }
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while !done.value.load(ordering: .relaxed) {
+                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                if poll(&p, 1, 10) > 0 {
+                    let n = recv(fd, &buffer, buffer.count, 0)
+                    if n <= 0 { break }
+                    carry(station.received(bytes: buffer[0..<n], now: Date().timeIntervalSince(origin)))
+                }
+                let now = Date().timeIntervalSince(origin)
+                if let next = outbox.first {
+                    let (code, actions) = station.machine.send(next, now: now)
+                    if code == 0 { outbox.removeFirst(); carry(station.perform(actions)) }
+                }
+                carry(station.tick(now: now))
+            }
+            close(fd)
+        }
+        thread.start()
+        return thread
+    }
+
+    @Test("link phone (messaging) over a stand-in RFCOMM stream: dial, frames both ways, the device going ends the transport")
+    func linkPhoneOverTheKernelWay() async throws {
+        let (stream, far) = try streamPair()
+        let stopDevice = Flag()
+        let received = FrameLog()
+        _ = runDuplexDevice(on: far, received: received, until: stopDevice)
+        let phone = BluetoothLinkPhone(kernelAddress: device, configuration: .byteStream(mode: .duplex),
+                                       options: LinkTransportOptions()) { () throws(BluetoothError) in stream }
+        phone.start()
+        defer { phone.stop() }
+        let transport = try await phone.dial()
+        let frames = (0..<5).map { randomBytes(10 + $0 * 300, seed: UInt64(40 + $0)) }
+        for frame in frames { try await transport.send(frame) }
+        var back: [[UInt8]] = []
+        receiving: while back.count < frames.count {
+            switch await transport.receive() {
+            case .frame(let f): back.append(f)
+            case .peerHeard: continue
+            case .ended(let why):
+                Issue.record("the transport ended after \(back.count) frames: \(why)")
+                break receiving
+            }
+        }
+        #expect(received.value.withLock { $0 } == frames, "the device got \(received.value.withLock { $0.map(\.count) }) bytes")
+        #expect(back == frames.map { Array($0.reversed()) }, "the phone got \(back.map(\.count)) bytes back")
+        stopDevice.value.store(true, ordering: .relaxed)
+        var end: TransportInput = .peerHeard
+        while case .peerHeard = end { end = await transport.receive() }
+        guard case .ended(let why) = end else {
+            Issue.record("expected the transport to end when the device went, got \(end)")
+            return
+        }
+        #expect("\(why)".contains("RFCOMM channel 1"), "\(why)")
+    }
+
+    @Test("link phone on the kernel way without kernel Bluetooth: noBluetooth at once")
+    func linkPhoneWithoutKernelBluetooth() throws {
+        guard Self.kernelHasNoBluetooth else { return }
+        #expect(throws: BluetoothError.noBluetooth(String(Self.noKernelLine.dropFirst("no Bluetooth: ".count)))) {
+            try BluetoothLinkPhone(kernelAddress: device)
         }
     }
 }

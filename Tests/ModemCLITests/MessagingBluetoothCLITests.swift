@@ -1,6 +1,9 @@
 import Foundation
 import ModemTestSupport
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `modem send` and `modem receive` over `bt:` endpoints: the channel protocol in duplex mode on an
 /// RFCOMM channel between our own host stack on the Bumble peer's two controllers (A dials, B
@@ -48,11 +51,19 @@ struct MessagingBluetoothCLITests {
         #expect(try readBytes(dir.file("in/f.bin")) == data)
     }
 
-    @Test("--listen bt:ADDR with another address than the controller's fails naming both; bt: without --hci is a usage error")
+    @Test("--listen bt:ADDR with another address than the controller's fails naming both; --listen bt: without --hci is a usage error; --to bt: without --hci takes the kernel's Bluetooth")
     func wrongAddressAndMissingHCI() async throws {
         let dir = try Scratch("MessagingBluetoothCLITests-errors")
         let usage = try await modem(["receive", "--listen", "bt:00:1B:DC:00:00:0B", "--dir", dir.file("in"), "--keys", dir.file("k")], timeout: 20)
         #expect(usage.status == 64 && usage.stderrText.contains("needs --hci"), "\(usage)")
+        let fd = socket(31, Int32(SOCK_RAW.rawValue), 1)
+        if fd >= 0 { close(fd) } else if errno == EAFNOSUPPORT {
+            // This kernel has no Bluetooth: the kernel's way says so in one line, exit 1.
+            let file = try dir.write("f.bin", [1, 2, 3])
+            let kernel = try await modem(["send", "--to", "bt:00:1B:DC:00:00:0B", file, "--keys", dir.file("k")], timeout: 20)
+            #expect(kernel.status == 1, "\(kernel)")
+            #expect(kernel.stderrText.contains("no Bluetooth") && kernel.stderrText.contains("EAFNOSUPPORT"), "\(kernel.stderrText)")
+        }
         guard let p = try peer() else { return }
         defer { p.stop() }
         let r = try await modem(["receive", "--listen", "bt:00:1B:DC:00:00:99", "--hci", "tcp:127.0.0.1:\(p.portB!)",

@@ -3,7 +3,8 @@ import ModemLinkTransport
 import ModemMessaging
 import Synchronization
 
-/// The phone end of link transports over Bluetooth RFCOMM on our own host stack: connects to a
+/// The phone end of link transports over Bluetooth RFCOMM, on our own host stack or the kernel's
+/// Bluetooth (BlueZ sockets): connects to a
 /// device (page, SDP unless a channel is given, RFCOMM), runs a ``ModemLinkProtocol/PhoneStateMachine``
 /// in duplex mode on the channel's byte stream (frames back to back, ``ModemLinkProtocol/StreamLinkStation``)
 /// and gives the connection as a ``ModemLinkTransport/LinkTransport``: one session frame is one
@@ -19,9 +20,9 @@ public final class BluetoothLinkPhone: BluetoothPhoneChannelOwner, Sendable {
     /// The protocol parameters (duplex).
     public let configuration: LinkConfiguration
     private let links: PhoneLinkHost
-    private let channel: BluetoothPhoneChannel
+    private let way: any BluetoothPhoneWay
 
-    /// Creates a phone end (not started).
+    /// Creates a phone end on our own host stack (not started).
     /// - Parameters:
     ///   - transport: the controller (our own host stack).
     ///   - address: the device to connect to.
@@ -29,23 +30,56 @@ public final class BluetoothLinkPhone: BluetoothPhoneChannelOwner, Sendable {
     ///   - configuration: must be duplex and match the device's (default: the byte-stream parameters).
     ///   - options: the transports' timers.
     ///   - gap: controller options; the role is always central.
-    public init(transport: any HCITransport, address: BDAddress, channel: UInt8? = nil,
-                configuration: LinkConfiguration = .byteStream(mode: .duplex),
-                options: LinkTransportOptions = LinkTransportOptions(), gap: GAPConfiguration = GAPConfiguration(role: .central)) {
-        self.configuration = configuration
-        links = PhoneLinkHost(configuration: configuration, options: options)
-        self.channel = BluetoothPhoneChannel(transport: transport, gap: gap, address: address, channel: channel,
-                                             machine: PhoneStateMachine(configuration: configuration, name: "SwiftModem messaging"))
-        self.channel.owner = self
-        links.scheduler.bind { [channel = self.channel] body in channel.withMachine(body) }
+    public convenience init(transport: any HCITransport, address: BDAddress, channel: UInt8? = nil,
+                            configuration: LinkConfiguration = .byteStream(mode: .duplex),
+                            options: LinkTransportOptions = LinkTransportOptions(), gap: GAPConfiguration = GAPConfiguration(role: .central)) {
+        self.init(configuration: configuration, options: options,
+                  way: BluetoothPhoneChannel(transport: transport, gap: gap, address: address, channel: channel,
+                                             machine: Self.machine(configuration)))
     }
 
-    /// Starts the controller and connects.
-    public func start() { channel.start() }
+    /// Creates a phone end on the kernel's Bluetooth (BlueZ: SDP over an L2CAP socket unless a channel
+    /// is given, then an RFCOMM socket), not started.
+    /// - Parameters:
+    ///   - address: the device to connect to.
+    ///   - channel: its RFCOMM server channel; nil looks it up in SDP (Serial Port).
+    ///   - adapter: the adapter number (`hci0` is 0).
+    /// - Throws: ``BluetoothError/noBluetooth(_:)`` or ``BluetoothError/notPowered(_:)`` at once when
+    ///   this kernel has no Bluetooth or the adapter is missing or down.
+    public convenience init(kernelAddress address: BDAddress, channel: UInt8? = nil, adapter: UInt16 = 0,
+                            configuration: LinkConfiguration = .byteStream(mode: .duplex),
+                            options: LinkTransportOptions = LinkTransportOptions()) throws(BluetoothError) {
+        try BlueZ.adapter(device: adapter)
+        self.init(kernelAddress: address, configuration: configuration, options: options) { () throws(BluetoothError) in
+            try BlueZSerialBridge.connect(to: address, channel: channel, device: adapter)
+        }
+    }
+
+    /// The kernel's way with the stream opened by `connect` (tests give a stand-in stream).
+    convenience init(kernelAddress address: BDAddress, configuration: LinkConfiguration, options: LinkTransportOptions,
+                     connect: @escaping BlueZPhoneDriver.Connect) {
+        self.init(configuration: configuration, options: options,
+                  way: BlueZPhoneDriver(address: address, machine: Self.machine(configuration), connect: connect))
+    }
+
+    private init(configuration: LinkConfiguration, options: LinkTransportOptions, way: any BluetoothPhoneWay) {
+        self.configuration = configuration
+        links = PhoneLinkHost(configuration: configuration, options: options)
+        self.way = way
+        way.owner = self
+        links.scheduler.bind { [way] body in way.withMachine(body) }
+    }
+
+    private static func machine(_ configuration: LinkConfiguration) -> PhoneStateMachine {
+        PhoneStateMachine(configuration: configuration, name: "SwiftModem messaging")
+    }
+
+    /// Starts the controller (or the kernel's connection) and connects.
+    public func start() { way.start() }
 
     /// Disconnects and releases the controller; the connection and a dial under way end.
     public func stop() {
-        channel.stop()
+        way.stop()
         links.stop(.localClose)
     }
 
@@ -59,10 +93,10 @@ public final class BluetoothLinkPhone: BluetoothPhoneChannelOwner, Sendable {
     func phoneChannel(observe machine: PhoneStateMachine) {}
     func phoneChannel(service machine: inout PhoneStateMachine, now: Double) -> [LinkAction] { links.service(&machine, now: now) }
 
-    func phoneChannel(failed: BluetoothPhoneChannel.Failure) {
+    func phoneChannel(failed: BluetoothPhoneFailure) {
         let reason = switch failed {
         case .controller(let reason): "the controller cannot be used: \(reason)"
-        case .connect(let address, let reason): "cannot connect to \(address): \(reason)"
+        case .connect(let address, let reason, _): "cannot connect to \(address): \(reason)"
         case .closed(let reason): "the Bluetooth channel closed: \(reason)"
         case .transportClosed(let failure, _): "the controller transport closed: \(failure)"
         }

@@ -30,7 +30,7 @@ public final class BluetoothManager: CommunicationManager {
     public var state: PhoneStateMachine.State { session.state }
     public var deviceName: String? { session.deviceName }
 
-    private let session: PhoneSession<BluetoothWayDriver>
+    private let session: PhoneSession<BluetoothPhoneDriver>
     private let target = TargetBox()
 
     /// The device `open` connects to, shared with the session's driver factory.
@@ -85,8 +85,9 @@ public final class BluetoothManager: CommunicationManager {
                 } catch {
                     throw .transportUnavailable(code: error.seedOpenCode, error.description)
                 }
-                return BluetoothWayDriver(BlueZPhoneDriver(device: address.description, configuration: configuration, hooks: hooks,
-                                                           connect: { () throws(BluetoothError) in try connect(address, channel) }))
+                return BluetoothPhoneDriver(BlueZPhoneDriver(address: address, machine: PhoneStateMachine(configuration: configuration),
+                                                             connect: { () throws(BluetoothError) in try connect(address, channel) }),
+                                            hooks: hooks)
             case .hostStack(let transport):
                 let opened: any HCITransport
                 do throws(BluetoothError) {
@@ -94,8 +95,9 @@ public final class BluetoothManager: CommunicationManager {
                 } catch {
                     throw .transportUnavailable(code: error.seedOpenCode, error.description)
                 }
-                return BluetoothWayDriver(BluetoothPhoneDriver(transport: opened, gap: central, address: address, channel: channel,
-                                                               configuration: configuration, hooks: hooks))
+                return BluetoothPhoneDriver(BluetoothPhoneChannel(transport: opened, gap: central, address: address, channel: channel,
+                                                                  machine: PhoneStateMachine(configuration: configuration)),
+                                            hooks: hooks)
             }
         }
     }
@@ -169,45 +171,33 @@ public final class BluetoothManager: CommunicationManager {
     public func closeResource() { session.closeResource() }
 }
 
-/// The driver behind a Bluetooth manager, whichever the way down: our own host stack
-/// (``BluetoothPhoneDriver``) or the kernel's RFCOMM socket (``BlueZPhoneDriver``).
-final class BluetoothWayDriver: PhoneDriver {
-    private let inner: any PhoneDriver
-    init(_ inner: any PhoneDriver) { self.inner = inner }
-    func start() { inner.start() }
-    func withMachine(_ body: @escaping @Sendable (inout PhoneStateMachine, Double) -> [LinkAction]) { inner.withMachine(body) }
-    func stop() { inner.stop() }
-}
-
-/// A phone's state machine on an RFCOMM channel of our own host stack (``BluetoothPhoneChannel``)
-/// as the seed's manager needs it: events and the machine's state to the session, error 20 when the
-/// channel goes away, the seed's open codes when it never opens.
+/// The driver behind a Bluetooth manager, whichever the way down (our own host stack or the kernel's
+/// RFCOMM socket): events and the machine's state to the session, error 20 when the channel goes
+/// away, the seed's open codes when it never opens.
 final class BluetoothPhoneDriver: PhoneDriver, BluetoothPhoneChannelOwner {
     private let hooks: PhoneDriverHooks
-    private let channel: BluetoothPhoneChannel
+    private let way: any BluetoothPhoneWay
 
-    init(transport: any HCITransport, gap: GAPConfiguration, address: BDAddress, channel: UInt8?,
-         configuration: LinkConfiguration, hooks: PhoneDriverHooks) {
+    init(_ way: any BluetoothPhoneWay, hooks: PhoneDriverHooks) {
         self.hooks = hooks
-        self.channel = BluetoothPhoneChannel(transport: transport, gap: gap, address: address, channel: channel,
-                                             machine: PhoneStateMachine(configuration: configuration))
-        self.channel.owner = self
+        self.way = way
+        way.owner = self
     }
 
-    func start() { channel.start() }
-    func withMachine(_ body: @escaping @Sendable (inout PhoneStateMachine, Double) -> [LinkAction]) { channel.withMachine(body) }
-    func stop() { channel.stop() }
+    func start() { way.start() }
+    func withMachine(_ body: @escaping @Sendable (inout PhoneStateMachine, Double) -> [LinkAction]) { way.withMachine(body) }
+    func stop() { way.stop() }
 
     func phoneChannel(event: LinkEvent, machine: PhoneStateMachine, now: Double) { hooks.onEvent(event) }
     func phoneChannel(observe machine: PhoneStateMachine) { hooks.observe(machine) }
     func phoneChannel(service machine: inout PhoneStateMachine, now: Double) -> [LinkAction] { [] }
 
-    func phoneChannel(failed: BluetoothPhoneChannel.Failure) {
+    func phoneChannel(failed: BluetoothPhoneFailure) {
         switch failed {
         case .controller(let reason):
             hooks.onOpenFailure(.transportUnavailable(code: -4, "the controller cannot be used: \(reason)"))
-        case .connect(let address, let reason):
-            hooks.onOpenFailure(.transportUnavailable(code: -2, "cannot connect to \(address): \(reason)"))
+        case .connect(let address, let reason, let code):
+            hooks.onOpenFailure(.transportUnavailable(code: code, "cannot connect to \(address): \(reason)"))
         case .closed(let reason):
             hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: \(reason)")
         case .transportClosed(let failure, whileOpen: false):

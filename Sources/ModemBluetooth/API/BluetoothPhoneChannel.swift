@@ -1,6 +1,31 @@
 import ModemLinkProtocol
 
-/// What a ``BluetoothPhoneChannel`` tells the one who runs it.
+/// A phone's state machine on an RFCOMM byte stream, whichever the way down: our own host stack
+/// (``BluetoothPhoneChannel``) or the kernel's RFCOMM socket (``BlueZPhoneDriver``).
+protocol BluetoothPhoneWay: AnyObject, Sendable {
+    /// Told of events and failures (weak: the owner keeps the way); set before ``start()``.
+    var owner: (any BluetoothPhoneChannelOwner)? { get set }
+    /// Connects (on the way's own thread).
+    func start()
+    /// Runs `body` with the machine on the way's thread (held until the channel is open).
+    func withMachine(_ body: @escaping @Sendable (inout PhoneStateMachine, Double) -> [LinkAction])
+    /// Disconnects and waits until the way's thread has ended.
+    func stop()
+}
+
+/// Why a phone's RFCOMM channel ended or never opened.
+enum BluetoothPhoneFailure: Sendable {
+    /// The controller could not be brought up.
+    case controller(String)
+    /// Page, SDP or RFCOMM failed; `code` is the seed's open code (-2 connection failed, -4, -5).
+    case connect(address: BDAddress, reason: String, code: Int32)
+    /// The open channel closed (the device disconnected, the link was lost).
+    case closed(String)
+    /// The controller's transport closed (`whileOpen`: after the channel had opened).
+    case transportClosed(String, whileOpen: Bool)
+}
+
+/// What a ``BluetoothPhoneWay`` tells the one who runs it.
 protocol BluetoothPhoneChannelOwner: AnyObject, Sendable {
     /// An event of the phone's machine (on the host thread, with the host's clock).
     func phoneChannel(event: LinkEvent, machine: PhoneStateMachine, now: Double)
@@ -8,8 +33,8 @@ protocol BluetoothPhoneChannelOwner: AnyObject, Sendable {
     func phoneChannel(observe machine: PhoneStateMachine)
     /// Timers and queues of the owner's own, run on each tick while the channel is open.
     func phoneChannel(service machine: inout PhoneStateMachine, now: Double) -> [LinkAction]
-    /// The channel ended or never opened (once; the host is stopping).
-    func phoneChannel(failed: BluetoothPhoneChannel.Failure)
+    /// The channel ended or never opened (once; the way is stopping).
+    func phoneChannel(failed: BluetoothPhoneFailure)
 }
 
 /// Runs a phone's state machine on an RFCOMM channel of our own host stack: connects (page, SDP
@@ -20,19 +45,7 @@ protocol BluetoothPhoneChannelOwner: AnyObject, Sendable {
 ///
 /// `@unchecked Sendable`: the station and the channel are used on the host driver's thread only
 /// (this object is the driver's ``HostClient``); other threads reach them through ``withMachine(_:)``.
-final class BluetoothPhoneChannel: HostClient, @unchecked Sendable {
-    /// Why the channel ended or never opened.
-    enum Failure: Sendable {
-        /// The controller could not be brought up.
-        case controller(String)
-        /// Page, SDP or RFCOMM failed.
-        case connect(address: BDAddress, reason: String)
-        /// The open channel closed (the device disconnected, the link was lost).
-        case closed(String)
-        /// The controller's transport closed (`whileOpen`: after the channel had opened).
-        case transportClosed(String, whileOpen: Bool)
-    }
-
+final class BluetoothPhoneChannel: BluetoothPhoneWay, HostClient, @unchecked Sendable {
     /// Told of events and failures (weak: the owner keeps this channel); set before ``start()``.
     weak var owner: (any BluetoothPhoneChannelOwner)?
     private let address: BDAddress
@@ -110,7 +123,7 @@ final class BluetoothPhoneChannel: HostClient, @unchecked Sendable {
         case .failed(let reason):
             fail(.controller(reason))
         case .openFailed(let id, let reason) where id == request:
-            fail(.connect(address: address, reason: reason))
+            fail(.connect(address: address, reason: reason, code: -2))
         case .opened(let id, _, let incoming) where !incoming && open == nil:
             open = id
             var out: [HostAction] = []
@@ -146,7 +159,7 @@ final class BluetoothPhoneChannel: HostClient, @unchecked Sendable {
         owner?.phoneChannel(failed: .transportClosed(failure, whileOpen: open != nil))
     }
 
-    private func fail(_ failure: Failure) {
+    private func fail(_ failure: BluetoothPhoneFailure) {
         guard !ended else { return }
         ended = true
         owner?.phoneChannel(failed: failure)

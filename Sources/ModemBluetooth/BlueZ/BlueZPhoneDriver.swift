@@ -11,23 +11,22 @@ import Synchronization
 ///
 /// `@unchecked Sendable`: `station` and `ended` are used on the driver's thread only; other threads
 /// reach the machine through ``withMachine(_:)`` (the ``DriverThread``'s queue); the stream is under a `Mutex`.
-final class BlueZPhoneDriver: PhoneDriver, @unchecked Sendable {
+final class BlueZPhoneDriver: BluetoothPhoneWay, @unchecked Sendable {
     /// Opens the stream (blocking; on the driver's thread).
     typealias Connect = @Sendable () throws(BluetoothError) -> BlueZRFCOMMStream
 
+    weak var owner: (any BluetoothPhoneChannelOwner)?
     private let connect: Connect
-    private let hooks: PhoneDriverHooks
-    private let device: String
+    private let address: BDAddress
     private var station: StreamLinkStation<PhoneStateMachine>
     private var ended = false
     private let stream = Mutex<BlueZRFCOMMStream?>(nil)
     private let thread = DriverThread<@Sendable (inout PhoneStateMachine, Double) -> [LinkAction]>(name: "modem-bluez-phone")
 
-    init(device: String, configuration: LinkConfiguration, hooks: PhoneDriverHooks, connect: @escaping Connect) {
-        self.device = device
+    init(address: BDAddress, machine: PhoneStateMachine, connect: @escaping Connect) {
+        self.address = address
         self.connect = connect
-        self.hooks = hooks
-        station = StreamLinkStation(machine: PhoneStateMachine(configuration: configuration))
+        station = StreamLinkStation(machine: machine)
     }
 
     func start() { thread.start { [self] in run() } }
@@ -49,7 +48,7 @@ final class BlueZPhoneDriver: PhoneDriver, @unchecked Sendable {
         } catch {
             if !thread.stopRequested {
                 ended = true
-                hooks.onOpenFailure(.transportUnavailable(code: error.seedOpenCode, "cannot connect to \(device): \(error)"))
+                owner?.phoneChannel(failed: .connect(address: address, reason: "\(error)", code: error.seedOpenCode))
             }
             return
         }
@@ -76,7 +75,9 @@ final class BlueZPhoneDriver: PhoneDriver, @unchecked Sendable {
                     break
                 }
             }
-            carry(station.tick(now: now()), on: opened)
+            var actions = station.tick(now: now())
+            if let owner { actions += station.perform(owner.phoneChannel(service: &station.machine, now: now())) }
+            carry(actions, on: opened)
         }
     }
 
@@ -95,20 +96,20 @@ final class BlueZPhoneDriver: PhoneDriver, @unchecked Sendable {
                 }
                 queue.append(contentsOf: station.transmitted(now: now()))
             case .event(let e):
-                hooks.observe(station.machine)
-                hooks.onEvent(e)
+                owner?.phoneChannel(observe: station.machine)
+                owner?.phoneChannel(event: e, machine: station.machine, now: now())
             case .releaseResources:
                 break
             }
         }
-        hooks.observe(station.machine)
+        owner?.phoneChannel(observe: station.machine)
     }
 
     private func lost(_ reason: String) {
         guard !ended else { return }
         ended = true
         if !thread.stopRequested {
-            hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: \(reason)")
+            owner?.phoneChannel(failed: .closed(reason))
         }
     }
 }
