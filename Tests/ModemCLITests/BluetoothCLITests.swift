@@ -245,18 +245,6 @@ struct BluetoothCLITests {
         #expect(p.waitForLine(startingWith: "PEER-PAIR ", timeout: 2) == "PEER-PAIR ok address=\(p.hostAddress)", "\(p.lines)")
     }
 
-    @Test("without --hci on a kernel without Bluetooth: one line naming Bluetooth, exit 1, fast")
-    func noKernelBluetooth() async throws {
-        let fd = socket(31, Int32(SOCK_RAW.rawValue), 1)
-        if fd >= 0 { close(fd); return }   // this kernel has Bluetooth: not the case under test
-        for args in [["bt", "scan"], ["bt", "connect", "--address", "00:1B:DC:00:00:0B"], ["devices", "--bluetooth"]] {
-            let r = try await modem(args, timeout: 20)
-            #expect(r.status == 1, "\(r)")
-            #expect(r.seconds < 5)
-            #expect(r.stderrText.lowercased().contains("bluetooth"), "\(r.stderrText)")
-        }
-    }
-
     @Test("bad options are usage errors naming the problem")
     func badOptions() async throws {
         for (args, words) in [(["bt", "connect", "--hci", "tcp:127.0.0.1:1", "--address", "nonsense"], "address"),
