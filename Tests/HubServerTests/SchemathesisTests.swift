@@ -59,7 +59,7 @@ import Testing
             if !ok { bad.append("\(req["method"] as? String ?? "?") \(url.path) \(code): \(text.prefix(120))") }
         }
         print("schemathesis: \(entries.count) requests, \(v1) under /v1, statuses \(statuses.sorted { $0.key < $1.key })")
-        #expect(v1 >= 500, "too few /v1 requests to mean anything: \(v1)")
+        #expect(v1 >= 300, "too few /v1 requests to mean anything: \(v1)")
         #expect(statuses.keys.allSatisfy { $0 < 500 }, "server errors: \(statuses)")
         #expect(bad.isEmpty, "not JSend (\(bad.count)): \(bad.prefix(5))")
         // The run reached the groups routes' successes, not only their refusals.
