@@ -11,7 +11,8 @@ import Testing
     /// about a minute on two busy cores.
     static let examples = 12
 
-    @Test(.enabled(if: HubProcess.peersAvailable, "no .build/hub-venv (scripts/hub-venv.sh)"), .timeLimit(.minutes(5)))
+    @Test(.enabled(if: HubProcess.peersAvailable, "needs .build/hub-venv (scripts/hub-venv.sh) and the built modem-hub (HUB_BINARY)"),
+          .timeLimit(.minutes(5)))
     func noFailuresAndEveryV1AnswerIsJSend() async throws {
         let dir = try HubProcess.tempDir()
         let db = "sqlite:\(dir)/hub.sqlite"
