@@ -106,10 +106,15 @@ public enum HubApp {
         let router = Self.router(context: context, plugins: plugins, sender: sender)
         let s = context.settings
         let wsConfig = plugins.lazy.compactMap(\.webSocketConfiguration).first ?? WebSocketServerConfiguration()
-        var base = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(ws: wsConfig)) { request, _, _ in
+        // A declined upgrade under /v1 answers 401 (no or bad token) or 404, JSend (UpgradeRefusal).
+        let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [UpgradeRefusalHandler()])
+        var base = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(http1: http1, ws: wsConfig)) { request, channel, _ in
             for p in plugins {
                 let answer = await p.shouldUpgrade(request, context: context)
                 if case .upgrade = answer { return answer }
+            }
+            if let refusal = await UpgradeRefusal.answer(request, authority: context.authority) {
+                UpgradeRefusal.record(channel, refusal)
             }
             return .dontUpgrade
         }

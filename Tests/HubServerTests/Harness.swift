@@ -65,12 +65,16 @@ struct Harness: Sendable {
                                               contact: nil, confirmed: true, createdMs: 0))
     }
 
-    var app: some ApplicationProtocol { Application(router: HubApp.router(context: context, sender: sender).router) }
+    func app(plugins: [any HubPlugin] = []) -> some ApplicationProtocol {
+        Application(router: HubApp.router(context: context, plugins: plugins, sender: sender).router)
+    }
 
-    /// Runs `body` against the app (in process or live) and closes the store afterwards.
-    func test(_ kind: TestingSetup, _ body: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
+    /// Runs `body` against the app (in process or live), with `plugins` (the groups side) registered,
+    /// and closes the store afterwards.
+    func test(_ kind: TestingSetup, plugins: [any HubPlugin] = [],
+              _ body: @Sendable (any TestClientProtocol) async throws -> Void) async throws {
         do {
-            try await app.test(kind, body)
+            try await app(plugins: plugins).test(kind, body)
         } catch {
             try? await store.close()
             throw error

@@ -17,11 +17,20 @@ enum HubProcess {
         (ProcessInfo.processInfo.environment["HUB_VENV"] ?? packageRoot + "/.build/hub-venv") + "/bin/python"
     }
 
-    /// Whether the peer tests can run; with `SWIFTMODEM_REQUIRE_HUB_PEERS=1` (CI) they run and fail when
-    /// the venv is missing rather than skip.
+    /// Whether the peer tests are required (CI): they then run and fail when something is missing.
+    static var peersRequired: Bool { ProcessInfo.processInfo.environment["SWIFTMODEM_REQUIRE_HUB_PEERS"] == "1" }
+
+    /// Whether the peer tests can run (the venv and the built server exist); with
+    /// `SWIFTMODEM_REQUIRE_HUB_PEERS=1` (CI) they run and fail when either is missing rather than skip.
     static var peersAvailable: Bool {
-        FileManager.default.isExecutableFile(atPath: python)
-            || ProcessInfo.processInfo.environment["SWIFTMODEM_REQUIRE_HUB_PEERS"] == "1"
+        (FileManager.default.isExecutableFile(atPath: python) && FileManager.default.isExecutableFile(atPath: binary))
+            || peersRequired
+    }
+
+    /// Whether the multi-node peer tests can run: the peers and `HUB_TEST_POSTGRES_URL`
+    /// (scripts/hub-postgres.sh start); required, like the peers, in CI.
+    static var postgresPeersAvailable: Bool {
+        (peersAvailable && ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil) || peersRequired
     }
 
     struct Output { var status: Int32; var stdout: String; var stderr: String }
@@ -43,6 +52,59 @@ enum HubProcess {
         p.waitUntilExit()
         killer.cancel()
         return Output(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+    }
+
+    /// Runs a command to completion with its output (stdout and stderr) going to the file `log`, bounded
+    /// by `timeout` seconds (then SIGTERM, and SIGKILL 5 s later); returns the exit status (or signal).
+    /// Waited for on a thread of its own, never holding a thread of the test process's concurrency pool.
+    static func runLogged(_ exe: String, _ args: [String], log: String, env: [String: String] = [:],
+                          cwd: String? = nil, timeout: Double) async throws -> Int32 {
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        let p = Process()
+        p.executableURL = URL(fileURLWithPath: exe)
+        p.arguments = args
+        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
+        if let cwd { p.currentDirectoryURL = URL(fileURLWithPath: cwd) }
+        p.standardOutput = handle
+        p.standardError = handle
+        p.standardInput = FileHandle.nullDevice
+        try p.run()
+        return await withCheckedContinuation { continuation in
+            Thread {
+                let deadline = Date().addingTimeInterval(timeout)
+                while p.isRunning && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+                if p.isRunning {
+                    p.terminate()
+                    let hard = Date().addingTimeInterval(5)
+                    while p.isRunning && Date() < hard { Thread.sleep(forTimeInterval: 0.05) }
+                    if p.isRunning { kill(p.processIdentifier, SIGKILL) }
+                }
+                p.waitUntilExit()
+                try? handle.close()
+                continuation.resume(returning: p.terminationStatus)
+            }.start()
+        }
+    }
+
+    /// A client-credentials access token from a running server (curl, HTTP Basic).
+    static func ccToken(_ base: String, _ client: (id: String, secret: String)) throws -> String {
+        let o = try run("/usr/bin/curl", ["-s", "-u", "\(client.id):\(client.secret)", "-d", "grant_type=client_credentials", base + "/oauth/token"],
+                        timeout: 20)
+        let json = try JSONSerialization.jsonObject(with: Data(o.stdout.utf8)) as? [String: Any]
+        guard let token = json?["access_token"] as? String else { throw HubProcessError("no token from \(base): \(o.stdout) \(o.stderr)") }
+        return token
+    }
+
+    /// `HUB_TEST_POSTGRES_URL` with a new, empty database of its own (so runs never see each other's rows).
+    static func freshPostgresDatabase(prefix: String) throws -> String? {
+        guard let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] else { return nil }
+        let name = prefix + UUID().uuidString.prefix(8).lowercased()
+        let created = try run("/usr/bin/env", ["psql", base, "-qc", "CREATE DATABASE \(name)"], timeout: 30)
+        guard created.status == 0 else { throw HubProcessError("CREATE DATABASE \(name): \(created.stderr)") }
+        guard var c = URLComponents(string: base) else { throw HubProcessError("HUB_TEST_POSTGRES_URL is not a URL") }
+        c.path = "/" + name
+        return c.string
     }
 
     /// A port free on 127.0.0.1 right now.

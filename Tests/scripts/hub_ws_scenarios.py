@@ -216,6 +216,35 @@ async def scenarios(label, bases, creds):
         await cl.close()
 
 
+async def refused_upgrades(base):
+    """The socket's upgrade needs a good Bearer token: none, a forged one, a revoked one -> HTTP 401 with a
+    Bearer challenge, never a socket."""
+    for label, headers in (("no token", {}), ("forged token", {"Authorization": "Bearer mha_" + "A" * 43}),
+                           ("Basic credentials", {"Authorization": "Basic eDp5"})):
+        try:
+            ws = await websockets.connect(base.replace("http", "ws", 1) + "/v1/socket", additional_headers=headers, open_timeout=10)
+            await ws.close()
+            check(f"upgrade with {label} refused", False, "a socket was opened")
+        except websockets.exceptions.InvalidStatus as e:
+            r = e.response
+            check(f"upgrade with {label} refused: 401 with a Bearer challenge",
+                  r.status_code == 401 and (r.headers.get("WWW-Authenticate") or "").startswith("Bearer realm="), (r.status_code, dict(r.headers)))
+
+
+async def revoked_upgrade(base, creds):
+    tok = requests.post(base + "/oauth/token", data={"grant_type": "client_credentials"}, auth=creds, timeout=10).json()["access_token"]
+    requests.post(base + "/oauth/revoke", data={"token": tok}, auth=creds, timeout=10)
+    try:
+        ws = await websockets.connect(base.replace("http", "ws", 1) + "/v1/socket", additional_headers={"Authorization": "Bearer " + tok},
+                                      open_timeout=10)
+        await ws.close()
+        check("upgrade with a revoked token refused", False, "a socket was opened")
+    except websockets.exceptions.InvalidStatus as e:
+        r = e.response
+        check("upgrade with a revoked token refused: 401 invalid_token",
+              r.status_code == 401 and "invalid_token" in (r.headers.get("WWW-Authenticate") or ""), (r.status_code, dict(r.headers)))
+
+
 async def kill_test(db, creds, p1, base1):
     g = f"K{int(time.time() * 1000) % 10 ** 7}"
     r = requests.post(f"{base1}/v1/groups/{g}/posts", json={"pid": "keep", "pidload": {"k": 1}},
@@ -254,6 +283,8 @@ async def main():
     creds = add_client(db)
     p, base = start_node(db, "solo")
     await scenarios("one-node ", [base], creds)
+    await refused_upgrades(base)
+    await revoked_upgrade(base, creds)
     p.terminate(); p.wait()
     if args.pg:
         creds = add_client(args.pg)

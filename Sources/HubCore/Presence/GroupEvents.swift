@@ -4,6 +4,8 @@
 public enum PresenceLimits {
     /// Largest `userload` or `pidload` text in bytes.
     public static let maxPayloadBytes = 16 * 1024
+    /// Most members of a `userload` or `pidload` object (the document's `maxProperties`).
+    public static let maxPayloadMembers = 64
     /// Largest WebSocket frame the hub accepts.
     public static let maxFrameBytes = 64 * 1024
     /// Longest group name, post id or user id.

@@ -9,13 +9,16 @@ public struct JSONObjectText: Sendable, Hashable, CustomStringConvertible {
     /// The empty object, the userload of a user who never set one.
     public static let empty = JSONObjectText(unchecked: "{}")
 
-    /// Validates `text` as one JSON object of at most `maxBytes` UTF-8 bytes.
-    public init(validating text: String, maxBytes: Int = PresenceLimits.maxPayloadBytes) throws(JSONTextError) {
+    /// Validates `text` as one JSON object of at most `maxBytes` UTF-8 bytes and `maxMembers` members
+    /// (the document's `maxProperties`).
+    public init(validating text: String, maxBytes: Int = PresenceLimits.maxPayloadBytes,
+                maxMembers: Int = PresenceLimits.maxPayloadMembers) throws(JSONTextError) {
         let bytes = Array(text.utf8)
         guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count, maxBytes) }
         var scanner = JSONScanner(bytes)
         let range = try scanner.topLevelValue()
         guard bytes[range.lowerBound] == UInt8(ascii: "{") else { throw .notAnObject }
+        guard scanner.topLevelMembers <= maxMembers else { throw .tooManyMembers(scanner.topLevelMembers, maxMembers) }
         self.text = String(decoding: bytes[range], as: UTF8.self)
     }
 
@@ -30,6 +33,7 @@ public struct JSONObjectText: Sendable, Hashable, CustomStringConvertible {
 /// Why a JSON text was refused.
 public enum JSONTextError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooLarge(Int, Int)
+    case tooManyMembers(Int, Int)
     case notAnObject
     case tooDeep
     case invalid(String, offset: Int)
@@ -37,6 +41,7 @@ public enum JSONTextError: Error, Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .tooLarge(let n, let max): "JSON text of \(n) bytes is over the limit of \(max)"
+        case .tooManyMembers(let n, let max): "a JSON object of \(n) members is over the limit of \(max)"
         case .notAnObject: "a JSON object is required"
         case .tooDeep: "JSON nested more than \(JSONScanner.maxDepth) levels"
         case .invalid(let what, let offset): "invalid JSON at byte \(offset): \(what)"
@@ -94,6 +99,8 @@ struct JSONScanner {
     static let maxDepth = 64
     let b: [UInt8]
     var i = 0
+    /// Members of the outermost object seen by `value(depth: 0)`.
+    var topLevelMembers = 0
 
     init(_ bytes: [UInt8]) { b = bytes }
 
@@ -157,6 +164,7 @@ struct JSONScanner {
             i += 1; skipSpace()
             if peek == UInt8(ascii: "}") { i += 1; return }
             while true {
+                if depth == 0 { topLevelMembers += 1 }
                 skipSpace(); _ = try string(); skipSpace()
                 try expect(UInt8(ascii: ":")); skipSpace()
                 try value(depth: depth + 1); skipSpace()

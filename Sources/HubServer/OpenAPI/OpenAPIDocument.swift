@@ -423,7 +423,7 @@ components:
       pattern: "^[0-9]{8}$"
     Load:
       type: object
-      description: Any JSON object of at most 16 KiB, kept and sent back as the exact text received.
+      description: Any JSON object of at most 64 members and 16 KiB, kept and sent back as the exact text received.
       maxProperties: 64
     NewAccount:
       type: object

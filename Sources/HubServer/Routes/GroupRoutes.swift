@@ -38,8 +38,8 @@ public struct GroupJSend: Sendable {
 
 /// Limits of the REST lists.
 public enum GroupListLimits {
-    public static let defaultLimit = 25
-    public static let maxLimit = 1000
+    public static let defaultLimit = Limits.defaultLimit
+    public static let maxLimit = Limits.maxLimit
 }
 
 /// The groups routes on the hub's router (the Bearer middleware has set the principal).
@@ -87,23 +87,15 @@ public struct GroupRoutes: Sendable {
         return value
     }
 
+    /// `limit` and `skip` as the document bounds them (`HubCore.Limits`); out of range -> 400 naming it.
     static func page(_ req: Request) throws(GroupRouteFailure) -> (limit: Int, skip: Int) {
         let q = req.uri.queryParameters
-        var limit = GroupListLimits.defaultLimit
-        var skip = 0
-        if let l = q.get("limit") {
-            guard let v = Int(l), (1...GroupListLimits.maxLimit).contains(v) else {
-                throw GroupRouteFailure(response: GroupJSend.fail(.badRequest, "limit must be an integer from 1 to \(GroupListLimits.maxLimit)", field: "limit"))
-            }
-            limit = v
+        do {
+            let p = try Page(limit: q.get("limit"), skip: q.get("skip"))
+            return (p.limit, p.skip)
+        } catch {
+            throw GroupRouteFailure(response: GroupJSend.fail(.badRequest, error.message, field: error.field))
         }
-        if let s = q.get("skip") {
-            guard let v = Int(s), v >= 0 else {
-                throw GroupRouteFailure(response: GroupJSend.fail(.badRequest, "skip must be an integer of 0 or more", field: "skip"))
-            }
-            skip = v
-        }
-        return (limit, skip)
     }
 
     func members(_ req: Request, _ ctx: Context) async throws -> Response {
@@ -140,8 +132,7 @@ public struct GroupRoutes: Sendable {
         let g = try Self.name(ctx, "group")
         let members: JSONObjectMembers
         do {
-            let body = try await req.body.collect(upTo: 1 << 20)
-            members = try JSONObjectMembers(parsing: String(buffer: body), maxBytes: 1 << 20)
+            members = try JSONObjectMembers(parsing: try await StrictJSON.text(req, context: ctx), maxBytes: Limits.maxBodyBytes)
         } catch let e as JSONTextError {
             return GroupJSend.fail(.badRequest, "the body must be a JSON object {pid, pidload}: \(e)")
         }
@@ -151,8 +142,11 @@ public struct GroupRoutes: Sendable {
         guard let pid = members.string("pid"), PresenceLimits.isValidName(pid) else {
             return GroupJSend.fail(.badRequest, "pid must be 1-64 of A-Z a-z 0-9 ._~:@!$'()*+,;=- and not . or ..", field: "pid")
         }
-        guard let raw = members.values["pidload"], let load = try? JSONObjectText(validating: raw) else {
-            return GroupJSend.fail(.badRequest, "pidload must be a JSON object of at most \(PresenceLimits.maxPayloadBytes) bytes", field: "pidload")
+        guard let raw = members.values["pidload"] else { return GroupJSend.fail(.badRequest, "pidload is required", field: "pidload") }
+        let load: JSONObjectText
+        do { load = try JSONObjectText(validating: raw) } catch {
+            return GroupJSend.fail(.badRequest, "pidload must be a JSON object of at most \(PresenceLimits.maxPayloadMembers) members "
+                                   + "and \(PresenceLimits.maxPayloadBytes) bytes: \(error)", field: "pidload")
         }
         let post = GroupPost(group: g, pid: pid, user: who.restUser, pidload: load, timestamp: hub.now)
         let outcome = try await hub.store.post(post)
@@ -185,10 +179,10 @@ public struct GroupRoutes: Sendable {
         let who = try principal(req, ctx)
         let load: JSONObjectText
         do {
-            let body = try await req.body.collect(upTo: 1 << 20)
-            load = try JSONObjectText(validating: String(buffer: body))
+            load = try JSONObjectText(validating: try await StrictJSON.text(req, context: ctx))
         } catch let e as JSONTextError {
-            return GroupJSend.fail(.badRequest, "the body must be a JSON object: \(e)")
+            return GroupJSend.fail(.badRequest, "the body must be a JSON object of at most \(PresenceLimits.maxPayloadMembers) members "
+                                   + "and \(PresenceLimits.maxPayloadBytes) bytes: \(e)")
         }
         let outcome = try await hub.store.update(user: who.restUser, userload: load, now: hub.now)
         hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "update"))
