@@ -125,9 +125,11 @@ let package = Package(
         ),
 
         // Tests: one target per layer, the CLI as a process, and what the tests share.
+        // Loaded into every test process: SIGPIPE ignored before any test runs (Tests/CTestSignals/signals.c).
+        .target(name: "CTestSignals", path: "Tests/CTestSignals"),
         .target(
             name: "ModemTestSupport",
-            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines"],
+            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "CTestSignals"],
             path: "Tests/ModemTestSupport"
         ),
         .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP", "ModemTestSupport"]),

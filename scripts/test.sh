@@ -71,9 +71,10 @@ run_tests() {
   fi
   return "$status"
 }
-# The test processes write into pipes whose readers may be gone (children that exit early): ignore
-# SIGPIPE for them (the disposition is inherited), so such a write fails with EPIPE instead of killing
-# the whole run. The `modem` CLI ignores SIGPIPE itself.
+# The test processes write into pipes whose readers may be gone (children that exit early): such a
+# write must fail with EPIPE instead of killing the whole run. `swift test` starts the test bundle with
+# every signal at its default, so the bundle ignores SIGPIPE itself when it loads (Tests/CTestSignals);
+# this trap covers the scripts and peers started from here. The `modem` CLI ignores SIGPIPE itself.
 trap '' PIPE
 status=0
 # Groups that must not share the 2 cores: the link-transport tests simulate hours of 1200-baud audio
