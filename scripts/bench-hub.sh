@@ -11,7 +11,7 @@
 #
 # Needs: a release build of modem-hub (built here unless HUB_BINARY is set), the Python peers
 # (scripts/hub-venv.sh), mosquitto (apt-get install -y mosquitto) and PostgreSQL (apt-get install -y
-# postgresql). PostgreSQL runs in a private cluster with the server's default settings (fsync on),
+# postgresql). KEEP_LOGS=DIR keeps the hubs' and mosquitto's logs. PostgreSQL runs in a private cluster with the server's default settings (fsync on),
 # like the project's load check, not scripts/hub-postgres.sh's test cluster (fsync off for speed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,6 +35,7 @@ cleanup() {
   for p in "${pids[@]}" $mqpid; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   [[ -f $scratch/pg/PG_VERSION ]] && as_owner "$pgbin/pg_ctl" -D "$scratch/pg" -m immediate stop >/dev/null 2>&1 || true
+  if [[ -n ${KEEP_LOGS:-} ]]; then mkdir -p "$KEEP_LOGS"; cp "$scratch"/*.log "$KEEP_LOGS"/ 2>/dev/null || true; fi
   rm -rf "$scratch"
 }
 trap cleanup EXIT
@@ -85,6 +86,8 @@ for r in $(seq 1 "$runs"); do
   l=$(load); two=$("$py" Benchmarks/hub_load.py "http://127.0.0.1:$P1" "http://127.0.0.1:$P2" "$CID" "$CSECRET" 1000 100 "$seconds")
   echo "two nodes, PostgreSQL:  $two load $l"
   stop_hubs
+  # A live node taken for dead would show here (its users marked offline by the other node).
+  grep -h "presences of dead nodes marked offline" "$scratch"/hub.*.log | sed 's/^/  hub log: /' || true
 
   l=$(load); mq=$("$py" Benchmarks/hub_load.py --mqtt "127.0.0.1:$mqport" 1000 100 "$seconds")
   echo "mosquitto, MQTT QoS 0:  $mq load $l"
