@@ -115,7 +115,13 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func post(_ post: GroupPost) async throws -> PresenceOutcome {
-        try await transaction { tx in
+        // A new pid (the common case) is one statement and one round trip; a pid that exists already
+        // (replace by its author, or refuse) takes the transaction below.
+        let fresh = try await db.query(
+            "INSERT INTO posts(grp, pid, user_id, body, created_ms) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (grp, pid) DO NOTHING RETURNING pid",
+            [.text(post.group), .text(post.pid), .text(post.user), .text(post.pidload.text), .int(post.timestamp)])
+        if !fresh.isEmpty { return .posted(post, replaced: false) }
+        return try await transaction { tx in
             let old = try await tx.rows("SELECT user_id FROM posts WHERE grp = $1 AND pid = $2", [.text(post.group), .text(post.pid)])
             if let author = old.first?.text(0), author != post.user {
                 return .refused(.notAuthor(group: post.group, pid: post.pid))
@@ -278,16 +284,30 @@ public struct SQLGroupStore: GroupStore {
         return MemberPresence(group: group, user: user, timestamp: lastSeen, userload: try await userload(tx, user))
     }
 
+    /// Drops every presence of an instance in a fixed number of statements (a dead node may have
+    /// thousands: one round trip per row kept a sweep transaction open for seconds under load).
+    /// Same locking as `dropPresence`: the membership rows are locked first, and a user goes offline in
+    /// a group only when no presence of another instance remains there.
     private func dropInstance(_ tx: any SQLExecutor, _ inst: String, lastSeen: Int64) async throws -> [MemberPresence] {
-        let rows = try await tx.rows("SELECT conn, grp, user_id FROM presence WHERE instance = $1 ORDER BY grp, user_id, conn", [.text(inst)])
-        var gone: [MemberPresence] = []
-        for r in rows {
-            if let p = try await dropPresence(tx, conn: r.text(0) ?? "", group: r.text(1) ?? "", user: r.text(2) ?? "", lastSeen: lastSeen) {
-                gone.append(p)
+        let ofInstance = "EXISTS (SELECT 1 FROM presence p WHERE p.instance = $1 AND p.grp = members.grp AND p.user_id = members.user_id)"
+        try await tx.run("UPDATE members SET joined_ms = joined_ms WHERE " + ofInstance, [.text(inst)])
+        let offline = try await tx.rows(
+            "UPDATE members SET last_seen_ms = $2 WHERE " + ofInstance
+                + " AND NOT EXISTS (SELECT 1 FROM presence q WHERE q.instance <> $1 AND q.grp = members.grp AND q.user_id = members.user_id)"
+                + " RETURNING grp, user_id",
+            [.text(inst), .int(lastSeen)])
+        var loads: [String: JSONObjectText] = [:]
+        if !offline.isEmpty {
+            for r in try await tx.rows(
+                "SELECT user_id, body FROM userloads WHERE user_id IN (SELECT user_id FROM presence WHERE instance = $1)", [.text(inst)]) {
+                loads[r.text(0) ?? ""] = r.text(1).map(JSONObjectText.init(stored:))
             }
         }
+        try await tx.run("DELETE FROM presence WHERE instance = $1", [.text(inst)])
         try await tx.run("DELETE FROM nodes WHERE instance = $1", [.text(inst)])
-        return gone
+        return offline.map { (group: $0.text(0) ?? "", user: $0.text(1) ?? "") }
+            .sorted { ($0.group, $0.user) < ($1.group, $1.user) }
+            .map { MemberPresence(group: $0.group, user: $0.user, timestamp: lastSeen, userload: loads[$0.user] ?? .empty) }
     }
 }
 

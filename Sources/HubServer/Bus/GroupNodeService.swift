@@ -1,10 +1,15 @@
-// Node liveness: each node writes its heartbeat every `heartbeat` and sweeps four times as often;
-// an instance whose heartbeat is older than 1.5 heartbeats is dead and its users go offline with its
-// last heartbeat as last seen: worst case 1.5 + 0.25 heartbeats after the death, plus the bus's
-// 10 ms. At start a node sweeps every older instance of its own name at once (a restarted node
-// cleans up after its killed self); on a single-node store (SQLite) every other instance is a ghost
-// of an earlier run. A clean stop marks the node's own users offline.
-
+// Node liveness: each node writes its heartbeat four times per `heartbeat` and sweeps as often, in two
+// independent loops; an instance whose heartbeat is older than 1.25 heartbeats is dead and its users go
+// offline with its last heartbeat as last seen: worst case 1.25 + 0.25 heartbeats after the death, plus
+// the sweep and the bus's 10 ms. At start a node sweeps every older instance of its own name at once (a
+// restarted node cleans up after its killed self); on a single-node store (SQLite) every other instance
+// is a ghost of an earlier run. A clean stop marks the node's own users offline.
+//
+// Why four beats per heartbeat, on a pool of their own (`liveness`): a live node must never look dead.
+// With one beat per heartbeat, written after the sweep in the same loop through the main pool, a
+// 1,000-socket join storm queued the beat behind hundreds of joins for over 1.5 heartbeats, and the
+// other node marked all of this node's users offline (seen in the two-node load run, both ways). Now a
+// beat may be a whole heartbeat late before the node counts as dead.
 import HubCore
 import HubStore
 import Logging
@@ -12,11 +17,15 @@ import Logging
 /// Heartbeat and dead-node sweep of one node.
 public struct GroupNodeService: Sendable {
     let hub: GroupHub
+    /// Where heartbeats and sweeps go: a small pool of their own on PostgreSQL, else the hub's store.
+    let liveness: any GroupStore
     let heartbeat: Duration
     let logger: Logger
 
-    public init(hub: GroupHub, heartbeat: Duration, logger: Logger) {
+    /// - Parameter liveness: the store for heartbeats and sweeps (default: the hub's own)
+    public init(hub: GroupHub, liveness: (any GroupStore)? = nil, heartbeat: Duration, logger: Logger) {
         self.hub = hub
+        self.liveness = liveness ?? hub.store
         self.heartbeat = heartbeat
         self.logger = logger
     }
@@ -29,24 +38,30 @@ public struct GroupNodeService: Sendable {
     /// First heartbeat and start-up sweep; call before accepting sockets.
     public func start() async throws {
         if let sql = hub.store as? SQLGroupStore { try await sql.prepare() }
-        try await hub.store.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now)
+        try await liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now)
         try await sweep(startUp: true)
     }
 
-    /// Heartbeats and sweeps until cancelled (the owner then calls `stop()`).
+    /// Heartbeats and sweeps, each in a loop of its own, until cancelled (the owner then calls `stop()`).
     public func run() async {
         let tick = heartbeat / 4
-        var n = 0
+        await withTaskGroup(of: Void.self) { loops in
+            loops.addTask {
+                await every(tick, "heartbeat") { try await liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now) }
+            }
+            loops.addTask {
+                await every(tick, "sweep") { try await sweep(startUp: false) }
+            }
+            await loops.waitForAll()
+        }
+    }
+
+    private func every(_ tick: Duration, _ what: String, _ body: () async throws -> Void) async {
         while !Task.isCancelled {
-            do {
-                try await Task.sleep(for: tick)
-            } catch { break }
-            n += 1
-            do {
-                if n % 4 == 0 { try await hub.store.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now) }
-                try await sweep(startUp: false)
-            } catch {
-                logger.warning("groups: heartbeat or sweep failed: \(error)")
+            do { try await Task.sleep(for: tick) } catch { return }
+            do { try await body() } catch {
+                if Task.isCancelled { return }
+                logger.warning("groups: \(what) failed: \(error)")
             }
         }
     }
@@ -54,7 +69,7 @@ public struct GroupNodeService: Sendable {
     /// Marks this node's users offline and removes its row.
     public func stop() async {
         do {
-            hub.execute(PresenceRules.actions(for: try await hub.store.removeNode(instance: hub.instance, now: hub.now), by: nil, op: "stop"))
+            hub.execute(PresenceRules.actions(for: try await liveness.removeNode(instance: hub.instance, now: hub.now), by: nil, op: "stop"))
         } catch {
             logger.warning("groups: clean stop failed: \(error)")
         }
@@ -62,8 +77,8 @@ public struct GroupNodeService: Sendable {
 
     func sweep(startUp: Bool) async throws {
         let now = hub.now
-        let stale = hub.store.isShared ? now - heartbeatMs * 3 / 2 : Int64.max
-        let outcome = try await hub.store.sweep(me: hub.instance, staleBefore: stale, sameName: startUp ? hub.nodeName : nil, now: now)
+        let stale = liveness.isShared ? now - heartbeatMs * 5 / 4 : Int64.max
+        let outcome = try await liveness.sweep(me: hub.instance, staleBefore: stale, sameName: startUp ? hub.nodeName : nil, now: now)
         if case .wentOffline(let gone) = outcome, !gone.isEmpty {
             logger.info("groups: \(gone.count) presences of dead nodes marked offline")
         }

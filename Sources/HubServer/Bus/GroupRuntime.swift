@@ -12,6 +12,10 @@ public final class GroupRuntime: Service {
     public let hub: GroupHub
     let node: GroupNodeService
     let pgBus: PostgresGroupBus?
+    /// PostgreSQL: the small pool of the heartbeat and the sweep (never queued behind client work).
+    let livenessDB: PostgresEngine?
+    /// PostgreSQL: the pool of the groups' own statements (asynchronous commit).
+    let groupsDB: PostgresEngine?
     let logger: Logger
 
     /// Builds the groups on an open, migrated database: PostgreSQL gets the LISTEN/NOTIFY bus, SQLite
@@ -19,19 +23,36 @@ public final class GroupRuntime: Service {
     public init(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger) {
         let fanout = GroupFanout()
         let instance = nodeName + "-" + String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF, radix: 36)
-        let store = SQLGroupStore(db: db)
+        var store = SQLGroupStore(db: db)
         var bus: PostgresGroupBus?
+        var liveness: PostgresEngine?
+        var groupsDB: PostgresEngine?
         if let pg = db as? PostgresEngine {
+            // The groups' own pool commits without waiting for the WAL flush (synchronous_commit=off):
+            // a post or presence change is delivered after its commit, and with the flush a commit took
+            // 40-230 ms on this machine under load. A PostgreSQL crash may lose the last few hundred ms
+            // of group writes (never half of one); accounts and tokens keep the server's setting.
+            var gc = pg.configuration
+            gc.options.additionalStartupParameters.append(("synchronous_commit", "off"))
+            let groups = PostgresEngine(client: PostgresClient(configuration: gc, backgroundLogger: logger), configuration: gc, logger: logger)
+            groupsDB = groups
+            store = SQLGroupStore(db: groups)
+            var lc = gc
+            lc.options.minimumConnections = 1
+            lc.options.maximumConnections = 2
+            liveness = PostgresEngine(client: PostgresClient(configuration: lc, backgroundLogger: logger), configuration: lc, logger: logger)
             let c = pg.configuration
             let listen = PostgresConnection.Configuration(
                 host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password,
                 database: c.database, tls: .disable)
-            bus = PostgresGroupBus(fanout: fanout, client: pg.client, listenConfig: listen, origin: instance, logger: logger)
+            bus = PostgresGroupBus(fanout: fanout, client: groups.client, listenConfig: listen, origin: instance, logger: logger)
         }
         self.hub = GroupHub(store: store, fanout: fanout, bus: bus ?? LocalGroupBus(fanout: fanout) as any GroupBus,
                             instance: instance, nodeName: nodeName, logger: logger)
-        self.node = GroupNodeService(hub: hub, heartbeat: heartbeat, logger: logger)
+        self.node = GroupNodeService(hub: hub, liveness: liveness.map { SQLGroupStore(db: $0) }, heartbeat: heartbeat, logger: logger)
         self.pgBus = bus
+        self.livenessDB = liveness
+        self.groupsDB = groupsDB
         self.logger = logger
     }
 
@@ -51,10 +72,12 @@ public final class GroupRuntime: Service {
             }
         }
         // A clean stop in a task of its own (this one is cancelled): users offline, then one last NOTIFY.
-        let node = self.node, bus = self.pgBus
+        let node = self.node, bus = self.pgBus, liveness = self.livenessDB, groups = self.groupsDB
         await Task {
             await node.stop()
             await bus?.flushNow()
+            try? await liveness?.close()
+            try? await groups?.close()
         }.value
     }
 }

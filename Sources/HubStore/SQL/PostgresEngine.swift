@@ -14,7 +14,9 @@ public final class PostgresEngine: SQLDatabase {
     private let runner: Task<Void, Never>
     private let logger: Logger
 
-    private init(client: PostgresClient, configuration: PostgresClient.Configuration, logger: Logger) {
+    /// An engine over `client` (built from `configuration`), whose `run()` loop starts now; no round trip.
+    /// Used for a second, small pool beside the main one (the groups' node heartbeat and sweep).
+    public init(client: PostgresClient, configuration: PostgresClient.Configuration, logger: Logger) {
         self.client = client
         self.configuration = configuration
         self.logger = logger
