@@ -34,14 +34,29 @@ public protocol GroupStore: Sendable {
     func deviceClient(_ device: String) async throws -> String?
 }
 
+/// Carries a transaction's presence events to every node in commit order: called inside the
+/// transaction that changed the presence, after its row locks (PostgreSQL: NOTIFY there, delivered
+/// at commit, in commit order, to every listening node, the origin included). Each event goes to
+/// its group's subscribers except `excluding`.
+public typealias PresenceNotifier = @Sendable (_ tx: any SQLExecutor, _ events: [(presence: MemberPresence, excluding: ConnectionID?)]) async throws -> Void
+
 /// The groups store over the hub's SQL database (tables from `HubSchema`).
 public struct SQLGroupStore: GroupStore {
     public let db: any SQLDatabase
+    /// Several nodes: presence events leave inside their transaction (nil: the caller publishes them).
+    public let notifier: PresenceNotifier?
     public var isShared: Bool { db.dialect == .postgres }
 
     /// Wraps a migrated database.
-    public init(db: any SQLDatabase) {
+    public init(db: any SQLDatabase, notifier: PresenceNotifier? = nil) {
         self.db = db
+        self.notifier = notifier
+    }
+
+    /// Hands presence events to the notifier inside the transaction (several nodes).
+    private func notify(_ tx: any SQLExecutor, _ events: [MemberPresence], excluding: ConnectionID? = nil) async throws {
+        guard let notifier, !events.isEmpty else { return }
+        try await notifier(tx, events.map { ($0, excluding) })
     }
 
     /// Creates the groups tables when missing (PostgreSQL: under an advisory lock, so nodes starting
@@ -79,6 +94,7 @@ public struct SQLGroupStore: GroupStore {
                 [.text(conn), .text(group), .text(user), .text(instance)])
             let snap = try await snapshot(tx, group)
             let online = before.first?.int(0) == 0 ? snap.members.first { $0.user == user } : nil
+            try await notify(tx, online.map { [$0] } ?? [], excluding: conn)
             return .joined(group: group, snapshot: snap, cameOnline: online)
         }
     }
@@ -95,7 +111,9 @@ public struct SQLGroupStore: GroupStore {
             guard left.first?.int(0) == 0, member else { return .left(group: group, wentOffline: nil) }
             try await tx.run("DELETE FROM members WHERE grp = $1 AND user_id = $2", [.text(group), .text(user)])
             guard !deleted.isEmpty else { return .left(group: group, wentOffline: nil) }
-            return .left(group: group, wentOffline: MemberPresence(group: group, user: user, timestamp: now, userload: try await userload(tx, user)))
+            let offline = MemberPresence(group: group, user: user, timestamp: now, userload: try await userload(tx, user))
+            try await notify(tx, [offline], excluding: conn)
+            return .left(group: group, wentOffline: offline)
         }
     }
 
@@ -108,9 +126,11 @@ public struct SQLGroupStore: GroupStore {
             let rows = try await tx.rows(
                 "SELECT m.grp, m.last_seen_ms, " + onlineColumn + " FROM members m WHERE m.user_id = $1 ORDER BY m.grp",
                 [.text(user)])
-            return .updated(rows.map {
+            let presences = rows.map {
                 MemberPresence(group: $0.text(0) ?? "", user: user, timestamp: $0.int(2) == 1 ? 0 : $0.int(1), userload: userload)
-            })
+            }
+            try await notify(tx, presences)
+            return .updated(presences)
         }
     }
 
@@ -153,6 +173,7 @@ public struct SQLGroupStore: GroupStore {
             for r in rows {
                 if let p = try await dropPresence(tx, conn: conn, group: r.text(0) ?? "", user: r.text(1) ?? "", lastSeen: now) { gone.append(p) }
             }
+            try await notify(tx, gone)
             return .wentOffline(gone)
         }
     }
@@ -207,12 +228,17 @@ public struct SQLGroupStore: GroupStore {
             for (inst, lastSeen) in dead {
                 gone += try await dropInstance(tx, inst, lastSeen: lastSeen)
             }
+            try await notify(tx, gone)
             return .wentOffline(gone)
         }
     }
 
     public func removeNode(instance: String, now: Int64) async throws -> PresenceOutcome {
-        try await transaction { tx in .wentOffline(try await dropInstance(tx, instance, lastSeen: now)) }
+        try await transaction { tx in
+            let gone = try await dropInstance(tx, instance, lastSeen: now)
+            try await notify(tx, gone)
+            return .wentOffline(gone)
+        }
     }
 
     public func allocateDevice(clientID: String, now: Int64) async throws -> String {

@@ -6,10 +6,18 @@
 // stored in `events` and its id is sent instead. Each node LISTENs on one dedicated connection
 // (the pooled client cannot) and delivers what other nodes sent to its own subscribers.
 //
-// Payload: origin 0x1F record (0x1E record)*, record = excluding 0x1F group 0x1F event-text, or
-// `@id` for a stored event. 0x1E and 0x1F cannot appear raw in JSON text, nor in names.
+// Presence events (type "user") do not take that path: they are notified inside the transaction that
+// changed the presence (`notifyPresence`, the store's `PresenceNotifier`), so PostgreSQL delivers them
+// at commit, in commit order, to every node, the origin included. Without that, a user's online event
+// from node B (batched) could reach a watcher on node A after A's own later offline event, and the
+// watcher kept the user online (seen for 1-3 of 100 users joining from two nodes at once).
+//
+// Payload: origin (0x1E record)*, record = excluding 0x1F group 0x1F event-text, or `@id` for a
+// stored event; origin "!NAME" marks presence notified in a transaction (delivered on every node).
+// 0x1E and 0x1F cannot appear raw in JSON text, nor in names.
 
 import HubCore
+import HubStore
 import Logging
 import NIOCore
 import PostgresNIO
@@ -51,6 +59,9 @@ public final class PostgresGroupBus: GroupBus {
     let logger: Logger
     let window: Duration
     private let pending = Mutex<[String]>([])
+    /// Whether the LISTEN connection is up: until it is (start-up, a reconnection), this node's own
+    /// presence events are delivered here at once instead of coming back through LISTEN.
+    private let listening = Atomic<Bool>(false)
     private let wake = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
 
     /// - Parameters:
@@ -66,7 +77,14 @@ public final class PostgresGroupBus: GroupBus {
         self.window = window
     }
 
+    /// Posts: delivered here at once and batched to the other nodes. Presence events left inside their
+    /// transaction (``notifyPresence(on:_:)``) and arrive here through LISTEN like everyone else's
+    /// (delivered at once only while LISTEN is down).
     public func publish(_ event: GroupEvent, excluding: ConnectionID?) {
+        if case .user = event {
+            if !listening.load(ordering: .acquiring) { fanout.deliver(event, excluding: excluding) }
+            return
+        }
         let text = event.jsonText
         fanout.deliver(text: text, group: event.group, excluding: excluding)
         pending.withLock { $0.append((excluding ?? "") + "\u{1F}" + event.group + "\u{1F}" + text) }
@@ -106,19 +124,44 @@ public final class PostgresGroupBus: GroupBus {
         if !batch.isEmpty { try? await send(batch) }
     }
 
-    private func send(_ batch: [String]) async throws {
+    /// The store's ``HubStore/PresenceNotifier``: NOTIFYs the presence events inside the transaction
+    /// that changed the presence (PostgreSQL delivers them at commit, in commit order).
+    public func notifyPresence(on tx: any SQLExecutor, _ events: [(presence: MemberPresence, excluding: ConnectionID?)]) async throws {
+        let marked = "!" + origin
+        let records = events.map { ($0.excluding ?? "") + "\u{1F}" + $0.presence.group + "\u{1F}" + GroupEvent.user($0.presence).jsonText }
+        let (packed, big) = Self.pack(records, origin: marked)
+        var payloads = packed
+        for record in big {
+            let rows = try await tx.query(
+                "INSERT INTO group_events(id, body, origin, created_ms) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM group_events), $1, $2, $3) RETURNING id",
+                [.text(record), .text(origin), .int(Clock.nowMs)])
+            if let id = rows.first?[0].int { payloads.append(marked + "\u{1E}@\(id)") }
+        }
+        for p in payloads {
+            try await tx.query("SELECT CAST(pg_notify($1, $2) AS TEXT)", [.text(Self.channel), .text(p)])
+        }
+    }
+
+    /// Records packed into payloads under the size limit, and the records too large for any.
+    static func pack(_ records: [String], origin: String) -> (payloads: [String], big: [String]) {
         var payloads: [String] = []
         var current = origin
         var big: [String] = []
-        for record in batch {
-            if record.utf8.count > Self.maxInline { big.append(record); continue }
-            if current.utf8.count + 1 + record.utf8.count > Self.maxPayload {
+        for record in records {
+            if record.utf8.count > maxInline { big.append(record); continue }
+            if current.utf8.count + 1 + record.utf8.count > maxPayload {
                 payloads.append(current)
                 current = origin
             }
             current += "\u{1E}" + record
         }
         if current != origin { payloads.append(current) }
+        return (payloads, big)
+    }
+
+    private func send(_ batch: [String]) async throws {
+        let (packed, big) = Self.pack(batch, origin: origin)
+        var payloads = packed
         try await client.withConnection { conn in
             for record in big {
                 let rows = try await conn.query(
@@ -140,6 +183,8 @@ public final class PostgresGroupBus: GroupBus {
                 delay = .milliseconds(100)
                 do {
                     try await conn.listen(on: Self.channel) { notes in
+                        listening.store(true, ordering: .releasing)
+                        defer { listening.store(false, ordering: .releasing) }
                         for try await note in notes {
                             await receive(note.payload)
                         }
@@ -158,6 +203,7 @@ public final class PostgresGroupBus: GroupBus {
 
     func receive(_ payload: String) async {
         let parts = payload.split(separator: "\u{1E}", omittingEmptySubsequences: false)
+        // Our own batched posts were delivered here already; presence ("!") is delivered on every node.
         guard let from = parts.first, from != origin[...] else { return }
         for record in parts.dropFirst() {
             if record.hasPrefix("@"), let id = Int64(record.dropFirst()) {

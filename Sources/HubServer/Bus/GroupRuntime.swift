@@ -27,6 +27,7 @@ public final class GroupRuntime: Service {
         var bus: PostgresGroupBus?
         var liveness: PostgresEngine?
         var groupsDB: PostgresEngine?
+        var notifier: PresenceNotifier?
         if let pg = db as? PostgresEngine {
             // The groups' own pool commits without waiting for the WAL flush (synchronous_commit=off):
             // a post or presence change is delivered after its commit, and with the flush a commit took
@@ -36,7 +37,6 @@ public final class GroupRuntime: Service {
             gc.options.additionalStartupParameters.append(("synchronous_commit", "off"))
             let groups = PostgresEngine(client: PostgresClient(configuration: gc, backgroundLogger: logger), configuration: gc, logger: logger)
             groupsDB = groups
-            store = SQLGroupStore(db: groups)
             var lc = gc
             lc.options.minimumConnections = 1
             lc.options.maximumConnections = 2
@@ -45,11 +45,14 @@ public final class GroupRuntime: Service {
             let listen = PostgresConnection.Configuration(
                 host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password,
                 database: c.database, tls: .disable)
-            bus = PostgresGroupBus(fanout: fanout, client: groups.client, listenConfig: listen, origin: instance, logger: logger)
+            let pgBus = PostgresGroupBus(fanout: fanout, client: groups.client, listenConfig: listen, origin: instance, logger: logger)
+            bus = pgBus
+            notifier = { tx, events in try await pgBus.notifyPresence(on: tx, events) }
+            store = SQLGroupStore(db: groups, notifier: notifier)
         }
         self.hub = GroupHub(store: store, fanout: fanout, bus: bus ?? LocalGroupBus(fanout: fanout) as any GroupBus,
                             instance: instance, nodeName: nodeName, logger: logger)
-        self.node = GroupNodeService(hub: hub, liveness: liveness.map { SQLGroupStore(db: $0) }, heartbeat: heartbeat, logger: logger)
+        self.node = GroupNodeService(hub: hub, liveness: liveness.map { SQLGroupStore(db: $0, notifier: notifier) }, heartbeat: heartbeat, logger: logger)
         self.pgBus = bus
         self.livenessDB = liveness
         self.groupsDB = groupsDB
