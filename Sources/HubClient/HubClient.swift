@@ -55,7 +55,7 @@ public final class HubClient: Sendable {
         self.clientID = clientID
         self.clientSecret = clientSecret
         self.timeout = .nanoseconds(max(1, timeout.components.seconds * 1_000_000_000 + timeout.components.attoseconds / 1_000_000_000))
-        self.http = HTTPClient.shared
+        self.http = hubHTTPClient
     }
 
     // MARK: - Settings and state
@@ -463,6 +463,18 @@ public final class HubClient: Sendable {
         return String(describing: error)
     }
 }
+
+/// One HTTP client for every HubClient (never shut down, like `HTTPClient.shared`), set for an API
+/// client: a failed connection (closed port, refused certificate) fails the request at once instead of
+/// being retried until the request's deadline, and redirects are not followed (a token must not travel
+/// to another place).
+let hubHTTPClient: HTTPClient = {
+    var c = HTTPClient.Configuration()
+    c.connectionPool.retryConnectionEstablishment = false
+    c.timeout.connect = .seconds(10)
+    c.redirectConfiguration = .disallow
+    return HTTPClient(eventLoopGroupProvider: .singleton, configuration: c)
+}()
 
 func formComponent(_ s: String) -> String {
     var out = ""

@@ -157,6 +157,12 @@ public final class HubGroupsConnection: AsyncSequence, Sendable {
         url += "/v1/socket"
 
         var config = WebSocketClientConfiguration(maxFrameSize: 1 << 20, autoPing: .disabled, validateUTF8: true)
+        // The WebSocket client always sends SNI, which TLS forbids for an IP address; with verification
+        // off (allowInvalidCertificates) the name checks nothing, so a reserved name stands in.
+        if let tls = tlsConfiguration, tls.certificateVerification == .none, let host = URL(string: baseURL)?.host,
+           host.contains(":") || host.allSatisfy({ $0.isNumber || $0 == "." }) {
+            config.sniHostname = "hub.invalid"
+        }
         config.additionalHeaders[.authorization] = "Bearer " + accessToken
         var hello: HubJSON = ["op": "hello"]
         if let user { hello = ["op": "hello", "user": .string(user)] }

@@ -29,6 +29,11 @@ struct ClientLogin: Codable {
         return base + "/swiftmodem/hub-client.json"
     }
 
+    /// The kept login, or nil (silently) when there is none or it cannot be read.
+    static func existing() -> ClientLogin? {
+        FileManager.default.contents(atPath: path).flatMap { try? JSONDecoder().decode(ClientLogin.self, from: $0) }
+    }
+
     static func load() throws -> ClientLogin {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw fail("not logged in (no \(path)): run `modem-hub login --hub URL --client-id ID --client-secret-file F`", Exit.failure)
@@ -67,7 +72,7 @@ struct ClientLogin: Codable {
         client.onCredentialsChange = { creds in
             var l = snapshot
             l.credentials = creds
-            if let latest = try? ClientLogin.load() { l.deviceID = latest.deviceID }
+            if let latest = ClientLogin.existing() { l.deviceID = latest.deviceID }
             try? l.save()
         }
         // A client-credentials login can always get a new token; an account's needs its password again.
@@ -134,7 +139,7 @@ struct Login: AsyncParsableCommand {
         let password = try passwordFile.map { try readSecretLine($0, what: "the password") }
         var login = ClientLogin(hub: hub, clientID: clientID, clientSecret: secret, username: user,
                                 allowInvalidCertificates: allowInvalidCertificates, credentials: HubCredentials(), deviceID: nil)
-        if let old = try? ClientLogin.load(), old.hub == hub, old.clientID == clientID { login.deviceID = old.deviceID }
+        if let old = ClientLogin.existing(), old.hub == hub, old.clientID == clientID { login.deviceID = old.deviceID }
         let client = try login.makeClient()
         client.onCredentialsChange = nil
         try await withHubClient {
@@ -203,7 +208,7 @@ func followGroups(_ o: EventOptions, join: Bool) async throws {
         return try await client.connectGroups(user: login.username == nil ? login.deviceID : nil)
     }
     if login.username == nil, login.deviceID != connection.user {
-        login = (try? ClientLogin.load()) ?? login
+        login = ClientLogin.existing() ?? login
         login.deviceID = connection.user
         try? login.save()
     }

@@ -53,8 +53,10 @@ import Testing
 
             // join: its own presence, the kept post, then a post made meanwhile by another client.
             async let joined = s.run(["join", "g", "--count", "3", "--seconds", "30", "--hello"], timeout: 60)
+            // Another program of the same OAuth client: over REST both act as that client's own user.
             let other = try HubClient(baseURL: hub.base, clientID: hub.plain.id, clientSecret: hub.plain.secret)
             try await other.authenticateClientCredentials()
+            let restUser = try await other.me().user
             try await Task.sleep(for: .milliseconds(500))
             try await other.post(group: "g", pid: "p2", pidload: ["from": "other"])
             let j = try await joined
@@ -62,7 +64,7 @@ import Testing
             let events = try Self.lines(j.stdout)
             let me = try #require(events.first { $0["type"] == "hello" }?["user"]?.stringValue)
             #expect(events.contains { $0["type"] == "user" && $0["user"] == .string(me) && $0["group"] == "g" && $0["timestamp"] == 0 })
-            #expect(events.contains { $0["type"] == "post" && $0["pid"] == "p1" && $0["user"] == .string(me) })
+            #expect(events.contains { $0["type"] == "post" && $0["pid"] == "p1" && $0["user"] == .string(restUser) })
             #expect(events.contains { $0["type"] == "post" && $0["pid"] == "p2" && $0["pidload"] == ["from": "other"] })
             #expect(try s.stored()["deviceID"]?.stringValue == me)
 
@@ -81,7 +83,10 @@ import Testing
 
             let bad = try await s.run(["post", "g", "p3", "--json", "[1]"])
             #expect(bad.status == 64 && bad.stderr.contains("--json"))
-            let notMine = try await s.run(["unpost", "g", "p2"])
+            let stranger = try HubClient(baseURL: hub.base, clientID: hub.pw.id, clientSecret: hub.pw.secret)
+            try await stranger.authenticateClientCredentials()
+            try await stranger.post(group: "g", pid: "p9", pidload: [:])
+            let notMine = try await s.run(["unpost", "g", "p9"])
             #expect(notMine.status == 1 && notMine.stderr.contains("403"), "\(notMine)")
 
             let out = try await s.run(["logout"])
