@@ -7,6 +7,7 @@ import Synchronization
 
 /// A user's presence in a group (seed 001's `user` packet).
 public struct HubGroupUser: Sendable, Hashable, Codable {
+    /// The group the packet comes from.
     public var group: String
     /// The stable user id.
     public var user: String
@@ -350,13 +351,19 @@ public final class HubGroups: Sendable {
 
     /// This device's (or account's) user id.
     public var user: String { connection.user }
+    /// Joins `group` (seen; receives its presence and posts). See ``HubGroupsConnection/join(_:)``.
     public func join(_ group: String) throws { try connection.join(group) }
+    /// Listens to `group` (unseen). See ``HubGroupsConnection/listen(_:)``.
     public func listen(_ group: String) throws { try connection.listen(group) }
+    /// Leaves `group`. See ``HubGroupsConnection/leave(_:)``.
     public func leave(_ group: String) throws { try connection.leave(group) }
+    /// Posts `pid` to `group`, kept until unposted. See ``HubGroupsConnection/post(group:pid:pidload:)``.
     public func post(group: String, pid: String, pidload: [String: HubJSON]) throws {
         try connection.post(group: group, pid: pid, pidload: pidload)
     }
+    /// Removes one's own post. See ``HubGroupsConnection/unpost(group:pid:)``.
     public func unpost(group: String, pid: String) throws { try connection.unpost(group: group, pid: pid) }
+    /// Sets the userload, told to every group joined. See ``HubGroupsConnection/update(userload:)``.
     public func update(userload: [String: HubJSON]) throws { try connection.update(userload: userload) }
 
     /// Closes the socket; the delegate's `socketDidClose(error: nil)` has been called when this returns.

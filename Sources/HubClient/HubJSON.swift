@@ -2,14 +2,19 @@ import Foundation
 
 /// A JSON value: the payloads of the hub (`userload`, `pidload`) are free-form JSON objects.
 public enum HubJSON: Sendable, Hashable, Codable, CustomStringConvertible {
+    /// `null`
     case null
+    /// `true` or `false`
     case bool(Bool)
     /// A number without fraction or exponent that fits 64 bits.
     case integer(Int64)
     /// Any other number.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array.
     case array([HubJSON])
+    /// An object (member order is not kept).
     case object([String: HubJSON])
 
     public init(from decoder: any Decoder) throws {

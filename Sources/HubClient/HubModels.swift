@@ -75,6 +75,7 @@ public struct HubMember: Sendable, Hashable, Codable {
 
 /// A kept post: seed 001's post item.
 public struct HubPost: Sendable, Hashable, Codable {
+    /// The group it was posted to.
     public var group: String
     /// The post's id, chosen by its author.
     public var pid: String

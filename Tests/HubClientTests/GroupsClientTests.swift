@@ -132,6 +132,19 @@ final class DictDelegate: HubGroupsDelegate {
         #expect(posts(d.events.events).isEmpty)
         await d.connection.close()
 
+        // Leave: A sees E's last-seen time while E stays connected. A bad name: an error event, not a close.
+        let e = try await Self.connect(hub)
+        try e.connection.join("g")
+        await a.events.wait("A sees E online") { presence($0, of: e.connection.user, in: "g").contains { $0.timestamp == 0 } }
+        try e.connection.leave("g")
+        await a.events.wait("A sees E leave") { presence($0, of: e.connection.user, in: "g").contains { $0.timestamp > 0 } }
+        try e.connection.join("no spaces")
+        await e.events.wait("an error event for a bad name") { ev in
+            ev.contains { if case .error(let op, _) = $0 { return op == "join" } else { return false } }
+        }
+        #expect(e.events.end == nil)
+        await e.connection.close()
+
         // B goes: A sees B's last-seen time; B's sequence ends without an error.
         let bUser = b.connection.user
         let before = Int64(Date().timeIntervalSince1970 * 1000) - 1000
