@@ -43,7 +43,8 @@ public enum TestProcess {
         p.standardError = err
         p.standardInput = FileHandle.nullDevice
         try p.run()
-        let killer = DispatchWorkItem { if p.isRunning { p.terminate() } }
+        // SIGKILL: a child may have inherited an ignored SIGTERM from the test process.
+        let killer = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
         DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
         // Read both pipes at once: a child filling one while we wait on the other would stall.
         let errData = Mutex<Data>(Data())
