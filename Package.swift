@@ -25,6 +25,8 @@ let package = Package(
         .library(name: "ModemMessaging", targets: ["ModemMessaging"]),
         // The hub (docs/hub-plan.md): built only when asked for (`swift build --product modem-hub`).
         .executable(name: "modem-hub", targets: ["modem-hub"]),
+        // Seed 003's API client and seed 001's groups client for the hub (AsyncHTTPClient, WebSocket).
+        .library(name: "HubClient", targets: ["HubClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
@@ -39,6 +41,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
     ],
     targets: [
         // C libraries, found by pkg-config.
@@ -113,10 +116,19 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The hub's clients: HTTP on AsyncHTTPClient, the groups socket on HummingbirdWSClient.
+        .target(
+            name: "HubClient",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "modem-hub",
             dependencies: [
-                "HubCore", "HubStore", "HubServer",
+                "HubCore", "HubStore", "HubServer", "HubClient",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -171,6 +183,18 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The whole hub in the test process on a free port, codes and clocks for tests, processes.
+        .target(
+            name: "HubTestSupport",
+            dependencies: [
+                "HubCore", "HubStore", "HubServer",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/HubTestSupport"
+        ),
+        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -79,8 +79,8 @@ trap '' PIPE
 status=0
 # Groups that must not share the 2 cores: the link-transport tests simulate hours of 1200-baud audio
 # (CPU-bound), the Bluetooth tests time disconnects and start-up against the Bumble peer.
-run_tests "modem" --skip "HubTests|HubServerTests|LinkTransportTests|Bluetooth|BlueZ|Bumble" || status=1
+run_tests "modem" --skip "HubTests|HubServerTests|HubClientTests|LinkTransportTests|Bluetooth|BlueZ|Bumble" || status=1
 run_tests "bluetooth" --filter "Bluetooth|BlueZ|Bumble" || status=1
 run_tests "link transport" --filter "LinkTransportTests" || status=1
-run_tests "hub" --filter "HubTests|HubServerTests" || status=1
+run_tests "hub" --filter "HubTests|HubServerTests|HubClientTests" || status=1
 exit "$status"

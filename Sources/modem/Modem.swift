@@ -16,6 +16,6 @@ struct Modem: AsyncParsableCommand {
         version: SwiftModemVersion.string,
         subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self,
                       LinkTestCommand.self, DeviceCommand.self, BTCommand.self, KeysCommand.self, PairCommand.self,
-                      MailboxCommand.self, SendCommand.self, ReceiveCommand.self, TransferTestCommand.self]
+                      MailboxCommand.self, SendCommand.self, ReceiveCommand.self, TransferTestCommand.self, HubCommand.self]
     )
 }

@@ -16,7 +16,7 @@ struct ModemHub: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "modem-hub",
         abstract: "The hub: groups with presence behind an OAuth2 API (SQLite by default, PostgreSQL for several nodes).",
-        subcommands: [Serve.self, ClientCommand.self, UserCommand.self, PrintOpenAPI.self])
+        subcommands: [Serve.self, ClientCommand.self, UserCommand.self, PrintOpenAPI.self] + clientSubcommands)
 }
 
 /// Exit codes: 64 for usage errors (bad options), 1 for failures.
