@@ -63,6 +63,15 @@ public struct SQLGroupStore: GroupStore {
     /// together do not race).
     public func prepare() async throws {
         let shared = isShared
+        if shared {
+            // Every table and index there already (a node restarting beside running ones): no DDL, whose
+            // locks (even CREATE INDEX IF NOT EXISTS takes one on its table) deadlocked with joins.
+            let names = GroupSchema.relations.map { "'\($0)'" }.joined(separator: ", ")
+            let rows = try await db.query(
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                    + "WHERE n.nspname = current_schema() AND c.relname IN (\(names))", [])
+            if rows.first?.int(0) == Int64(GroupSchema.relations.count) { return }
+        }
         try await db.transaction { tx in
             if shared { try await tx.query("SELECT pg_advisory_xact_lock(736110012)", []) }
             for s in GroupSchema.statements { try await tx.query(s, []) }
@@ -374,6 +383,12 @@ public func openSQLiteGroupStore(path: String) async throws -> SQLGroupStore {
 
 /// The groups tables (one text for SQLite and PostgreSQL; docs/hub-plan.md section 6).
 public enum GroupSchema {
+    /// The tables and indexes the statements create.
+    public static let relations = [
+        "nodes", "presence", "presence_grp_user", "presence_instance", "members", "members_user", "userloads", "posts",
+        "posts_order", "devices", "group_events",
+    ]
+
     public static let statements = [
         "CREATE TABLE IF NOT EXISTS nodes(instance TEXT PRIMARY KEY, name TEXT NOT NULL, started_ms BIGINT NOT NULL, heartbeat_ms BIGINT NOT NULL)",
         "CREATE TABLE IF NOT EXISTS presence(conn TEXT NOT NULL, grp TEXT NOT NULL, user_id TEXT NOT NULL, instance TEXT NOT NULL, PRIMARY KEY (conn, grp))",
