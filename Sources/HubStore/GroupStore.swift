@@ -21,8 +21,10 @@ public protocol GroupStore: Sendable {
     /// A page of posts by time and pid, and whether more follow.
     func posts(group: String, limit: Int, skip: Int) async throws -> (items: [GroupPost], more: Bool)
     func post(group: String, pid: String) async throws -> GroupPost?
-    /// Records that `instance` (a node process called `name`) is alive at `now`.
-    func heartbeat(instance: String, name: String, now: Int64) async throws
+    /// Records that `instance` (a node process called `name`) is alive at `now`; false when its node
+    /// row was not there (its first beat, or another node took it for dead and swept it).
+    @discardableResult
+    func heartbeat(instance: String, name: String, now: Int64) async throws -> Bool
     /// Marks offline the users of instances whose heartbeat is older than `staleBefore` (and of every
     /// other instance called `sameName`, at start), with their last heartbeat as last seen.
     func sweep(me instance: String, staleBefore: Int64, sameName: String?, now: Int64) async throws -> PresenceOutcome
@@ -208,12 +210,16 @@ public struct SQLGroupStore: GroupStore {
         }
     }
 
-    public func heartbeat(instance: String, name: String, now: Int64) async throws {
+    @discardableResult
+    public func heartbeat(instance: String, name: String, now: Int64) async throws -> Bool {
         try await transaction { tx in
+            let beat = try await tx.rows("UPDATE nodes SET heartbeat_ms = $2 WHERE instance = $1 RETURNING instance", [.text(instance), .int(now)])
+            if !beat.isEmpty { return true }
             try await tx.run(
                 "INSERT INTO nodes(instance, name, started_ms, heartbeat_ms) VALUES ($1, $2, $3, $3) "
                     + "ON CONFLICT (instance) DO UPDATE SET heartbeat_ms = excluded.heartbeat_ms",
                 [.text(instance), .text(name), .int(now)])
+            return false
         }
     }
 

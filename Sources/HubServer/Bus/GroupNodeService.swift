@@ -47,7 +47,14 @@ public struct GroupNodeService: Sendable {
         let tick = heartbeat / 4
         await withTaskGroup(of: Void.self) { loops in
             loops.addTask {
-                await every(tick, "heartbeat") { try await liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now) }
+                await every(tick, "heartbeat") {
+                    // The row gone: another node took this one for dead (a stall longer than 1.25
+                    // heartbeats) and dropped its presence; its sockets are still here, so join again.
+                    if try await !liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now) {
+                        logger.warning("groups: this node was taken for dead by another; announcing its connections again")
+                        await hub.reannounce()
+                    }
+                }
             }
             loops.addTask {
                 await every(tick, "sweep") { try await sweep(startUp: false) }

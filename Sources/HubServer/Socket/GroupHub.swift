@@ -35,6 +35,8 @@ public final class GroupHub: Sendable {
     public let nodeName: String
     let logger: Logger
     private let counter = Atomic<Int>(0)
+    /// What each local socket has joined (to announce it again after this node was swept).
+    private let joins = Mutex<[ConnectionID: (user: String, groups: Set<String>)]>([:])
 
     public init(store: any GroupStore, fanout: GroupFanout, bus: any GroupBus, instance: String, nodeName: String, logger: Logger) {
         self.store = store
@@ -65,11 +67,13 @@ public final class GroupHub: Sendable {
             case .join(let g):
                 fanout.subscribe(conn, to: g)
                 outcome = try await store.join(conn: conn, instance: instance, group: g, user: user, now: now)
+                _ = joins.withLock { $0[conn, default: (user, [])].groups.insert(g) }
             case .listen(let g):
                 fanout.subscribe(conn, to: g)
                 outcome = try await store.listen(group: g)
             case .leave(let g):
                 outcome = try await store.leave(conn: conn, group: g, user: user, now: now)
+                joins.withLock { _ = $0[conn]?.groups.remove(g) }
             case .post(let g, let pid, let load):
                 outcome = try await store.post(GroupPost(group: g, pid: pid, user: user, pidload: load, timestamp: now))
             case .unpost(let g, let pid):
@@ -87,10 +91,30 @@ public final class GroupHub: Sendable {
     /// A socket ended: its user goes offline where it has no other connection.
     public func closed(_ conn: ConnectionID) async {
         fanout.remove(conn)
+        joins.withLock { $0[conn] = nil }
         do {
             execute(PresenceRules.actions(for: try await store.close(conn: conn, now: now), by: nil, op: "close"))
         } catch {
             logger.error("groups: closing a connection failed: \(error)")
+        }
+    }
+
+    /// Joins every local socket's groups again (after another node swept this one): the store gets the
+    /// presence rows back and the users come online again, once each, for the others.
+    public func reannounce() async {
+        let all = joins.withLock { $0 }
+        for (conn, entry) in all {
+            for group in entry.groups.sorted() {
+                do {
+                    let outcome = try await store.join(conn: conn, instance: instance, group: group, user: entry.user, now: now)
+                    // Only the others hear of it: the socket itself knows it is there (no snapshot again).
+                    execute(PresenceRules.actions(for: outcome, by: conn, op: "join").filter {
+                        if case .publish = $0 { true } else { false }
+                    })
+                } catch {
+                    logger.error("groups: announcing \(conn) in \(group) again failed: \(error)")
+                }
+            }
         }
     }
 
