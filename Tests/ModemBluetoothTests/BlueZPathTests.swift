@@ -335,13 +335,17 @@ struct BlueZPathTests {
 
     // MARK: The Bluetooth manager on the kernel way
 
-    /// The channel protocol's device on the far end of a stream socket (master-slave: echoes each request).
-    private func runDevice(on fd: Int32, until done: Flag) -> Thread {
+    /// The channel protocol's device on the far end of a stream socket. Master-slave: echoes each
+    /// request. Duplex: records each message in `log` and sends it back reversed on its own initiative.
+    private func runDevice(on fd: Int32, duplex: Bool = false, log: FrameLog = FrameLog(), until done: Flag) -> Thread {
         let thread = Thread {
-            var machine = DeviceStateMachine(configuration: .byteStream(mode: .masterSlave), name: "Stand-in", mode: .followPhone)
+            var machine = duplex
+                ? DeviceStateMachine(configuration: .byteStream(mode: .duplex), name: "Stand-in")
+                : DeviceStateMachine(configuration: .byteStream(mode: .masterSlave), name: "Stand-in", mode: .followPhone)
             machine.attach()
             var station = StreamLinkStation(machine: machine)
             let origin = Date()
+            var outbox: [[UInt8]] = []
             func carry(_ actions: [StreamLinkAction]) {
                 var queue = actions[...]
                 while let action = queue.popFirst() {
@@ -351,7 +355,12 @@ struct BlueZPathTests {
                         _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                         queue.append(contentsOf: station.transmitted(now: now))
                     case .event(.received(let message, let data)):
-                        queue.append(contentsOf: station.perform(station.machine.reply(data, to: message, now: now).actions))
+                        if duplex {
+                            log.value.withLock { $0.append(data) }
+                            outbox.append(data.reversed())
+                        } else {
+                            queue.append(contentsOf: station.perform(station.machine.reply(data, to: message, now: now).actions))
+                        }
                     default:
                         break
                     }
@@ -365,7 +374,12 @@ struct BlueZPathTests {
                     if n <= 0 { break }
                     carry(station.received(bytes: buffer[0..<n], now: Date().timeIntervalSince(origin)))
                 }
-                carry(station.tick(now: Date().timeIntervalSince(origin)))
+                let now = Date().timeIntervalSince(origin)
+                if let next = outbox.first {
+                    let (code, actions) = station.machine.send(next, now: now)
+                    if code == 0 { outbox.removeFirst(); carry(station.perform(actions)) }
+                }
+                carry(station.tick(now: now))
             }
             close(fd)
         }
@@ -453,58 +467,12 @@ struct BlueZPathTests {
         }
     }
 
-    /// A duplex device on the far end of a stand-in stream: every message it receives is recorded
-    /// and sent back reversed, on the device's own initiative.
-    private func runDuplexDevice(on fd: Int32, received: FrameLog, until done: Flag) -> Thread {
-        let thread = Thread {
-            var machine = DeviceStateMachine(configuration: .byteStream(mode: .duplex), name: "Stand-in")
-            machine.attach()
-            var station = StreamLinkStation(machine: machine)
-            let origin = Date()
-            var outbox: [[UInt8]] = []
-            func carry(_ actions: [StreamLinkAction]) {
-                var queue = actions[...]
-                while let action = queue.popFirst() {
-                    let now = Date().timeIntervalSince(origin)
-                    switch action {
-                    case .write(let bytes):
-                        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                        queue.append(contentsOf: station.transmitted(now: now))
-                    case .event(.received(_, let data)):
-                        received.value.withLock { $0.append(data) }
-                        outbox.append(data.reversed())
-                    default:
-                        break
-                    }
-                }
-            }
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while !done.value.load(ordering: .relaxed) {
-                var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                if poll(&p, 1, 10) > 0 {
-                    let n = recv(fd, &buffer, buffer.count, 0)
-                    if n <= 0 { break }
-                    carry(station.received(bytes: buffer[0..<n], now: Date().timeIntervalSince(origin)))
-                }
-                let now = Date().timeIntervalSince(origin)
-                if let next = outbox.first {
-                    let (code, actions) = station.machine.send(next, now: now)
-                    if code == 0 { outbox.removeFirst(); carry(station.perform(actions)) }
-                }
-                carry(station.tick(now: now))
-            }
-            close(fd)
-        }
-        thread.start()
-        return thread
-    }
-
     @Test("link phone (messaging) over a stand-in RFCOMM stream: dial, frames both ways, the device going ends the transport")
     func linkPhoneOverTheKernelWay() async throws {
         let (stream, far) = try streamPair()
         let stopDevice = Flag()
         let received = FrameLog()
-        _ = runDuplexDevice(on: far, received: received, until: stopDevice)
+        _ = runDevice(on: far, duplex: true, log: received, until: stopDevice)
         let phone = BluetoothLinkPhone(kernelAddress: device, configuration: .byteStream(mode: .duplex),
                                        options: LinkTransportOptions()) { () throws(BluetoothError) in stream }
         phone.start()
