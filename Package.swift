@@ -175,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "HubServerTests",
             dependencies: [
-                "HubCore", "HubStore", "HubServer",
+                "HubCore", "HubStore", "HubServer", "HubTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -1,4 +1,5 @@
 import Foundation
+import HubTestSupport
 import Testing
 
 /// Process-level helpers: the built `modem-hub`, a free port, commands run to completion.
@@ -33,25 +34,12 @@ enum HubProcess {
         (peersAvailable && ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil) || peersRequired
     }
 
-    struct Output { var status: Int32; var stdout: String; var stderr: String }
+    typealias Output = TestProcess.Output
 
-    /// Runs a command to completion (bounded by `timeout` seconds, then killed).
+    /// Runs a command to completion (bounded by `timeout` seconds, then killed), blocking the caller's
+    /// thread (HubTestSupport's `TestProcess.run` is the one that holds no thread of the pool).
     static func run(_ exe: String, _ args: [String], env: [String: String] = [:], timeout: Double = 120) throws -> Output {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = args
-        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        try p.run()
-        let killer = DispatchWorkItem { if p.isRunning { p.terminate() } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        let e = err.fileHandleForReading.readDataToEndOfFile()
-        p.waitUntilExit()
-        killer.cancel()
-        return Output(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self), stderr: String(decoding: e, as: UTF8.self))
+        try TestProcess.runBlocking(exe, args, env: env, timeout: timeout)
     }
 
     /// Runs a command to completion with its output (stdout and stderr) going to the file `log`, bounded

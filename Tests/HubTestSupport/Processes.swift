@@ -33,7 +33,7 @@ public enum TestProcess {
         }
     }
 
-    static func runBlocking(_ exe: String, _ args: [String], env: [String: String], timeout: Double) throws -> Output {
+    public static func runBlocking(_ exe: String, _ args: [String], env: [String: String], timeout: Double) throws -> Output {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: exe)
         p.arguments = args
