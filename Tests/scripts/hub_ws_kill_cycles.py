@@ -12,8 +12,9 @@ made before the first kill (by REST on node 1 and over the socket on node 2) are
 
 usage: hub_ws_kill_cycles.py MODEM_HUB --pg URL [--cycles N] [--dir DIR]
 Prints one line per check and a closing 'N passed, N failed'; exit 1 on any failure."""
-import argparse, asyncio, json, os, signal, socket, subprocess, sys, tempfile, time
+import argparse, asyncio, json, os, signal, subprocess, sys, tempfile, time
 import requests, websockets
+from hub_ws_common import Checks, Client, Nodes, free_port, token
 
 ap = argparse.ArgumentParser()
 ap.add_argument("hub")
@@ -23,93 +24,16 @@ ap.add_argument("--dir")
 args = ap.parse_args()
 WORK = args.dir or tempfile.mkdtemp(prefix="hub-kill-")
 HEARTBEAT = 1.0
-passed, failed = 0, []
-procs = []
-
-
-def check(name, ok, detail=""):
-    global passed
-    if ok:
-        passed += 1
-        print(f"ok   {name}", flush=True)
-    else:
-        failed.append(name)
-        print(f"FAIL {name}: {str(detail)[:400]}", flush=True)
-
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+check = Checks()
+nodes = Nodes(args.hub, WORK, HEARTBEAT)
 
 
 def start_node(name, port):
-    log = open(os.path.join(WORK, f"{name}.log"), "a")
-    p = subprocess.Popen([args.hub, "serve", "--listen", f"127.0.0.1:{port}", "--db", args.pg, "--node", name,
-                          "--heartbeat", str(int(HEARTBEAT))], stdout=log, stderr=subprocess.STDOUT)
-    procs.append(p)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if requests.get(base + "/.well-known/oauth-authorization-server", timeout=1).ok:
-                return p, base
-        except requests.RequestException:
-            pass
-        if p.poll() is not None:
-            break
-        time.sleep(0.05)
-    raise SystemExit(f"modem-hub {name} did not start; log: {open(os.path.join(WORK, name + '.log')).read()[-600:]}")
+    return nodes.start(args.pg, name, port)
 
 
 def add_client():
-    out = subprocess.run([args.hub, "client", "add", f"kill-{os.getpid()}-{time.time_ns()}", "--db", args.pg],
-                         capture_output=True, text=True, timeout=60)
-    kv = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
-    if "client_id" not in kv:
-        raise SystemExit(f"client add failed: {out.stdout} {out.stderr}")
-    return kv["client_id"], kv["client_secret"]
-
-
-def token(base, creds):
-    return requests.post(base + "/oauth/token", data={"grant_type": "client_credentials"}, auth=creds, timeout=10).json()["access_token"]
-
-
-class Client:
-    def __init__(self, base, creds):
-        self.base, self.creds, self.events, self.user, self.closed = base, creds, [], None, False
-        self.all = []  # every event with its arrival time, never cleared
-
-    async def open(self, user=None):
-        self.ws = await websockets.connect(self.base.replace("http", "ws", 1) + "/v1/socket", open_timeout=10,
-                                           additional_headers={"Authorization": "Bearer " + token(self.base, self.creds)})
-        self.reader = asyncio.create_task(self._read())
-        await self.ws.send(json.dumps({"op": "hello", **({"user": user} if user else {})}))
-        end = time.monotonic() + 10
-        while time.monotonic() < end and not any(e.get("type") == "hello" for e in self.events):
-            await asyncio.sleep(0.01)
-        hello = [e for e in self.events if e.get("type") == "hello"]
-        if not hello:
-            raise SystemExit(f"no hello from {self.base}: {self.events}")
-        self.user = hello[0]["user"]
-        self.events.clear()
-        return self
-
-    async def _read(self):
-        try:
-            async for m in self.ws:
-                self.events.append(json.loads(m))
-                self.all.append((time.time(), self.events[-1]))
-        except (websockets.ConnectionClosed, OSError):
-            pass
-        self.closed = True
-
-    async def join(self, g):
-        await self.ws.send(json.dumps({"op": "join", "group": g}))
-
-    async def close(self):
-        try:
-            await asyncio.wait_for(self.ws.close(), 5)
-        except Exception:
-            pass
-        self.reader.cancel()
+    return nodes.add_client(args.pg, prefix="kill")
 
 
 async def wait_for(pred, timeout):
@@ -223,12 +147,5 @@ async def main():
 try:
     asyncio.run(main())
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-print(f"{passed} passed, {len(failed)} failed")
-sys.exit(1 if failed else 0)
+    nodes.stop_all()
+check.finish()

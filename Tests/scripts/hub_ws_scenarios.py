@@ -6,8 +6,9 @@ offline on the other within two heartbeats.
 
 usage: hub_ws_scenarios.py MODEM_HUB [--pg URL] [--kills N] [--dir DIR]
 Prints one line per check and a closing 'N passed, N failed'; exit 1 on any failure."""
-import argparse, asyncio, json, os, signal, socket, subprocess, sys, tempfile, time
+import argparse, asyncio, json, os, signal, subprocess, sys, tempfile, time
 import requests, websockets
+from hub_ws_common import Checks, Client, Nodes, free_port, token
 
 ap = argparse.ArgumentParser()
 ap.add_argument("hub")
@@ -17,99 +18,10 @@ ap.add_argument("--dir")
 args = ap.parse_args()
 WORK = args.dir or tempfile.mkdtemp(prefix="hub-ws-")
 HEARTBEAT = 1.0
-passed, failed = 0, []
-procs = []
-
-
-def check(name, ok, detail=""):
-    global passed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed.append(name)
-        print(f"FAIL {name}: {str(detail)[:400]}")
-
-
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
-
-
-def start_node(db, name):
-    port = free_port()
-    log = open(os.path.join(WORK, f"{name}.log"), "a")
-    p = subprocess.Popen([args.hub, "serve", "--listen", f"127.0.0.1:{port}", "--db", db, "--node", name,
-                          "--heartbeat", str(int(HEARTBEAT))], stdout=log, stderr=subprocess.STDOUT)
-    procs.append(p)
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            if requests.get(base + "/.well-known/oauth-authorization-server", timeout=1).ok:
-                return p, base
-        except requests.RequestException:
-            pass
-        if p.poll() is not None:
-            break
-        time.sleep(0.1)
-    raise SystemExit(f"modem-hub {name} did not start; log: {open(os.path.join(WORK, name + '.log')).read()[-600:]}")
-
-
-def add_client(db):
-    out = subprocess.run([args.hub, "client", "add", f"ws-{os.getpid()}-{time.time_ns()}", "--db", db],
-                         capture_output=True, text=True, timeout=60)
-    kv = dict(l.split("=", 1) for l in out.stdout.splitlines() if "=" in l)
-    if "client_id" not in kv:
-        raise SystemExit(f"client add failed: {out.stdout} {out.stderr}")
-    return kv["client_id"], kv["client_secret"]
-
-
-class Client:
-    def __init__(self, base, creds):
-        self.base, self.creds, self.events, self.user = base, creds, [], None
-
-    async def open(self, user=None):
-        tok = requests.post(self.base + "/oauth/token", data={"grant_type": "client_credentials"}, auth=self.creds,
-                            timeout=10).json()["access_token"]
-        self.ws = await websockets.connect(self.base.replace("http", "ws", 1) + "/v1/socket",
-                                           additional_headers={"Authorization": "Bearer " + tok}, open_timeout=10)
-        self.reader = asyncio.create_task(self._read())
-        await self.send({"op": "hello", **({"user": user} if user else {})})
-        hello = await self.wait(lambda e: e.get("type") == "hello", 5)
-        self.user = hello and hello["user"]
-        self.events.clear()
-        return self
-
-    async def _read(self):
-        try:
-            async for m in self.ws:
-                self.events.append(json.loads(m))
-        except websockets.ConnectionClosed:
-            pass
-
-    async def send(self, obj):
-        await self.ws.send(json.dumps(obj))
-
-    async def wait(self, pred, timeout=3.0):
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            for e in self.events:
-                if pred(e):
-                    return e
-            await asyncio.sleep(0.01)
-        return None
-
-    async def settle(self, n, timeout=3.0, quiet=0.4):
-        """Waits for at least n events, then a quiet period; returns and clears them."""
-        end = time.monotonic() + timeout
-        while len(self.events) < n and time.monotonic() < end:
-            await asyncio.sleep(0.01)
-        await asyncio.sleep(quiet)
-        got, self.events = self.events, []
-        return got
-
-    async def close(self):
-        await self.ws.close()
-        self.reader.cancel()
+check = Checks()
+nodes = Nodes(args.hub, WORK, HEARTBEAT)
+start_node = nodes.start
+add_client = nodes.add_client
 
 
 def U(g, u, ts=0, load=None):
@@ -298,12 +210,5 @@ async def main():
 try:
     asyncio.run(main())
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-print(f"{passed} passed, {len(failed)} failed")
-sys.exit(1 if failed else 0)
+    nodes.stop_all()
+check.finish()
