@@ -2,17 +2,4 @@
 # Makes the Python virtual environment of the Bluetooth peer tests, .build/bt-venv, with Bumble
 # (scripts/bt-requirements.txt). Idempotent: reinstalls only when the requirements changed.
 # Prints the environment's python path on standard output.
-set -euo pipefail
-cd "$(dirname "$0")/.."
-venv=.build/bt-venv
-requirements=scripts/bt-requirements.txt
-stamp=$venv/.requirements
-if [[ ! -x $venv/bin/python ]]; then
-  mkdir -p .build
-  python3 -m venv "$venv" >&2 || { echo "bt-venv: python3 -m venv failed (install python3-venv)" >&2; exit 1; }
-fi
-if ! cmp -s "$requirements" "$stamp"; then
-  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$requirements" >&2
-  cp "$requirements" "$stamp"
-fi
-echo "$PWD/$venv/bin/python"
+exec bash "$(dirname "$0")/venv.sh" bt scripts/bt-requirements.txt

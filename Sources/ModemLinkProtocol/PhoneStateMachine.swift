@@ -278,7 +278,7 @@ public struct PhoneStateMachine: Sendable {
             guard pending?.signal == .close else { statistics.staleFrames += 1; return [] }
             pending = nil
             return closeResources()
-        case .hello, .helloAck, .cancel, .close:
+        case .hello, .helloAck, .cancel, .close, .pair:
             statistics.staleFrames += 1
             return []
         }

@@ -20,6 +20,20 @@ struct SessionFrameTests {
         #expect(decoder.bufferedCount == 0)
     }
 
+    @Test("decoding into a handed-back frame gives the same frames, whatever it held before")
+    func reusedStorage() throws {
+        var decoder = SessionFrameDecoder(expectPreamble: true)
+        decoder.append(Self.stream(preamble: true))
+        var spare: [UInt8]? = [UInt8](repeating: 0x99, count: 70_000)
+        var got: [[UInt8]] = []
+        while let frame = try decoder.next(reusing: &spare) {
+            #expect(spare == nil)  // taken
+            got.append(frame)
+            spare = frame  // handed back (still shared with `got`: it must not be written over)
+        }
+        #expect(got == Self.frames)
+    }
+
     @Test("byte by byte, and in odd chunks through withSpace")
     func byteByByte() throws {
         let bytes = Self.stream(preamble: true)

@@ -1,4 +1,5 @@
 import Crypto
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -334,11 +335,13 @@ public actor DataConnections {
             // Two stages: the next block is read and hashed while this one is sent.
             var current = try Self.readBlock(fd: fd, index: have, blockSize: blockSize, size: size, hasher: hasher)
             var index = have
+            // The block sent before `current`: its buffer takes the block after it.
+            let spare = SpareBuffer()
             while true {
                 let next = index + 1
                 let running = current.hasher
                 async let upcoming = next < blocks
-                    ? Self.readBlock(fd: fd, index: next, blockSize: blockSize, size: size, hasher: running) : nil
+                    ? Self.readBlock(fd: fd, index: next, blockSize: blockSize, size: size, hasher: running, reusing: spare) : nil
                 do throws(DataError) {
                     try await sendBlock(key, block: UInt32(index), bytes: current.bytes[...], hash: current.hash)
                 } catch {
@@ -353,7 +356,8 @@ public actor DataConnections {
                 hasher = current.hasher
                 if failed { break }
                 guard let n else { break }
-                current = n
+                spare.give(current.bytes)
+                current = n  // the pool now holds the only reference: the next read writes into it
                 index = next
             }
         }
@@ -376,13 +380,16 @@ public actor DataConnections {
 
     /// Reads block `index` with `pread` and feeds it to the running hash. Returns the bytes, the hash
     /// state after them, and the chained hash (SHA-256 of the file up to the end of this block).
-    static func readBlock(fd: Int32, index: Int, blockSize: Int, size: UInt64, hasher: SHA256) throws(DataError)
+    /// A buffer from `spare`, when it has the block's length, is read into instead of a new array (the
+    /// sender hands back the block it finished sending, so a file's blocks reuse two buffers).
+    static func readBlock(fd: Int32, index: Int, blockSize: Int, size: UInt64, hasher: SHA256,
+                          reusing spare: SpareBuffer? = nil) throws(DataError)
         -> (bytes: [UInt8], hasher: SHA256, hash: [UInt8]) {
         let start = UInt64(index) * UInt64(blockSize)
         let length = Int(min(UInt64(blockSize), size - start))
         var h = hasher
         var failure: String?
-        let bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in
+        func fill(_ buffer: UnsafeMutableBufferPointer<UInt8>) -> Int {
             var done = 0
             while done < length {
                 let r = pread(fd, buffer.baseAddress! + done, length - done, off_t(start) + off_t(done))
@@ -390,8 +397,15 @@ public actor DataConnections {
                 if r <= 0 { failure = r == 0 ? "the file got shorter while being sent" : String(cString: strerror(errno)); break }
                 done += r
             }
-            count = done
             h.update(bufferPointer: UnsafeRawBufferPointer(start: buffer.baseAddress, count: done))
+            return done
+        }
+        var bytes: [UInt8]
+        if length > 0, var storage = spare?.take(), storage.count == length {
+            _ = storage.withUnsafeMutableBufferPointer { fill($0) }
+            bytes = storage
+        } else {
+            bytes = [UInt8](unsafeUninitializedCapacity: length) { buffer, count in count = fill(buffer) }
         }
         if let failure { throw .io("reading block \(index): \(failure)") }
         return (bytes, h, Array(h.finalize()))
@@ -790,4 +804,22 @@ struct IncomingBlob {
     var hasher = SHA256()
     var nextBlock = 0
     var offsetInBlock = 0
+}
+
+/// One buffer handed from the task that finished with it to the task that reads the next block.
+/// Taking it moves it out, so the reader holds the only reference and writes into it in place.
+final class SpareBuffer: Sendable {
+    private let buffer = Mutex<[UInt8]?>(nil)
+
+    /// Keeps `bytes` for the next ``take()`` (replacing one not taken).
+    func give(_ bytes: [UInt8]) { buffer.withLock { $0 = bytes } }
+
+    /// The buffer given last, once.
+    func take() -> [UInt8]? {
+        buffer.withLock { stored in
+            var out: [UInt8]?
+            swap(&out, &stored)
+            return out
+        }
+    }
 }

@@ -227,9 +227,10 @@ public actor Mailbox {
         for action in actions {
             switch action {
             case .sendRecord(let kind, let body):
-                if kind == MailboxRecordKind.held, outgoingHead < outgoing.count,
+                if kind == MailboxRecordKind.held, outgoing.count - 1 > outgoingHead,
                    outgoing[outgoing.count - 1].kind == MailboxRecordKind.held {
-                    // HELD is cumulative: the newer one replaces one still waiting.
+                    // HELD is cumulative: the newer one replaces one still waiting. Never the head:
+                    // the writer may be sending it (it took a copy), and the newer one would be lost.
                     outgoing[outgoing.count - 1].body = body
                 } else {
                     outgoing.append(Outgoing(kind: kind, body: body, ticket: nil, seq: 0))

@@ -114,17 +114,28 @@ public struct CipherState: Sendable {
     /// (carried in clear in `header`, which is also the associated data). Copies: the plaintext is
     /// assembled once, the sealed box is copied once into the frame.
     func sealFrame(counter: UInt64, header: [UInt8], kind: UInt8, body: [UInt8]) throws(NoiseError) -> [UInt8] {
+        var frame = [UInt8]()
+        var plaintext = [UInt8]()
+        try sealFrame(counter: counter, header: header, kind: kind, body: body, into: &frame, scratch: &plaintext)
+        return frame
+    }
+
+    /// ``sealFrame(counter:header:kind:body:)`` into buffers the caller keeps from record to record:
+    /// `frame` is replaced by the frame and `scratch` holds the plaintext while it is sealed. Both
+    /// keep their capacity, so a session that hands the same two buffers back each time allocates
+    /// neither of them per record.
+    func sealFrame(counter: UInt64, header: [UInt8], kind: UInt8, body: [UInt8],
+                   into frame: inout [UInt8], scratch: inout [UInt8]) throws(NoiseError) {
         guard let key else { throw NoiseError("no key") }
         guard counter != UInt64.max else { throw NoiseError("the nonce is used up (2^64 - 1 messages)") }
-        var plaintext = [UInt8]()
-        plaintext.reserveCapacity(body.count + 1)
-        plaintext.append(kind)
-        plaintext.append(contentsOf: body)
-        var frame = [UInt8]()
-        frame.reserveCapacity(header.count + plaintext.count + Self.tagLength)
+        scratch.removeAll(keepingCapacity: true)
+        scratch.reserveCapacity(body.count + 1)
+        scratch.append(kind)
+        scratch.append(contentsOf: body)
+        frame.removeAll(keepingCapacity: true)
+        frame.reserveCapacity(header.count + scratch.count + Self.tagLength)
         frame.append(contentsOf: header)
-        try Self.seal(cipher, key: key, counter: counter, ad: header, plaintext: plaintext, into: &frame)
-        return frame
+        try Self.seal(cipher, key: key, counter: counter, ad: header, plaintext: scratch, into: &frame)
     }
 
     /// Opens a record frame (`header` of `headerLength` bytes, then ciphertext and tag) under an

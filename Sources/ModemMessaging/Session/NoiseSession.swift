@@ -1,31 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Crypto
 import Synchronization
-
-/// Records of up to 64 KiB are allocated and freed many thousand times a second (plaintext, sealed
-/// box, frame). With glibc's default trim threshold (128 KiB) a thread's arena gives the pages back
-/// to the kernel after nearly every record and takes them again on the next (`madvise` + page
-/// faults): measured on 1 GiB over loopback, system time 1.1-2.2 s instead of 0.45 s. Keeping up to
-/// 4 MiB of free memory per arena avoids it. Setting it also freezes glibc's mmap threshold at its
-/// 128 KiB default (no more dynamic raising), so the 1 MiB file blocks of data connections were
-/// each a fresh `mmap` (256 page faults and a kernel zeroing per MiB, then `munmap`): the threshold
-/// goes to 2 MiB as well, so they come from the arena and are reused. Set once per process, when
-/// the first session starts.
-let allocatorTuned: Bool = {
-    #if canImport(Glibc)
-    // mallopt(M_TRIM_THRESHOLD = -1 / M_MMAP_THRESHOLD = -3, ...) from <malloc.h>, which the Glibc
-    // module does not export.
-    typealias MallOpt = @convention(c) (Int32, Int32) -> Int32
-    if let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "mallopt") {
-        let mallopt = unsafeBitCast(symbol, to: MallOpt.self)
-        _ = mallopt(-1, 4 << 20)
-        _ = mallopt(-3, 2 << 20)
-    }
-    #endif
-    return true
-}()
 
 /// The running parts of a ``NoiseSession``: the machine behind a mutex, a bounded queue of records
 /// to send, a bounded queue of inputs received, and three tasks (reader, writer, timer) that move
@@ -202,7 +176,7 @@ final class SessionCore: Sendable {
             }
             let finished = state.withLock { $0.machine.isFinished }
             if finished { return }
-            let input = await transport.receive()
+            var input = await transport.receive()
             var stop = false
             step { s, t in
                 switch input {
@@ -216,13 +190,22 @@ final class SessionCore: Sendable {
                 }
             }
             if stop { return }
+            if case .frame(let frame) = input {
+                // Opened: its storage takes the next frame (the transport may reuse it).
+                input = .peerHeard
+                transport.recycle(frame)
+            }
         }
     }
 
     private func writeLoop() async {
         var flushDeadline: Double?
+        // The last record frame, back from the transport: the next record is sealed into its storage,
+        // so a stream of 64 KiB records does not allocate (and free) a frame each (the allocator
+        // settings stay the process's business).
+        var spare: [UInt8] = []
         while true {
-            enum Next { case frame([UInt8]), wait, finish }
+            enum Next { case frame([UInt8]), record([UInt8]), wait, finish }
             let t = now
             var w = Wakeups()
             let next: Next = state.withLock { s in
@@ -244,7 +227,9 @@ final class SessionCore: Sendable {
                             for c in s.senders { w.add { c.resume() } }
                             s.senders.removeAll()
                         }
-                        if let frame = try? s.machine.seal(kind: kind, body: body, now: t) { return .frame(frame) }
+                        var frame = spare
+                        spare = []
+                        if (try? s.machine.seal(kind: kind, body: body, now: t, into: &frame)) != nil { return .record(frame) }
                         return .wait
                     case .close:
                         actions = s.machine.close(now: t)
@@ -257,9 +242,10 @@ final class SessionCore: Sendable {
             }
             w.run()
             switch next {
-            case .frame(let frame):
+            case .frame(let frame), .record(let frame):
                 do {
                     try await transport.send(frame)
+                    if case .record = next { spare = frame }
                 } catch {
                     step { s, t in s.machine.transportEnded(.localFailure(error.description), now: t) }
                     if flushDeadline != nil || state.withLock({ $0.closingTransport }) {
@@ -461,7 +447,6 @@ public final class NoiseSession: RecordSession, Sendable {
             transportKind: transport.kind, keepalive: options.keepalive(for: transport.kind), limits: options.limits,
             handshakeTimeout: options.handshakeTimeout ?? (transport.kind == .stream ? 15 : 120), staticKey: identity,
             ephemeralKey: ephemeralKey, trusted: trusted, maximumFrameSize: transport.maximumFrameSize)
-        _ = allocatorTuned
         let machine = SessionStateMachine(configuration: configuration)
         let core = SessionCore(transport: transport, machine: machine)
         core.start()

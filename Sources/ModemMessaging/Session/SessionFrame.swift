@@ -130,6 +130,13 @@ public struct SessionFrameDecoder: Sendable {
     /// The next whole frame, or nil when more bytes are needed.
     /// - Throws: ``SessionFrameError`` for a wrong preamble, a zero or oversized length.
     public mutating func next() throws(SessionFrameError) -> [UInt8]? {
+        var storage: [UInt8]? = nil
+        return try next(reusing: &storage)
+    }
+
+    /// ``next()`` into `storage` when it holds an array (taken out of it; its capacity is reused when
+    /// it is the only reference), else into a new array.
+    public mutating func next(reusing storage: inout [UInt8]?) throws(SessionFrameError) -> [UInt8]? {
         if preambleDue {
             let have = min(bufferedCount, 4)
             guard buffer[head..<(head + have)].elementsEqual(SessionWire.preamble.prefix(have)) else {
@@ -146,7 +153,9 @@ public struct SessionFrameDecoder: Sendable {
             throw SessionFrameError("a frame of \(length) bytes (at most \(SessionWire.maximumFrameLength))")
         }
         guard bufferedCount >= 4 + length else { return nil }
-        let frame = Array(buffer[(head + 4)..<(head + 4 + length)])
+        var frame = storage.take() ?? []
+        frame.removeAll(keepingCapacity: true)
+        frame.append(contentsOf: buffer[(head + 4)..<(head + 4 + length)])
         head += 4 + length
         return frame
     }

@@ -98,6 +98,8 @@ public struct SessionStateMachine: Sendable {
     private var outgoing: [[UInt8]] = []          // built frames (handshake, NOPE)
     private var control: [(UInt8, [UInt8])] = []  // session records to seal on the way out
     private var pongDue: UInt32?
+    /// The plaintext of the record being sealed, kept from record to record (no allocation per record).
+    private var sealScratch: [UInt8] = []
     private var peerTLV = SessionTLV()
     private var deadline: Double = 0
     private var lastHeard: Double = 0
@@ -288,6 +290,15 @@ public struct SessionStateMachine: Sendable {
     /// Seals a module's record for sending (the driver calls it when the line can take the frame).
     /// - Throws: ``SessionSendError``: not open, closing, a session kind, or too large.
     public mutating func seal(kind: UInt8, body: [UInt8], now: Double) throws(SessionSendError) -> [UInt8] {
+        var frame = [UInt8]()
+        try seal(kind: kind, body: body, now: now, into: &frame)
+        return frame
+    }
+
+    /// ``seal(kind:body:now:)`` into `frame`, whose storage is reused (its contents are replaced): a
+    /// driver that hands back the previous frame once the transport is done with it seals without
+    /// allocating per record.
+    public mutating func seal(kind: UInt8, body: [UInt8], now: Double, into frame: inout [UInt8]) throws(SessionSendError) {
         guard kind >= 0x10 else { throw .invalid("record kind 0x\(String(kind, radix: 16)) belongs to the session itself (modules use 0x10 and up)") }
         guard body.count <= maximumRecordBody else {
             throw .invalid("a record body of \(body.count) bytes (at most \(maximumRecordBody))")
@@ -301,28 +312,32 @@ public struct SessionStateMachine: Sendable {
         default:
             throw .invalid("the session is not established yet")
         }
-        let frame: [UInt8]
         do {
-            frame = try sealRecord(kind, body)
+            try sealRecord(kind, body, into: &frame)
         } catch {
             throw .ended(.lostNet("\(error)"))
         }
         lastSent = now
         applicationRecordsSent += 1
         countBytes(body.count)
-        return frame
     }
 
     // MARK: internals
 
     private mutating func sealRecord(_ kind: UInt8, _ body: [UInt8]) throws(NoiseError) -> [UInt8] {
+        var frame = [UInt8]()
+        try sealRecord(kind, body, into: &frame)
+        return frame
+    }
+
+    private mutating func sealRecord(_ kind: UInt8, _ body: [UInt8], into frame: inout [UInt8]) throws(NoiseError) {
         guard let cipher = sendCipher else { throw NoiseError("no keys yet") }
         guard sendCounter < UInt64.max - 1 else { throw NoiseError("the record counter is used up") }
         let counter = sendCounter
         sendCounter += 1
         var header = [SessionFrameType.record.byte]
         header += [UInt8].bigEndian(counter)
-        return try cipher.sealFrame(counter: counter, header: header, kind: kind, body: body)
+        try cipher.sealFrame(counter: counter, header: header, kind: kind, body: body, into: &frame, scratch: &sealScratch)
     }
 
     private mutating func handshakeMessage(_ type: SessionFrameType, _ body: [UInt8], now: Double) -> [SessionAction] {

@@ -20,6 +20,13 @@ public protocol MessageTransport: Sendable {
 }
 
 /// The kind of line under a session.
+extension MessageTransport {
+    /// Hands back a frame that ``receive()`` gave and the caller is done with, so the transport may
+    /// reuse its storage for a later frame (a session passes each record frame back once it is
+    /// opened). Optional: the default does nothing.
+    public func recycle(_ frame: [UInt8]) {}
+}
+
 public enum TransportKind: UInt8, Sendable, Hashable {
     /// A reliable byte stream: TCP (and later a hub relay).
     case stream = 1

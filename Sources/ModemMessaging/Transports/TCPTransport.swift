@@ -11,6 +11,8 @@ final class TCPConnection: Sendable {
     struct State {
         var decoder: SessionFrameDecoder
         var ended: TransportEnd?
+        /// A frame handed back by the session: the next frame is decoded into its storage.
+        var spare: [UInt8]?
     }
 
     let fd: Int32
@@ -115,7 +117,7 @@ public struct TCPTransport: MessageTransport {
                     return .done(.ended(.localClose))
                 }
                 do {
-                    if let frame = try s.decoder.next() { return .done(.frame(frame)) }
+                    if let frame = try s.decoder.next(reusing: &s.spare) { return .done(.frame(frame)) }
                 } catch {
                     s.ended = .malformed(String(describing: error))
                     return .done(.ended(.malformed(String(describing: error))))
@@ -149,6 +151,12 @@ public struct TCPTransport: MessageTransport {
             case .wait: _ = await SocketWaiter.shared.wait(fd: c.fd, for: .readable)
             }
         }
+    }
+
+    /// Keeps `frame`'s storage for the next frame received (see ``MessageTransport/recycle(_:)``).
+    public func recycle(_ frame: [UInt8]) {
+        guard frame.capacity <= SessionWire.maximumFrameLength + 64 else { return }
+        connection.state.withLock { $0.spare = frame }
     }
 
     public func close() async {

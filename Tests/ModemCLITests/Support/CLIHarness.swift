@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import ModemTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -273,5 +274,12 @@ enum Texts {
             s += words[Int((state >> 33) % UInt64(words.count))] + " "
         }
         return String(s.utf8.prefix(count - 1))! + "\n"
+    }
+}
+
+extension TNCBackgroundProcess {
+    /// Starts a background process whose output files live in `dir`.
+    convenience init(_ executable: String, _ arguments: [String], in dir: Scratch, name: String, stdinPipe: Bool = false) throws {
+        try self.init(executable, arguments, directory: dir.path, name: name, stdinPipe: stdinPipe)
     }
 }
