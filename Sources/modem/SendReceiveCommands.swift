@@ -39,6 +39,7 @@ struct ReceiveCommand: AsyncParsableCommand {
 
     func run() async throws {
         installStopHandlers()
+        _ = AllocatorTuning.applied
         try await reportingErrors { try await serve() }
     }
 
@@ -144,6 +145,7 @@ struct SendCommand: AsyncParsableCommand {
 
     func run() async throws {
         installStopHandlers()
+        _ = AllocatorTuning.applied
         try await reportingErrors { try await sendAll() }
     }
 
