@@ -204,7 +204,7 @@ public struct DeviceStateMachine: Sendable {
             pendingRequest = nil
             state = .deviceReady
             return [transmit([ack]), .event(.closed)]
-        case .hello, .helloAck, .cancelAck, .closeAck, .pair:
+        case .hello, .helloAck, .cancelAck, .closeAck:
             statistics.staleFrames += 1
             return []
         }

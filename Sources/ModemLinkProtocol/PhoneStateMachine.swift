@@ -278,7 +278,7 @@ public struct PhoneStateMachine: Sendable {
             guard pending?.signal == .close else { statistics.staleFrames += 1; return [] }
             pending = nil
             return closeResources()
-        case .hello, .helloAck, .cancel, .close, .pair:
+        case .hello, .helloAck, .cancel, .close:
             statistics.staleFrames += 1
             return []
         }

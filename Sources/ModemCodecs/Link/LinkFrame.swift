@@ -41,10 +41,6 @@ public struct LinkFrame: Sendable, Hashable {
         case closeAck = 8
         /// Asks for an ``ack`` of message `message` (sent when an acknowledgement is overdue).
         case poll = 9
-        /// A message outside any link session on a shared line (pairing by sound, `SharedLineFrameLine`):
-        /// the payload is the message, session 0, message 0, one fragment. Link stations count it as
-        /// stale and never answer it.
-        case pair = 10
     }
 
     /// Header flag bits.

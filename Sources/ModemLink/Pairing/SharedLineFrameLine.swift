@@ -4,9 +4,10 @@ import ModemDSP
 
 /// Short messages (such as pairing messages) on a shared audio line, over the link's ``LinkModem``:
 /// every end plays into and hears the same line, itself included. A message is the payload of one
-/// ``LinkFrame`` (so the frame's CRC-32 and the HDLC FCS-16 check it) of its own kind,
-/// ``LinkFrame/Kind/pair``, without the device flag, in session 0: link stations on the same line
-/// count such frames as stale and never answer them, so they are not disturbed.
+/// ``LinkFrame`` (so the frame's CRC-32 and the HDLC FCS-16 check it); the frame is a `cancelAck`
+/// without the device flag, in session 0, with message number ``messageMarker`` ("PA"): a phone
+/// ignores frames without the device flag, a device counts a `cancelAck` as stale, so a link station
+/// on the same line is not disturbed.
 ///
 /// Channel access: a message waits a random backoff of 0...``maximumSlots`` slots, then until the
 /// line has been quiet (no carrier) for half a slot, as ``LinkStation``'s shared medium does.
@@ -15,6 +16,8 @@ import ModemDSP
 /// No I/O: a driver (``SharedLineDriver``, ``InMemorySharedLine``) feeds received audio with
 /// ``receive(_:now:)`` and plays what ``output(count:now:)`` returns.
 public final class SharedLineFrameLine {
+    /// The message number that marks frames of this line.
+    public static let messageMarker: UInt16 = 0x5041
     /// The modem.
     public let modem: LinkModem
     /// Backoff slot, seconds.
@@ -49,13 +52,13 @@ public final class SharedLineFrameLine {
 
     /// The frame that carries `payload` (at most ``LinkFrame/maximumPayload`` bytes).
     public static func frame(carrying payload: [UInt8]) -> LinkFrame {
-        LinkFrame(kind: .pair, flags: [], session: 0, message: 0, payload: payload)
+        LinkFrame(kind: .cancelAck, flags: [], session: 0, message: messageMarker, payload: payload)
     }
 
     /// The payload when `frame` is a frame of this line, else nil.
     public static func payload(of frame: LinkFrame) -> [UInt8]? {
-        guard frame.kind == .pair, !frame.flags.contains(.fromDevice), frame.session == 0,
-              frame.fragmentCount == 1 else { return nil }
+        guard frame.kind == .cancelAck, !frame.flags.contains(.fromDevice), frame.session == 0,
+              frame.message == messageMarker, frame.fragmentCount == 1 else { return nil }
         return frame.payload
     }
 
