@@ -1,6 +1,9 @@
 // swift-tools-version:6.1
 import PackageDescription
 
+/// Which part to build (see the end of this file): "modem", "hub", or unset for the whole package.
+let buildPart = Context.environment["SWIFTMODEM_BUILD"] ?? ""
+
 // Linux is the target (ALSA, libsndfile and FFTW through pkg-config); the code also needs Swift 6's
 // Synchronization module (Mutex, Atomic), which on Apple systems means macOS 15 or later.
 let package = Package(
@@ -27,12 +30,15 @@ let package = Package(
         .executable(name: "modem-hub", targets: ["modem-hub"]),
         // Seed 003's API client and seed 001's groups client for the hub (AsyncHTTPClient, WebSocket).
         .library(name: "HubClient", targets: ["HubClient"]),
+        // The fuzz targets' registry, for the libFuzzer package in Fuzz/ (docs/fuzzing.md).
+        .library(name: "ModemFuzzTargets", targets: ["ModemFuzzTargets"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
-        // X25519, ChaChaPoly, SHA-256, HKDF/HMAC for the messaging sessions (BoringSSL underneath).
-        .package(url: "https://github.com/apple/swift-crypto", from: "4.0.0"),
+        // Tests only: a manual clock for protocol timers.
+        .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
+    ] + (buildPart == "modem" ? [] : [
         // The hub only (never a dependency of `modem` or the Modem* libraries; a layering test checks).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.1"),
@@ -42,13 +48,18 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
-    ],
+    ]),
     targets: [
         // C libraries, found by pkg-config.
         .systemLibrary(name: "CALSA", pkgConfig: "alsa", providers: [.apt(["libasound2-dev"])]),
         .systemLibrary(name: "CFFTW", pkgConfig: "fftw3f", providers: [.apt(["libfftw3-dev"])]),
         .systemLibrary(name: "CSndFile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // X25519, ChaCha20-Poly1305, SHA-256, HMAC/HKDF on the system's libsodium; AES-256-GCM on its
+        // OpenSSL libcrypto. Nothing to compile: both come from apt.
+        .target(name: "ModemCrypto", dependencies: ["CSodium", "CLibCrypto"]),
 
         // Layers, bottom to top (docs/ARCHITECTURE.md).
         .target(name: "ModemDSP", dependencies: ["CFFTW"]),
@@ -69,10 +80,10 @@ let package = Package(
         // Messaging over any link: keys, Noise sessions, pairing, mailbox, data connections; never DSP or audio.
         .target(
             name: "ModemMessaging",
-            dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemSockets", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemSockets", "ModemCrypto"]
         ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
-        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemLink", .product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemLink", "ModemCrypto"]),
         .target(
             name: "SwiftModem",
             dependencies: [
@@ -91,7 +102,7 @@ let package = Package(
         ),
 
         // The hub: pure values, storage (SQLite default, PostgreSQL for several nodes), the HTTP/WebSocket server.
-        .target(name: "HubCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "HubCore", dependencies: ["ModemCrypto"]),
         .target(
             name: "HubStore",
             dependencies: [
@@ -99,7 +110,6 @@ let package = Package(
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .target(
@@ -113,7 +123,6 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // The hub's clients: HTTP on AsyncHTTPClient, the groups socket on HummingbirdWSClient.
@@ -153,7 +162,8 @@ let package = Package(
         ),
         .testTarget(
             name: "ModemTNCTests",
-            dependencies: ["ModemTNC", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemTestSupport"]
+            dependencies: ["ModemTNC", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemTestSupport",
+                           .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ModemTestSupport"]),
         .testTarget(
@@ -165,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "ModemMessagingTests",
             dependencies: ["ModemMessaging", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport",
-                           .product(name: "Crypto", package: "swift-crypto")]
+                           "ModemCrypto", .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
         .testTarget(
@@ -195,6 +205,38 @@ let package = Package(
             path: "Tests/HubTestSupport"
         ),
         .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTestSupport"]),
+
+        // Fuzz targets: every parser of outside bytes, as a registry name -> input -> parse (Fuzz/ runs them
+        // under libFuzzer); never HubServer/HubStore (too slow to build with sanitizers).
+        .target(
+            name: "ModemFuzzTargets",
+            dependencies: ["ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemCrypto", "HubCore"]
+        ),
+        // Replays the seed corpora and the kept crash inputs (Fixtures/fuzz) through every target.
+        .testTarget(name: "ModemFuzzTargetsTests", dependencies: ["ModemFuzzTargets"]),
     ],
     swiftLanguageModes: [.v6]
 )
+
+// Two halves for the test command (scripts/test.sh), each in its own build folder: the modem's layers
+// and tests, built in release (the DSP must run at the speed users get), and the hub's, built in debug
+// (their tests exercise protocols, not speed, and a release build of SwiftNIO, Hummingbird, PostgresNIO
+// and AsyncHTTPClient costs several minutes more on two cores). Unset (users, `swift build`, the
+// checks): the whole package. The hub depends on nothing of the modem's but `ModemCrypto`.
+let hubTargets: Set<String> = [
+    "HubStore", "HubServer", "HubClient", "modem-hub", "HubTestSupport", "HubTests", "HubServerTests", "HubClientTests",
+]
+let hubProducts: Set<String> = ["modem-hub", "HubClient"]
+switch buildPart {
+case "modem":
+    package.targets.removeAll { hubTargets.contains($0.name) }
+    package.products.removeAll { hubProducts.contains($0.name) }
+case "hub":
+    let keep = hubTargets.union(["HubCore", "ModemCrypto", "CSodium", "CLibCrypto"])
+    package.targets.removeAll { !keep.contains($0.name) }
+    package.products.removeAll { !hubProducts.contains($0.name) }
+case "", "all":
+    break
+case let other:
+    fatalError("SWIFTMODEM_BUILD is 'modem', 'hub' or unset, not '\(other)'")
+}

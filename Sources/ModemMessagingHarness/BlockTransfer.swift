@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import ModemMessaging
 
 /// The harness's own file transfer over any ``ModemMessaging/RecordSession``: the payload in blocks,
@@ -41,7 +41,7 @@ struct BlockSender: Sendable {
     init(payload: [UInt8], blockSize: Int) {
         self.payload = payload
         self.blockSize = blockSize
-        digest = Array(SHA256.hash(data: payload))
+        digest = Array(SHA256Hasher.hash(payload))
         sends = Array(repeating: 0, count: max(1, (payload.count + blockSize - 1) / blockSize))
     }
 
@@ -70,7 +70,7 @@ struct BlockSender: Sendable {
             for i in 0..<blockCount where !(i / 8 < held!.count && held![i / 8] & (1 << (i % 8)) != 0) {
                 let bytes = payload[range(i)]
                 sends[i] += 1
-                try await session.send(kind: BlockRecords.block, body: be(UInt64(i), 4) + Array(SHA256.hash(data: bytes)) + bytes)
+                try await session.send(kind: BlockRecords.block, body: be(UInt64(i), 4) + Array(SHA256Hasher.hash(bytes)) + bytes)
             }
             while true {
                 switch await session.receive() {
@@ -136,7 +136,7 @@ struct BlockReceiver: Sendable {
                     let bytes = body[36...]
                     guard i < held.count else { continue }
                     let start = i * blockSize, end = min(written.count, start + blockSize)
-                    guard bytes.count == end - start, Array(SHA256.hash(data: bytes)) == Array(body[4..<36]) else {
+                    guard bytes.count == end - start, Array(SHA256Hasher.hash(bytes)) == Array(body[4..<36]) else {
                         badBlocks += 1
                         continue
                     }
@@ -160,7 +160,7 @@ struct BlockReceiver: Sendable {
     }
 
     private func finish(_ session: any RecordSession) async throws(SessionSendError) -> SessionOutcome {
-        let ok = Array(SHA256.hash(data: written)) == expectedDigest
+        let ok = Array(SHA256Hasher.hash(written)) == expectedDigest
         try await session.send(kind: BlockRecords.done, body: [ok ? 1 : 0])
         return .done(ok: ok)
     }

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import Foundation
 import ModemLink
 import ModemMessaging
@@ -89,7 +89,7 @@ final class DataTransferRun: Sendable {
     /// Whether the received file is byte for byte the payload.
     func receivedMatches(_ payload: [UInt8]) -> Bool {
         guard let data = FileManager.default.contents(atPath: receiveFolder + "/payload.bin") else { return false }
-        return data.count == payload.count && SHA256.hash(data: data) == SHA256.hash(data: payload)
+        return data.count == payload.count && SHA256Hasher.hash(data) == SHA256Hasher.hash(payload)
     }
 
     private func linkConfiguration() -> DataConfiguration {

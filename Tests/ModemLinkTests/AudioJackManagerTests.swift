@@ -76,7 +76,7 @@ struct AudioJackManagerTests {
         #expect(await onThread { phone.exchangeData(Array(repeating: 7, count: 50), timeout: 30, callback: recorder) } == 0)
         #expect(await onThread { phone.exchangeData([1], timeout: 30, callback: recorder) } == -1)
         gate.signal()
-        for _ in 0..<2000 where !recorder.calls.withLock({ $0.contains("receive 50") }) { try await Task.sleep(for: .milliseconds(5)) }
+        for _ in 0..<12_000 where !recorder.calls.withLock({ $0.contains("receive 50") }) { try await Task.sleep(for: .milliseconds(5)) }  // a hang guard of 60 s
         #expect(recorder.calls.withLock { $0 } == ["sendOK", "receive 50"])
         await phone.closeResources()
         #expect(phone.state == .waitingDevice)

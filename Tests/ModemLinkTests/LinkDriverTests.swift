@@ -59,8 +59,8 @@ private func deviceStation(sampleRate: Int) throws -> LinkStation<DeviceStateMac
     return LinkStation(machine: machine, modem: try LinkModem(configuration: config, sampleRate: sampleRate))
 }
 
-/// Waits (on a thread, off the cooperative pool) until `condition` holds or `seconds` pass.
-private func waitUntil(seconds: Double = 20, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
+/// Waits (on a thread, off the cooperative pool) until `condition` holds; `seconds` is only a hang guard.
+private func waitUntil(seconds: Double = 120, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
     await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
         Thread {
             let deadline = Date().addingTimeInterval(seconds)

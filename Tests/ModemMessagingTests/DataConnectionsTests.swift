@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import Foundation
 import ModemMessaging
 import Synchronization
@@ -62,7 +62,7 @@ func collect(_ dc: DataConnections, until stop: @escaping @Sendable (DataEvent) 
     }
 }
 
-func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256.hash(data: bytes)) }
+func sha256(_ bytes: [UInt8]) -> [UInt8] { Array(SHA256Hasher.hash(bytes)) }
 
 @Suite("Data connections over an in-memory session")
 struct DataConnectionsTests {
@@ -110,15 +110,23 @@ struct DataConnectionsTests {
         }
         #expect(got == (0..<10).map { [UInt8($0), 0xEE] })
         // Now the receiver stops reading: 300 blocks queue up behind a full line; close cancels the rest.
+        final class Count: Sendable { let value = Atomic<Int>(0) }
+        let handedOver = Count()
         let senders = (0..<300).map { i in
             Task { () -> Bool in
-                do throws(DataError) { try await a.send([UInt8(i % 256), UInt8(i / 256)], on: ch, of: id); return true } catch {
+                do throws(DataError) {
+                    try await a.send([UInt8(i % 256), UInt8(i / 256)], on: ch, of: id)
+                    handedOver.value.add(1, ordering: .relaxed)
+                    return true
+                } catch {
                     #expect(error == .cancelled)
                     return false
                 }
             }
         }
-        try await Task.sleep(for: .milliseconds(300))
+        // Close once some blocks were handed over (an event; real time only guards against a hang).
+        let guardTime = ContinuousClock.now + .seconds(120)
+        while handedOver.value.load(ordering: .relaxed) == 0 && ContinuousClock.now < guardTime { try await Task.sleep(for: .milliseconds(5)) }
         await a.closeStream(ch, of: id)
         // The receiver reads again: what was handed over arrives, then the close.
         var later: [[UInt8]] = []
@@ -456,12 +464,15 @@ struct DataConnectionsTests {
             do throws(DataError) { _ = try await a.sendFile(path: source, on: id); return nil } catch { return error }
         }
         try await far.value
-        try await Task.sleep(for: .milliseconds(500))
-        // OFFER and CH-OPEN were read; after that at most `capacity` records fit in the line.
-        let afterHalfSecond = watched.sent
-        #expect(afterHalfSecond <= 2 + 8)
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(watched.sent == afterHalfSecond)
+        // OFFER and CH-OPEN were read; after that at most `capacity` records fit in the line: wait
+        // until the count stops moving (real time only as a hang guard), then it must be within the bound.
+        var last = -1
+        let guardTime = ContinuousClock.now + .seconds(120)
+        while watched.sent != last && ContinuousClock.now < guardTime {
+            last = watched.sent
+            try await Task.sleep(for: .milliseconds(300))
+        }
+        #expect(watched.sent <= 2 + 8)
         await sa.line.cut()
         #expect(await sending.value != nil)
     }

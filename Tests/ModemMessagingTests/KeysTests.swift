@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Crypto
+import ModemCrypto
 import Foundation
 import ModemMessaging
 import Testing
@@ -22,7 +22,7 @@ struct KeysTests {
     @Test("key text round-trips, is 47 characters and starts with smk1")
     func keyTextRoundTrip() throws {
         for _ in 0..<50 {
-            let key = Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation)
+            let key = Array(X25519PrivateKey().publicKey.rawRepresentation)
             let text = KeyText.encode(key)
             #expect(text.count == 47)
             #expect(text.hasPrefix("smk1"))
@@ -34,7 +34,7 @@ struct KeysTests {
 
     @Test("bad key texts are refused with the problem named")
     func keyTextRefusals() throws {
-        let good = KeyText.encode(Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation))
+        let good = KeyText.encode(Array(X25519PrivateKey().publicKey.rawRepresentation))
         func refusal(_ text: String) -> String? {
             do { _ = try KeyText.decode(text); return nil } catch { #expect(error.kind == .invalidKey); return error.description }
         }
@@ -68,8 +68,8 @@ struct KeysTests {
 
     @Test("fingerprint: 16 hex digits, differs between keys, stable for one key")
     func fingerprint() {
-        let a = Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation)
-        let b = Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation)
+        let a = Array(X25519PrivateKey().publicKey.rawRepresentation)
+        let b = Array(X25519PrivateKey().publicKey.rawRepresentation)
         #expect(keyFingerprint(a).count == 16)
         #expect(keyFingerprint(a).allSatisfy { "0123456789abcdef".contains($0) })
         #expect(keyFingerprint(a) == keyFingerprint(a))
@@ -133,8 +133,8 @@ struct KeysTests {
     func trustLifecycle() throws {
         let store = try KeyStore(folder: temporaryKeysPath("trust"))
         #expect(try store.trustedPeers().isEmpty)
-        let a = Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation)
-        let b = Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation)
+        let a = Array(X25519PrivateKey().publicKey.rawRepresentation)
+        let b = Array(X25519PrivateKey().publicKey.rawRepresentation)
         try store.trust(name: "alice", publicKey: a)
         let expiry = try RFC3339.parse("2030-05-01T10:20:30Z")
         try store.trust(name: "bob.b_1-x", publicKey: b, expires: expiry)
@@ -157,7 +157,7 @@ struct KeysTests {
     @Test("names outside [A-Za-z0-9._-]{1,64} and bad keys are refused")
     func nameRules() throws {
         let store = try KeyStore(folder: temporaryKeysPath("names"))
-        let key = Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation)
+        let key = Array(X25519PrivateKey().publicKey.rawRepresentation)
         for bad in ["", "a b", "ä", "x/y", String(repeating: "n", count: 65), "new\nline"] {
             #expect(throws: KeyStoreError.self) { try store.trust(name: bad, publicKey: key) }
         }
@@ -169,7 +169,7 @@ struct KeysTests {
     @Test("a damaged trusted file names its line")
     func damagedTrustFile() throws {
         let store = try KeyStore(folder: temporaryKeysPath("dmg"))
-        let key = KeyText.encode(Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation))
+        let key = KeyText.encode(Array(X25519PrivateKey().publicKey.rawRepresentation))
         try "ok \(key)\n# comment\n\nbroken line here too\n".write(toFile: store.folder + "/trusted", atomically: false, encoding: .utf8)
         do {
             _ = try store.trustedPeers()
@@ -184,7 +184,7 @@ struct KeysTests {
     func concurrentTrust() async throws {
         let path = temporaryKeysPath("lock")
         _ = try KeyStore(folder: path)
-        let keys = (0..<16).map { _ in Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation) }
+        let keys = (0..<16).map { _ in Array(X25519PrivateKey().publicKey.rawRepresentation) }
         await withTaskGroup(of: Void.self) { group in
             for (i, key) in keys.enumerated() {
                 group.addTask { try? KeyStore(folder: path).trust(name: "p\(i)", publicKey: key) }

@@ -1,4 +1,5 @@
-import Crypto
+import Clocks
+import ModemCrypto
 import Foundation
 import ModemMessaging
 import Testing
@@ -28,7 +29,7 @@ struct NoiseInteropTests {
         #expect(NoisePeer.isAvailable, "no Python venv with noiseprotocol at \(NoisePeer.python): run scripts/msg-venv.sh")
         guard NoisePeer.isAvailable else { return }
         let keys = try KeyStore(folder: temporaryKeysPath("py"))
-        let pythonKey = Curve25519.KeyAgreement.PrivateKey()
+        let pythonKey = X25519PrivateKey()
         try keys.trust(name: "pypeer", publicKey: Array(pythonKey.publicKey.rawRepresentation))
         let listener = try TCPListener(host: "127.0.0.1", port: 0)
         defer { listener.close() }
@@ -46,7 +47,7 @@ struct NoiseInteropTests {
         try process.run()
 
         let session = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
-                                                       options: SessionOptions(userName: "swift", service: .mailbox, keys: keys))
+                                                       options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: SessionClock(TestClock())))
         #expect(session.peer == SessionPeer(name: "pypeer", publicKey: Array(pythonKey.publicKey.rawRepresentation)))
         var received: [[UInt8]] = []
         var end: SessionEnd?
@@ -80,14 +81,14 @@ struct NoiseInteropTests {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: NoisePeer.python)
         process.arguments = [messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
-                             hexString(Array(Curve25519.KeyAgreement.PrivateKey().rawRepresentation)), hexString(try keys.publicKey()), "1", "00"]
+                             hexString(Array(X25519PrivateKey().rawRepresentation)), hexString(try keys.publicKey()), "1", "00"]
         let output = Pipe()
         process.standardOutput = output
         process.standardError = output
         try process.run()
         do {
             _ = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
-                                                 options: SessionOptions(userName: "swift", service: .mailbox, keys: keys))
+                                                 options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: SessionClock(TestClock())))
             Issue.record("an untrusted peer was accepted")
         } catch let failure as SessionFailure {
             #expect(failure.seedName == "FAIL_INVALID_AUTHORIZATION")

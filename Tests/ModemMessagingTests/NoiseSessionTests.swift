@@ -1,7 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Crypto
+import Clocks
+import ModemCrypto
 import ModemMessaging
 import Synchronization
 import Testing
@@ -39,6 +40,32 @@ final class CuttableTransport: MessageTransport {
     func close() async { if !cut.load(ordering: .relaxed) { await inner.close() } }
 }
 
+/// A transport wrapper that counts the frames it received, so a test can wait for the peer's next frame.
+final class CountingTransport: MessageTransport {
+    let inner: any MessageTransport
+    private let count = Atomic<Int>(0)
+    init(inner: any MessageTransport) { self.inner = inner }
+    var received: Int { count.load(ordering: .acquiring) }
+    var kind: TransportKind { inner.kind }
+    var maximumFrameSize: Int { inner.maximumFrameSize }
+    func send(_ frame: [UInt8]) async throws(TransportError) { try await inner.send(frame) }
+    func receive() async -> TransportInput {
+        let input = await inner.receive()
+        if case .frame = input { count.add(1, ordering: .releasing) }
+        return input
+    }
+    func close() async { await inner.close() }
+}
+
+/// Waits (real time only as a hang guard, 120 s) until `condition` holds.
+func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
+    let guardTime = ContinuousClock.now + .seconds(120)
+    while !condition() {
+        guard ContinuousClock.now < guardTime else { throw CancellationError() }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+}
+
 /// A transport wrapper that notes when it was closed.
 final class WatchedTransport: MessageTransport {
     let inner: TCPTransport
@@ -55,14 +82,18 @@ final class WatchedTransport: MessageTransport {
     }
 }
 
-/// Sessions on both ends of a loopback TCP connection.
+/// Sessions on both ends of a loopback TCP connection. Their timers run on `clock`: by default a
+/// manual clock nobody moves, so no handshake timeout or keepalive fires however slow the machine.
 func sessionPair(keys: (KeyStore, KeyStore), keepalive: Double? = nil, limitsA: SessionLimits? = nil,
+                 clock: SessionClock = SessionClock(TestClock()),
                  wrap: @escaping @Sendable (TCPTransport, Bool) -> any MessageTransport = { t, _ in t })
     async throws -> (Result<NoiseSession, SessionFailure>, Result<NoiseSession, SessionFailure>) {
     let listener = try TCPListener(host: "127.0.0.1", port: 0)
     defer { listener.close() }
-    let optionsA = SessionOptions(userName: "alice", service: .mailbox, keepalive: keepalive, keys: keys.0, limits: limitsA ?? SessionLimits.none)
-    let optionsB = SessionOptions(userName: "bob", service: .mailbox, keepalive: keepalive, keys: keys.1, limits: SessionLimits.none)
+    let optionsA = SessionOptions(userName: "alice", service: .mailbox, keepalive: keepalive, keys: keys.0, limits: limitsA ?? SessionLimits.none,
+                                  clock: clock)
+    let optionsB = SessionOptions(userName: "bob", service: .mailbox, keepalive: keepalive, keys: keys.1, limits: SessionLimits.none,
+                                  clock: clock)
     async let responder: Result<NoiseSession, SessionFailure> = {
         do {
             let t = try await listener.accept()
@@ -136,8 +167,8 @@ struct NoiseSessionTests {
         if case .failure(let f) = rd { #expect(f.seedName == "FAIL_INVALID_AUTHORIZATION") } else { Issue.record("responder connected") }
     }
 
-    @Test("a peer whose connection vanishes (RST) is END_OTHER_USER_LOST at once; a silent line is END_LOST_NET after 2 x keepalive")
-    func lostPeers() async throws {
+    @Test("a peer whose connection vanishes (RST) is END_OTHER_USER_LOST with no timer involved (the clock never moves)")
+    func peerVanishes() async throws {
         let keys = try keyPair()
         let transports = Mutex<[TCPTransport]>([])
         let (ra, rb) = try await sessionPair(keys: keys, keepalive: 0.5) { t, initiator in
@@ -146,29 +177,52 @@ struct NoiseSessionTests {
         }
         let a = try ra.get()
         _ = try rb.get()
-        let start = ContinuousClock.now
         transports.withLock { $0[0] }.abort()  // the responder's socket, as if its process died
         let (_, end) = await drain(a)
         #expect(end.seedName == "END_OTHER_USER_LOST")
-        #expect(ContinuousClock.now - start < .seconds(5))  // at once: EOF/RST, not the keepalive (generous for loaded CI)
+    }
 
+    @Test("keepalive on a manual clock: an idle session lives through 5 keepalive periods; once the line is cut both ends are END_LOST_NET after 2 x keepalive of silence")
+    func keepaliveAndSilence() async throws {
+        let keys = try keyPair()
+        let clock = TestClock()
+        let counting = Mutex<[CountingTransport]>([])
         let cuts = Mutex<[CuttableTransport]>([])
-        // Keepalive 2 s here, so a loaded machine's scheduling delays do not look like silence.
-        let (rc, rd) = try await sessionPair(keys: keys, keepalive: 2) { t, _ in
-            let c = CuttableTransport(inner: t)
-            cuts.withLock { $0.append(c) }
+        let (rc, rd) = try await sessionPair(keys: keys, keepalive: 2, clock: SessionClock(clock)) { t, _ in
+            let cut = CuttableTransport(inner: t)
+            cuts.withLock { $0.append(cut) }
+            let c = CountingTransport(inner: cut)
+            counting.withLock { $0.append(c) }
             return c
         }
         let c = try rc.get(), d = try rd.get()
-        try await Task.sleep(for: .seconds(5))  // keepalive keeps an idle session up
+        final class Ends: Sendable { let list = Mutex<[SessionEnd]>([]) }
+        let box = Ends()
+        var drains: [Task<Void, Never>] = []
+        for s in [c, d] { drains.append(Task { let (_, end) = await drain(s); box.list.withLock { $0.append(end) } }) }
+        // Idle: each keepalive period, both ends hear a frame (PING or PONG) from the other; we wait for
+        // those frames before moving the clock on, so the link is never silent for 2 periods.
+        for _ in 0..<5 {
+            let before = counting.withLock { $0.map(\.received) }
+            for _ in 0..<8 { await clock.advance(by: .milliseconds(250)) }
+            try await waitUntil("keepalive frames") {
+                let now = counting.withLock { $0.map(\.received) }
+                return zip(now, before).allSatisfy { $0 > $1 } || !box.list.withLock { $0.isEmpty }
+            }
+        }
+        #expect(box.list.withLock { $0.isEmpty }, "an idle session must survive on keepalive: \(box.list.withLock { $0 })")
+        // Cut: frames stop both ways; move the clock until both ends give up.
         for t in cuts.withLock({ $0 }) { t.cut.store(true, ordering: .relaxed) }
-        let cutAt = ContinuousClock.now
-        let (_, endC) = await drain(c)
-        let (_, endD) = await drain(d)
-        #expect(endC.seedName == "END_LOST_NET" && endD.seedName == "END_LOST_NET")
-        let waited = ContinuousClock.now - cutAt
-        #expect(endC.seedName == "END_LOST_NET", "an idle session must survive on keepalive until the cut")
-        #expect(waited > .seconds(1.5) && waited < .seconds(12), "\(waited)")  // 2 x 2 s from the last frame heard, up to 2 s before the cut
+        var steps = 0
+        while box.list.withLock({ $0.count }) < 2 && steps < 400 {
+            await clock.advance(by: .milliseconds(250))
+            steps += 1
+            try await Task.sleep(for: .milliseconds(1))  // let the timer loops run between steps
+        }
+        for task in drains { await task.value }
+        let got = box.list.withLock { $0 }
+        #expect(got.count == 2 && got.allSatisfy { $0.seedName == "END_LOST_NET" }, "\(got)")
+        #expect(Double(steps) * 0.25 >= 3.5, "ended after \(Double(steps) * 0.25) s of clock time, before 2 x keepalive")
         for t in cuts.withLock({ $0 }) { await t.inner.close() }
     }
 
@@ -204,9 +258,11 @@ struct NoiseSessionTests {
                 sent.add(1, ordering: .relaxed)
             }
         }
-        // Wait (at most 30 s) until the count stops moving for a second.
+        // Wait until the first record is out, then until the count stops moving for a second (the
+        // bounds below hold however slow the machine is: a slow sender only stops earlier).
+        try await waitUntil("the first record sent") { sent.load(ordering: .relaxed) > 0 }
         var stalled = -1
-        for _ in 0..<30 {
+        for _ in 0..<120 {
             try await Task.sleep(for: .seconds(1))
             let now = sent.load(ordering: .relaxed)
             if now == stalled { break }

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import Foundation
 import ModemMessaging
 import Testing
@@ -26,8 +26,8 @@ struct NoiseVectorFile: Decodable {
 
 func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
 
-func privateKey(_ hex: String) throws -> Curve25519.KeyAgreement.PrivateKey {
-    try Curve25519.KeyAgreement.PrivateKey(rawRepresentation: hexBytes(hex))
+func privateKey(_ hex: String) throws -> X25519PrivateKey {
+    try X25519PrivateKey(rawRepresentation: hexBytes(hex))
 }
 
 @Suite("Noise XX")
@@ -82,7 +82,7 @@ struct NoiseTests {
 
     @Test("another prologue, a changed byte or a truncated message fails and leaves the state usable")
     func failures() throws {
-        let a = Curve25519.KeyAgreement.PrivateKey(), b = Curve25519.KeyAgreement.PrivateKey()
+        let a = X25519PrivateKey(), b = X25519PrivateKey()
         var i = HandshakeState(initiator: true, prologue: [1], staticKey: a)
         var r = HandshakeState(initiator: false, prologue: [2], staticKey: b)
         _ = try r.readMessage(try i.writeMessage(payload: []))
@@ -128,9 +128,22 @@ struct NoiseTests {
     func hkdf() {
         let ck = [UInt8](repeating: 1, count: 32), ikm = [UInt8](repeating: 2, count: 32)
         let (o1, o2, o3) = SymmetricState.hkdf(chainingKey: ck, inputKeyMaterial: ikm, outputs: 3)
-        let temp = SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: ikm, using: SymmetricKey(data: ck)))
-        #expect(o1 == Array(HMAC<SHA256>.authenticationCode(for: [1], using: temp)))
-        #expect(o2 == Array(HMAC<SHA256>.authenticationCode(for: o1 + [2], using: temp)))
-        #expect(o3 == Array(HMAC<SHA256>.authenticationCode(for: o2 + [3], using: temp)))
+        let temp = HMACSHA256.code(for: ikm, key: ck)
+        #expect(o1 == HMACSHA256.code(for: [1], key: temp))
+        #expect(o2 == HMACSHA256.code(for: o1 + [2], key: temp))
+        #expect(o3 == HMACSHA256.code(for: o2 + [3], key: temp))
+    }
+
+    @Test("HMAC-SHA-256 and HKDF-SHA-256 give the published answers (RFC 4231 case 2, RFC 5869 cases 1 and 3)")
+    func hmacAndHKDFVectors() {
+        #expect(HMACSHA256.code(for: Array("what do ya want for nothing?".utf8), key: Array("Jefe".utf8))
+                == hexBytes("5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"))
+        let ikm = [UInt8](repeating: 0x0b, count: 22)
+        #expect(HMACSHA256.hkdf(inputKeyMaterial: ikm, salt: Array(0...12), info: Array(0xf0...0xf9), length: 42)
+                == hexBytes("3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"))
+        #expect(HMACSHA256.hkdf(inputKeyMaterial: ikm, salt: [UInt8](), info: [UInt8](), length: 42)
+                == hexBytes("8da4e775a563c18f715f802a063c5a31b8a11f5c5ee1879ec3454e5f3c738d2d9d201395faa4b61a96c8"))
+        #expect(SHA256Hasher.hash(Array("abc".utf8))
+                == hexBytes("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"))
     }
 }

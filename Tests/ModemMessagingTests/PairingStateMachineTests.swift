@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import ModemMessaging
 import Testing
 
@@ -124,13 +124,13 @@ final class SimulatedRoom {
     }
 }
 
-private func key(_ seed: UInt8) -> Curve25519.KeyAgreement.PrivateKey {
+private func key(_ seed: UInt8) -> X25519PrivateKey {
     var raw = [UInt8](repeating: seed, count: 32)
     raw[0] = 0x40
-    return try! Curve25519.KeyAgreement.PrivateKey(rawRepresentation: raw)
+    return try! X25519PrivateKey(rawRepresentation: raw)
 }
 
-private func machine(_ role: PairingRole, _ k: Curve25519.KeyAgreement.PrivateKey, seed: UInt64, name: String? = nil,
+private func machine(_ role: PairingRole, _ k: X25519PrivateKey, seed: UInt64, name: String? = nil,
                      seconds: Double = 10) -> PairingStateMachine {
     var r = SeededRandom(seed)
     return PairingStateMachine(role: role, privateKey: k, name: name, seconds: seconds,
@@ -274,7 +274,7 @@ struct PairingStateMachineTests {
         var notes: [String] = []
         for trial in 0..<trials {
             var r = SeededRandom(seedBase + UInt64(trial))
-            let keys = (0..<4).map { _ in Curve25519.KeyAgreement.PrivateKey() }
+            let keys = (0..<4).map { _ in X25519PrivateKey() }
             // Ends 0, 1: listeners (partners of 2, 3); ends 2, 3: announcers, each after its listener.
             let l0 = r.uniform() * listenerSpread, l1 = r.uniform() * listenerSpread
             let starts = [l0, l1, max(l0, 0.5) + r.uniform() * 1.0, max(l1, 0.5) + r.uniform() * 1.0]
@@ -327,7 +327,7 @@ struct PairingStateMachineTests {
         var paired = 0
         for trial in 0..<20 {
             var r = SeededRandom(UInt64(5000 + trial))
-            let keys = (0..<4).map { _ in Curve25519.KeyAgreement.PrivateKey() }
+            let keys = (0..<4).map { _ in X25519PrivateKey() }
             let second = 8 + r.uniform() * 2
             let starts = [r.uniform() * 0.5, second, 0.5 + r.uniform() * 0.5, second + 0.5 + r.uniform() * 0.5]
             let ends = (0..<4).map { i in

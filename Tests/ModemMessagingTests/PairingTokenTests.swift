@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import ModemMessaging
 import Testing
 

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import Foundation
 import ModemMessaging
 import Testing
@@ -17,8 +17,8 @@ struct MachinePair {
     var framesAtoB: [[UInt8]] = []
     var framesBtoA: [[UInt8]] = []
 
-    static let keyA = Curve25519.KeyAgreement.PrivateKey()
-    static let keyB = Curve25519.KeyAgreement.PrivateKey()
+    static let keyA = X25519PrivateKey()
+    static let keyB = X25519PrivateKey()
     static var publicA: [UInt8] { Array(keyA.publicKey.rawRepresentation) }
     static var publicB: [UInt8] { Array(keyB.publicKey.rawRepresentation) }
 
@@ -154,7 +154,7 @@ struct SessionTests {
 
     @Test("the responder does not trust the initiator: REJECT, both fail with FAIL_INVALID_AUTHORIZATION, zero module records")
     func responderRefuses() {
-        var p = MachinePair(trustAtB: [TrustedPeer(name: "other", publicKey: Array(Curve25519.KeyAgreement.PrivateKey().publicKey.rawRepresentation))])
+        var p = MachinePair(trustAtB: [TrustedPeer(name: "other", publicKey: Array(X25519PrivateKey().publicKey.rawRepresentation))])
         p.start()
         #expect(MachinePair.failure(p.actionsA) == .invalidAuthorization("the peer does not trust this installation's key (your key is not trusted here)"))
         #expect(MachinePair.failure(p.actionsB)?.seedName == "FAIL_INVALID_AUTHORIZATION")

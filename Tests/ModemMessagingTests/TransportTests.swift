@@ -7,7 +7,7 @@ import Testing
 
 /// A raw TCP client for the transport tests (what a foreign program would do).
 func rawConnect(port: Int) throws -> Int32 {
-    try TCPSocket.connect(host: "127.0.0.1", port: port, timeoutMilliseconds: 5000).fd
+    try TCPSocket.connect(host: "127.0.0.1", port: port, timeoutMilliseconds: 60_000).fd
 }
 
 func rawSend(_ fd: Int32, _ bytes: [UInt8]) {
@@ -18,7 +18,7 @@ func rawSend(_ fd: Int32, _ bytes: [UInt8]) {
     }
 }
 
-/// Reads until `count` bytes or the end; nil on timeout (5 s).
+/// Reads until `count` bytes or the end; what came when the hang guard (60 s) runs out.
 func rawReceive(_ fd: Int32, count: Int) async -> [UInt8] {
     var out: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -27,7 +27,7 @@ func rawReceive(_ fd: Int32, count: Int) async -> [UInt8] {
         switch r {
         case .bytes(let n): out += buffer[0..<n]
         case .wouldBlock:
-            if await SocketWaiter.shared.wait(fd: fd, for: .readable, timeoutMilliseconds: 5000) != .ready { return out }
+            if await SocketWaiter.shared.wait(fd: fd, for: .readable, timeoutMilliseconds: 60_000) != .ready { return out }
         default: return out
         }
     }

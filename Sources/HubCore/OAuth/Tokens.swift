@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 
 /// Opaque tokens and ids: random bytes, base64url or base32 text with a prefix naming the kind.
 public enum HubTokens {
@@ -30,7 +30,7 @@ public enum HubTokens {
     }
 
     /// SHA-256 of the token's UTF-8 text: what the database keeps.
-    public static func sha256(_ text: String) -> [UInt8] { Array(SHA256.hash(data: Array(text.utf8))) }
+    public static func sha256(_ text: String) -> [UInt8] { Array(SHA256Hasher.hash(Array(text.utf8))) }
 
     /// base64url without padding (RFC 4648 section 5).
     public static func base64url(_ bytes: [UInt8]) -> String {

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -269,12 +269,12 @@ public actor DataConnections {
                                          fileKey: [], description: description, name: "")
         await adjustOutgoing(+1)
         defer { Task { await self.adjustOutgoing(-1) } }
-        var hasher = SHA256()
+        var hasher = SHA256Hasher()
         var block: UInt32 = 0
         var at = 0
         while at < data.count {
             let end = min(data.count, at + blockSize)
-            data.withUnsafeBytes { hasher.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[at..<end])) }
+            data.withUnsafeBytes { hasher.update(bytes: UnsafeRawBufferPointer(rebasing: $0[at..<end])) }
             let hash = Array(hasher.finalize())
             try await sendBlock(key, block: block, bytes: data[at..<end], hash: hash)
             at = end
@@ -302,7 +302,7 @@ public actor DataConnections {
         let mtime = UInt64(bitPattern: Int64(st.st_mtim.tv_sec)) &* 1_000_000_000 &+ UInt64(st.st_mtim.tv_nsec)
         var keyInput = DataByteWriter()
         keyInput.bytes(Array("SM-file-1".utf8)); keyInput.bytes(Array(sendName.utf8)); keyInput.u64(size); keyInput.u64(mtime)
-        let fileKey = Array(SHA256.hash(data: keyInput.out).prefix(16))
+        let fileKey = Array(SHA256Hasher.hash(keyInput.out).prefix(16))
         let blockSize = configuration.blockSize
         let blocks = Int((size + UInt64(blockSize) - 1) / UInt64(blockSize))
 
@@ -322,12 +322,12 @@ public actor DataConnections {
         case .ended(let reason): throw .ended(reason)
         }
         // Re-hash what the receiver claims; on any difference send everything.
-        var hasher = SHA256()
+        var hasher = SHA256Hasher()
         if have > 0 {
             for b in 0..<have {
                 (_, hasher, _) = try Self.readBlock(fd: fd, index: b, blockSize: blockSize, size: size, hasher: hasher)
             }
-            if Array(hasher.finalize()) != aggregate { have = 0; hasher = SHA256() }
+            if Array(hasher.finalize()) != aggregate { have = 0; hasher = SHA256Hasher() }
         }
         progress?(min(size, UInt64(have) * UInt64(blockSize)), size)
         var sentBytes: UInt64 = 0
@@ -351,7 +351,7 @@ public actor DataConnections {
                 sentBytes += UInt64(current.bytes.count)
                 progress?(min(size, UInt64(index + 1) * UInt64(blockSize)), size)
                 let failed = await isFailed(key)
-                let n: (bytes: [UInt8], hasher: SHA256, hash: [UInt8])?
+                let n: (bytes: [UInt8], hasher: SHA256Hasher, hash: [UInt8])?
                 do { n = try await upcoming } catch let e as DataError { throw e } catch { throw .io("\(error)") }
                 hasher = current.hasher
                 if failed { break }
@@ -382,9 +382,9 @@ public actor DataConnections {
     /// state after them, and the chained hash (SHA-256 of the file up to the end of this block).
     /// A buffer from `spare`, when it has the block's length, is read into instead of a new array (the
     /// sender hands back the block it finished sending, so a file's blocks reuse two buffers).
-    static func readBlock(fd: Int32, index: Int, blockSize: Int, size: UInt64, hasher: SHA256,
+    static func readBlock(fd: Int32, index: Int, blockSize: Int, size: UInt64, hasher: SHA256Hasher,
                           reusing spare: SpareBuffer? = nil) throws(DataError)
-        -> (bytes: [UInt8], hasher: SHA256, hash: [UInt8]) {
+        -> (bytes: [UInt8], hasher: SHA256Hasher, hash: [UInt8]) {
         let start = UInt64(index) * UInt64(blockSize)
         let length = Int(min(UInt64(blockSize), size - start))
         var h = hasher
@@ -397,7 +397,7 @@ public actor DataConnections {
                 if r <= 0 { failure = r == 0 ? "the file got shorter while being sent" : String(cString: strerror(errno)); break }
                 done += r
             }
-            h.update(bufferPointer: UnsafeRawBufferPointer(start: buffer.baseAddress, count: done))
+            h.update(bytes: UnsafeRawBufferPointer(start: buffer.baseAddress, count: done))
             return done
         }
         var bytes: [UInt8]
@@ -674,7 +674,7 @@ public actor DataConnections {
             return await refuse(key, name: b.description, reason: .protocolError)
         }
         b.data.append(contentsOf: bytes)
-        bytes.withUnsafeBytes { b.hasher.update(bufferPointer: $0) }
+        bytes.withUnsafeBytes { b.hasher.update(bytes: $0) }
         b.offsetInBlock += bytes.count
         if last {
             guard b.offsetInBlock == blockLength, let hash, Array(b.hasher.finalize()) == hash else {
@@ -801,7 +801,7 @@ struct IncomingBlob {
     var blockSize: Int
     var description: String
     var data: [UInt8] = []
-    var hasher = SHA256()
+    var hasher = SHA256Hasher()
     var nextBlock = 0
     var offsetInBlock = 0
 }

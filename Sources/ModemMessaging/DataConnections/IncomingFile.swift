@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -19,7 +19,7 @@ final class IncomingFile {
     private(set) var resumedBlocks = 0
     private(set) var nextBlock = 0
     private var offsetInBlock = 0
-    private var hasher = SHA256()
+    private var hasher = SHA256Hasher()
     /// The chained hash of the verified prefix (32 zero bytes when empty): CH-HAVE's aggregate.
     private(set) var aggregate = [UInt8](repeating: 0, count: 32)
     private var partialDir: Int32 = -1
@@ -44,7 +44,7 @@ final class IncomingFile {
     }
 
     static func base(peerKey: [UInt8], fileKey: [UInt8]) -> String {
-        hex(SHA256.hash(data: peerKey).prefix(8)) + "-" + hex(fileKey.prefix(16))
+        hex(SHA256Hasher.hash(peerKey).prefix(8)) + "-" + hex(fileKey.prefix(16))
     }
 
     init(folder: ReceiveFolder, peerKey: [UInt8], fileKey: [UInt8], size: UInt64, blockSize: Int, name: String,
@@ -106,14 +106,14 @@ final class IncomingFile {
         }
         var buffer = [UInt8](repeating: 0, count: blockSize)
         var stored = [UInt8](repeating: 0, count: 32)
-        var h = SHA256()
+        var h = SHA256Hasher()
         var good = 0
         for i in 0..<claimed {
             let length = blockLength(i)
             guard readFully(partFd, &buffer, length, off_t(UInt64(i) * UInt64(blockSize))),
                   pread(stateFd, &stored, 32, off_t(Self.header + 32 * i)) == 32 else { break }
             var next = h
-            buffer.withUnsafeBytes { next.update(bufferPointer: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
+            buffer.withUnsafeBytes { next.update(bytes: UnsafeRawBufferPointer(rebasing: $0[0..<length])) }
             guard Array(next.finalize()) == stored else { break }
             h = next
             good = i + 1
@@ -151,7 +151,7 @@ final class IncomingFile {
             // there): it starts again from the beginning, and so do we.
             nextBlock = 0
             resumedBlocks = 0
-            hasher = SHA256()
+            hasher = SHA256Hasher()
             aggregate = [UInt8](repeating: 0, count: 32)
             writeHeader(verified: 0)
         }
@@ -166,7 +166,7 @@ final class IncomingFile {
                 if r <= 0 { return false }
                 done += r
             }
-            hasher.update(bufferPointer: raw)
+            hasher.update(bytes: raw)
             return true
         }
         guard ok else { return .failed(.ioError) }

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Crypto
+import ModemCrypto
 import Foundation
 
 /// A peer whose key this installation trusts.
@@ -69,12 +69,12 @@ public struct KeyStore: Sendable {
 
     /// This installation's private key, created (and stored with mode 0600) on first use.
     /// - Throws: ``KeyStoreError``: the file is readable by others, damaged, or cannot be written.
-    public func identity() throws(KeyStoreError) -> Curve25519.KeyAgreement.PrivateKey {
+    public func identity() throws(KeyStoreError) -> X25519PrivateKey {
         if let key = try readIdentity() { return key }
-        return try FileOps.locked(folder) { () throws(KeyStoreError) -> Curve25519.KeyAgreement.PrivateKey in
+        return try FileOps.locked(folder) { () throws(KeyStoreError) -> X25519PrivateKey in
             if let key = try readIdentity() { return key }  // another process made it meanwhile
-            let key = Curve25519.KeyAgreement.PrivateKey()
-            let line = "x25519-private " + key.rawRepresentation.base64EncodedString() + "\n"
+            let key = X25519PrivateKey()
+            let line = "x25519-private " + Data(key.rawRepresentation).base64EncodedString() + "\n"
             try FileOps.writeAtomically(identityPath, Array(line.utf8))
             return key
         }
@@ -85,12 +85,12 @@ public struct KeyStore: Sendable {
         Array(try identity().publicKey.rawRepresentation)
     }
 
-    private func readIdentity() throws(KeyStoreError) -> Curve25519.KeyAgreement.PrivateKey? {
+    private func readIdentity() throws(KeyStoreError) -> X25519PrivateKey? {
         guard let bytes = try FileOps.read(identityPath, limit: 4096, privateFile: true) else { return nil }
         let text = String(decoding: bytes, as: UTF8.self).trimmingSpaces()
         let parts = text.split(separator: " ")
         guard parts.count == 2, parts[0] == "x25519-private", let raw = Data(base64Encoded: String(parts[1])), raw.count == 32,
-              let key = try? Curve25519.KeyAgreement.PrivateKey(rawRepresentation: raw)
+              let key = try? X25519PrivateKey(rawRepresentation: raw)
         else {
             throw KeyStoreError(.corrupt, "\(identityPath): not an identity file (expected one line 'x25519-private BASE64')")
         }

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 
 /// The text form of a public key people copy around: `smk1` followed by the 32 key bytes in
 /// base64url without padding (47 characters in all), e.g. in `modem keys show` and `modem keys trust`.
@@ -43,21 +43,20 @@ public enum KeyText {
         }
         // A point of small order times any clamped scalar (a multiple of 8) is the identity, whose
         // X25519 output is all zeros: one multiplication finds every such point, canonical or not.
-        guard let peer = try? Curve25519.KeyAgreement.PublicKey(rawRepresentation: bytes),
-              let secret = try? probeKey.sharedSecretFromKeyAgreement(with: peer),
-              secret.withUnsafeBytes({ $0.contains(where: { $0 != 0 }) })
+        guard let peer = try? X25519PublicKey(rawRepresentation: bytes),
+              (try? probeKey.sharedSecret(with: peer)) != nil
         else {
             throw KeyStoreError(.invalidKey, "the key is a low-order point of Curve25519, not a real public key")
         }
     }
 
-    private static let probeKey = try! Curve25519.KeyAgreement.PrivateKey(rawRepresentation: [UInt8](repeating: 0x5A, count: 32))
+    private static let probeKey = try! X25519PrivateKey(rawRepresentation: [UInt8](repeating: 0x5A, count: 32))
 }
 
 /// A short hex fingerprint of a public key (the first 8 bytes of its SHA-256), for file names and
 /// display: 16 lowercase hex digits.
 public func keyFingerprint(_ publicKey: [UInt8]) -> String {
-    let digest = SHA256.hash(data: publicKey)
+    let digest = SHA256Hasher.hash(publicKey)
     return digest.prefix(8).map { byte in
         let hex = Array("0123456789abcdef".utf8)
         return String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 15)]], as: UTF8.self)

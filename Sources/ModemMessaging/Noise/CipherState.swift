@@ -1,12 +1,11 @@
-import Crypto
-import Foundation
+import ModemCrypto
 
 /// The AEAD of a Noise protocol name (spec rev. 34, section 12): `ChaChaPoly` or `AESGCM`.
 public enum NoiseCipher: String, Sendable, CaseIterable {
     /// ChaCha20-Poly1305; the nonce is 32 zero bits then the counter little-endian.
     case chaChaPoly = "ChaChaPoly"
     /// AES-256-GCM; the nonce is 32 zero bits then the counter big-endian. Sessions use it: with
-    /// AES-NI/VAES swift-crypto seals 64 KB records at 5-7 GB/s here, against 1.2-1.7 GB/s for
+    /// AES-NI/VAES swift-crypto sealed 64 KB records at 5-7 GB/s here, against 1.2-1.7 GB/s for
     /// ChaChaPoly through the same API (Benchmarks/README.md, "Messaging: faster record path").
     case aesGCM = "AESGCM"
 }
@@ -15,7 +14,7 @@ public enum NoiseCipher: String, Sendable, CaseIterable {
 /// nonce `n`. `n` = 2^64 - 1 is reserved, so a state that reaches it refuses to encrypt or decrypt again.
 public struct CipherState: Sendable {
     /// The key, or nil before one is set (then encryption is the identity, as the spec says).
-    private(set) var key: SymmetricKey?
+    private(set) var key: [UInt8]?
     /// The AEAD.
     public let cipher: NoiseCipher
     /// The next nonce.
@@ -29,7 +28,7 @@ public struct CipherState: Sendable {
 
     /// A state with a 32-byte key and nonce 0.
     public init(key: [UInt8], cipher: NoiseCipher = .chaChaPoly) {
-        self.key = SymmetricKey(data: key)
+        self.key = key
         self.cipher = cipher
     }
 
@@ -49,37 +48,24 @@ public struct CipherState: Sendable {
         return bytes
     }
 
-    /// Seals `plaintext`: ciphertext and tag, appended to `out` (one copy from the sealed box).
-    static func seal<P: DataProtocol, A: DataProtocol>(_ cipher: NoiseCipher, key: SymmetricKey, counter: UInt64, ad: A,
-                                                       plaintext: P, into out: inout [UInt8]) throws(NoiseError) {
+    /// The AEAD that implements a Noise cipher.
+    static func aead(_ cipher: NoiseCipher) -> AEAD { cipher == .chaChaPoly ? .chaCha20Poly1305 : .aes256GCM }
+
+    /// Seals `plaintext`: ciphertext and tag, appended to `out`.
+    static func seal(_ cipher: NoiseCipher, key: [UInt8], counter: UInt64, ad: some Collection<UInt8>,
+                     plaintext: some Collection<UInt8>, into out: inout [UInt8]) throws(NoiseError) {
         do {
-            switch cipher {
-            case .chaChaPoly:
-                let box = try ChaChaPoly.seal(plaintext, using: key, nonce: try ChaChaPoly.Nonce(data: nonceBytes(counter, cipher)), authenticating: ad)
-                out.append(contentsOf: box.ciphertext)
-                out.append(contentsOf: box.tag)
-            case .aesGCM:
-                let box = try AES.GCM.seal(plaintext, using: key, nonce: try AES.GCM.Nonce(data: nonceBytes(counter, cipher)), authenticating: ad)
-                out.append(contentsOf: box.ciphertext)
-                out.append(contentsOf: box.tag)
-            }
+            try aead(cipher).seal(key: key, nonce: nonceBytes(counter, cipher), ad: ad, plaintext: plaintext, into: &out)
         } catch {
             throw NoiseError("\(cipher.rawValue) failed: \(error)")
         }
     }
 
     /// Opens ciphertext `c` with tag `t`: the plaintext.
-    static func open<C: DataProtocol, T: DataProtocol, A: DataProtocol>(_ cipher: NoiseCipher, key: SymmetricKey, counter: UInt64,
-                                                                        ad: A, ciphertext c: C, tag t: T) throws(NoiseError) -> Data {
+    static func open(_ cipher: NoiseCipher, key: [UInt8], counter: UInt64, ad: some Collection<UInt8>,
+                     ciphertext c: some Collection<UInt8>, tag t: some Collection<UInt8>) throws(NoiseError) -> [UInt8] {
         do {
-            switch cipher {
-            case .chaChaPoly:
-                let box = try ChaChaPoly.SealedBox(nonce: try ChaChaPoly.Nonce(data: nonceBytes(counter, cipher)), ciphertext: c, tag: t)
-                return try ChaChaPoly.open(box, using: key, authenticating: ad)
-            case .aesGCM:
-                let box = try AES.GCM.SealedBox(nonce: try AES.GCM.Nonce(data: nonceBytes(counter, cipher)), ciphertext: c, tag: t)
-                return try AES.GCM.open(box, using: key, authenticating: ad)
-            }
+            return try aead(cipher).open(key: key, nonce: nonceBytes(counter, cipher), ad: ad, ciphertext: c, tag: t)
         } catch {
             throw NoiseError("a message failed authentication (changed in transit, or another key)")
         }
@@ -105,7 +91,7 @@ public struct CipherState: Sendable {
         guard nonce != UInt64.max else { throw NoiseError("the nonce is used up (2^64 - 1 messages)") }
         guard ciphertext.count >= Self.tagLength else { throw NoiseError("a message shorter than its authentication tag") }
         let split = ciphertext.count - Self.tagLength
-        let plaintext = Array(try Self.open(cipher, key: key, counter: nonce, ad: ad, ciphertext: ciphertext[..<split], tag: ciphertext[split...]))
+        let plaintext = try Self.open(cipher, key: key, counter: nonce, ad: ad, ciphertext: ciphertext[..<split], tag: ciphertext[split...])
         nonce += 1
         return plaintext
     }

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 
 /// Noise's HandshakeState (spec rev. 34, section 5.3) for one pattern, XX:
 ///
@@ -26,9 +26,9 @@ public struct HandshakeState: Sendable {
     /// Whether this side sends the first message.
     public let initiator: Bool
     private var symmetric: SymmetricState
-    private let staticKey: Curve25519.KeyAgreement.PrivateKey
-    private let ephemeralKey: Curve25519.KeyAgreement.PrivateKey
-    private var remoteEphemeral: Curve25519.KeyAgreement.PublicKey?
+    private let staticKey: X25519PrivateKey
+    private let ephemeralKey: X25519PrivateKey
+    private var remoteEphemeral: X25519PublicKey?
     /// The peer's static public key, once its message carrying `s` was read.
     public private(set) var remoteStatic: [UInt8]?
     /// Messages written or read so far (0...3).
@@ -41,8 +41,8 @@ public struct HandshakeState: Sendable {
     ///   - staticKey: this side's identity.
     ///   - ephemeralKey: this handshake's ephemeral key (fresh and random unless a test fixes it).
     ///   - cipher: the AEAD (`ChaChaPoly` by default, as the published vectors use; sessions pass AESGCM).
-    public init(initiator: Bool, prologue: [UInt8], staticKey: Curve25519.KeyAgreement.PrivateKey,
-                ephemeralKey: Curve25519.KeyAgreement.PrivateKey = .init(), cipher: NoiseCipher = .chaChaPoly) {
+    public init(initiator: Bool, prologue: [UInt8], staticKey: X25519PrivateKey,
+                ephemeralKey: X25519PrivateKey = .init(), cipher: NoiseCipher = .chaChaPoly) {
         self.initiator = initiator
         self.cipher = cipher
         self.staticKey = staticKey
@@ -58,22 +58,17 @@ public struct HandshakeState: Sendable {
     /// The handshake hash `h` (equal on both sides after the handshake: a channel binding).
     public var handshakeHash: [UInt8] { symmetric.handshakeHash }
 
-    private func dh(_ key: Curve25519.KeyAgreement.PrivateKey, _ remote: Curve25519.KeyAgreement.PublicKey) throws(NoiseError) -> [UInt8] {
+    private func dh(_ key: X25519PrivateKey, _ remote: X25519PublicKey) throws(NoiseError) -> [UInt8] {
         do {
-            let secret = try key.sharedSecretFromKeyAgreement(with: remote)
-            let bytes = secret.withUnsafeBytes { Array($0) }
-            guard bytes.contains(where: { $0 != 0 }) else { throw NoiseError("the peer's key gives no shared secret (a low-order point)") }
-            return bytes
-        } catch let e as NoiseError {
-            throw e
+            return try key.sharedSecret(with: remote)
         } catch {
             throw NoiseError("the peer's key gives no shared secret (a low-order point)")
         }
     }
 
-    private static func publicKey(_ bytes: ArraySlice<UInt8>) throws(NoiseError) -> Curve25519.KeyAgreement.PublicKey {
+    private static func publicKey(_ bytes: ArraySlice<UInt8>) throws(NoiseError) -> X25519PublicKey {
         do {
-            return try Curve25519.KeyAgreement.PublicKey(rawRepresentation: bytes)
+            return try X25519PublicKey(rawRepresentation: bytes)
         } catch {
             throw NoiseError("a public key of the wrong length")
         }

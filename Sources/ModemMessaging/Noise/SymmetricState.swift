@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 
 /// Noise's SymmetricState (spec rev. 34, section 5.2) with SHA-256: the chaining key `ck`, the
 /// handshake hash `h`, and the CipherState keyed by MixKey.
@@ -17,7 +17,7 @@ public struct SymmetricState: Sendable {
         if name.count <= Self.hashLength {
             handshakeHash = name + [UInt8](repeating: 0, count: Self.hashLength - name.count)
         } else {
-            handshakeHash = Array(SHA256.hash(data: name))
+            handshakeHash = SHA256Hasher.hash(name)
         }
         chainingKey = handshakeHash
     }
@@ -31,10 +31,10 @@ public struct SymmetricState: Sendable {
 
     /// MixHash(data): `h = SHA-256(h || data)`.
     public mutating func mixHash(_ data: [UInt8]) {
-        var hasher = SHA256()
-        hasher.update(data: handshakeHash)
-        hasher.update(data: data)
-        handshakeHash = Array(hasher.finalize())
+        var hasher = SHA256Hasher()
+        hasher.update(handshakeHash)
+        hasher.update(data)
+        handshakeHash = hasher.finalize()
     }
 
     /// EncryptAndHash(plaintext).
@@ -62,11 +62,11 @@ public struct SymmetricState: Sendable {
 
     /// Noise's HKDF (section 4.3) on HMAC-SHA256: two or three 32-byte outputs.
     public static func hkdf(chainingKey: [UInt8], inputKeyMaterial: [UInt8], outputs: Int) -> ([UInt8], [UInt8], [UInt8]?) {
-        let tempKey = SymmetricKey(data: HMAC<SHA256>.authenticationCode(for: inputKeyMaterial, using: SymmetricKey(data: chainingKey)))
-        let output1 = Array(HMAC<SHA256>.authenticationCode(for: [0x01], using: tempKey))
-        let output2 = Array(HMAC<SHA256>.authenticationCode(for: output1 + [0x02], using: tempKey))
+        let tempKey = HMACSHA256.code(for: inputKeyMaterial, key: chainingKey)
+        let output1 = HMACSHA256.code(for: [0x01], key: tempKey)
+        let output2 = HMACSHA256.code(for: output1 + [0x02], key: tempKey)
         guard outputs == 3 else { return (output1, output2, nil) }
-        let output3 = Array(HMAC<SHA256>.authenticationCode(for: output2 + [0x03], using: tempKey))
+        let output3 = HMACSHA256.code(for: output2 + [0x03], key: tempKey)
         return (output1, output2, output3)
     }
 }

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 
 /// One message of pairing by sound (`docs/messaging-plan.md` section 4). Apart from the token, each
 /// starts with 'P', a type letter and the pairing session number (u16 BE); the line that carries them
@@ -122,26 +122,25 @@ public enum PairingMessageError: Error, Sendable, Hashable, CustomStringConverti
 public enum PairingCrypto {
     /// K = HKDF-SHA256(X25519(privateKey, peer), salt: SHA-256(T), info: "SM-pair-confirm-1"), 32 bytes.
     /// - Throws: when `peer` is not a valid X25519 public key (wrong length, all zeros, or a low-order point).
-    public static func confirmationKey(privateKey: Curve25519.KeyAgreement.PrivateKey, peer: [UInt8],
-                                       transcript: [UInt8]) throws -> SymmetricKey {
+    public static func confirmationKey(privateKey: X25519PrivateKey, peer: [UInt8],
+                                       transcript: [UInt8]) throws -> [UInt8] {
         try KeyText.validatePublicKey(peer)
-        let peerKey = try Curve25519.KeyAgreement.PublicKey(rawRepresentation: peer)
-        let shared = try privateKey.sharedSecretFromKeyAgreement(with: peerKey)
-        let salt = Array(SHA256.hash(data: transcript))
-        return shared.hkdfDerivedSymmetricKey(using: SHA256.self, salt: salt, sharedInfo: Array("SM-pair-confirm-1".utf8),
-                                              outputByteCount: 32)
+        let peerKey = try X25519PublicKey(rawRepresentation: peer)
+        let shared = try privateKey.sharedSecret(with: peerKey)
+        let salt = SHA256Hasher.hash(transcript)
+        return HMACSHA256.hkdf(inputKeyMaterial: shared, salt: salt, info: Array("SM-pair-confirm-1".utf8), length: 32)
     }
 
     /// HMAC-SHA256(K, role)[0..16], role "A" (announcer) or "B" (listener).
-    public static func mac(key: SymmetricKey, role: String) -> [UInt8] {
-        Array(HMAC<SHA256>.authenticationCode(for: Array(role.utf8), using: key)).prefix(PairingMessage.macLength).map { $0 }
+    public static func mac(key: [UInt8], role: String) -> [UInt8] {
+        Array(HMACSHA256.code(for: Array(role.utf8), key: key).prefix(PairingMessage.macLength))
     }
 
     /// The 6-digit code: u32 BE of SHA-256("SM-pair-code-1" | T)[0..4] mod 1,000,000.
     public static func code(transcript: [UInt8]) -> String {
-        var h = SHA256()
-        h.update(data: Array("SM-pair-code-1".utf8))
-        h.update(data: transcript)
+        var h = SHA256Hasher()
+        h.update(Array("SM-pair-code-1".utf8))
+        h.update(transcript)
         let d = Array(h.finalize())
         let v = (UInt32(d[0]) << 24 | UInt32(d[1]) << 16 | UInt32(d[2]) << 8 | UInt32(d[3])) % 1_000_000
         let s = String(v)

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 
 /// Which end of a pairing.
 public enum PairingRole: Sendable, Hashable {
@@ -96,7 +96,7 @@ public struct PairingStateMachine: Sendable {
     /// The failure, once failed.
     public private(set) var failure: PairingFailure?
 
-    private let privateKey: Curve25519.KeyAgreement.PrivateKey
+    private let privateKey: X25519PrivateKey
     private let name: [UInt8]
     private let seconds: Double
     private let session: UInt16
@@ -127,7 +127,7 @@ public struct PairingStateMachine: Sendable {
     private var answerBytes: [UInt8] = []
     private var peerName: [UInt8] = []
     private var revealBytes: [UInt8] = []
-    private var confirmationKey: SymmetricKey?
+    private var confirmationKey: [UInt8]?
     // Listener
     private var chosen: PairingToken?
     private var confirmBytes: [UInt8] = []
@@ -141,7 +141,7 @@ public struct PairingStateMachine: Sendable {
     ///   - seconds: give up this long after ``start(now:)``.
     ///   - timing: the timers.
     ///   - random: draws the session number and the 16 random bytes.
-    public init<R: RandomNumberGenerator>(role: PairingRole, privateKey: Curve25519.KeyAgreement.PrivateKey, name: String?,
+    public init<R: RandomNumberGenerator>(role: PairingRole, privateKey: X25519PrivateKey, name: String?,
                                           seconds: Double, timing: PairingTiming, random: inout R) {
         precondition(seconds > 0, "seconds must be positive")
         self.role = role

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import ModemCodecs
 
 /// The pairing token the announcing end plays (`docs/messaging-plan.md` section 4): 15 bytes that
@@ -41,10 +41,10 @@ public struct PairingToken: Sendable, Hashable {
     /// The commitment to a public key with a 16-byte random opening `r`:
     /// SHA-256("SM-pair-commit-1" | publicKey | r), first 8 bytes.
     public static func commitment(publicKey: [UInt8], opening r: [UInt8]) -> [UInt8] {
-        var h = SHA256()
-        h.update(data: Array("SM-pair-commit-1".utf8))
-        h.update(data: publicKey)
-        h.update(data: r)
+        var h = SHA256Hasher()
+        h.update(Array("SM-pair-commit-1".utf8))
+        h.update(publicKey)
+        h.update(r)
         return Array(h.finalize().prefix(commitmentLength))
     }
 

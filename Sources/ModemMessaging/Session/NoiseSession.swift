@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import Synchronization
 
 /// The running parts of a ``NoiseSession``: the machine behind a mutex, a bounded queue of records
@@ -38,19 +38,19 @@ final class SessionCore: Sendable {
 
     let transport: any MessageTransport
     let state: Mutex<State>
-    let origin = ContinuousClock.now
+    let clock: SessionClock
     let tickInterval: Double
+    /// The timer loop, cancelled once the transport is closed.
+    private let timer = Mutex<Task<Void, Never>?>(nil)
 
-    init(transport: any MessageTransport, machine: SessionStateMachine) {
+    init(transport: any MessageTransport, machine: SessionStateMachine, clock: SessionClock) {
         self.transport = transport
+        self.clock = clock
         state = Mutex(State(machine: machine))
         tickInterval = max(0.05, min(0.25, machine.configuration.keepalive / 8))
     }
 
-    var now: Double {
-        let d = ContinuousClock.now - origin
-        return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
-    }
+    var now: Double { clock.now() }
 
     /// Continuations to resume once the mutex is released.
     struct Wakeups {
@@ -132,7 +132,12 @@ final class SessionCore: Sendable {
         step { s, t in s.machine.start(now: t) }
         Task { await self.readLoop() }
         Task { await self.writeLoop() }
-        Task { await self.timerLoop() }
+        let task = Task { await self.timerLoop() }
+        let closed = timer.withLock { t in
+            t = task
+            return state.withLock { $0.transportClosed }
+        }
+        if closed { task.cancel() }
     }
 
     /// Waits for the handshake's outcome.
@@ -282,12 +287,13 @@ final class SessionCore: Sendable {
             if let end = s.end { Self.deliver(.ended(end), &s, &w) }
         }
         w.run()
+        timer.withLock { $0 }?.cancel()  // nothing left to time
     }
 
     private func timerLoop() async {
         var closingSince: Double?
         while true {
-            try? await Task.sleep(for: .milliseconds(Int(tickInterval * 1000)))
+            do { try await clock.sleep(tickInterval) } catch { return }  // cancelled: the transport is closed
             var transportClosed = false
             step { s, t in
                 transportClosed = s.transportClosed
@@ -432,8 +438,8 @@ public final class NoiseSession: RecordSession, Sendable {
     ///   `FAIL_EXCEEDED_RATE_LIMIT`, `FAIL_USER_CANCELED` when the task is cancelled. The transport
     ///   is closed after a failure (once the refusal went out).
     public static func establish(over transport: any MessageTransport, initiator: Bool, options: SessionOptions,
-                                 ephemeralKey: Curve25519.KeyAgreement.PrivateKey = .init()) async throws(SessionFailure) -> NoiseSession {
-        let identity: Curve25519.KeyAgreement.PrivateKey
+                                 ephemeralKey: X25519PrivateKey = .init()) async throws(SessionFailure) -> NoiseSession {
+        let identity: X25519PrivateKey
         let trusted: [TrustedPeer]
         do {
             identity = try options.keys.identity()
@@ -448,7 +454,7 @@ public final class NoiseSession: RecordSession, Sendable {
             handshakeTimeout: options.handshakeTimeout ?? (transport.kind == .stream ? 15 : 120), staticKey: identity,
             ephemeralKey: ephemeralKey, trusted: trusted, maximumFrameSize: transport.maximumFrameSize)
         let machine = SessionStateMachine(configuration: configuration)
-        let core = SessionCore(transport: transport, machine: machine)
+        let core = SessionCore(transport: transport, machine: machine, clock: options.clock)
         core.start()
         switch await core.waitEstablished() {
         case .success(let peer):

@@ -42,16 +42,20 @@ public struct SessionOptions: Sendable {
     public var limits: SessionLimits
     /// How long the handshake may take, in seconds (links need longer).
     public var handshakeTimeout: Double?
+    /// The clock of the session's timers (handshake timeout, keepalive, silence); the system's
+    /// monotonic clock unless a test gives a manual one.
+    public var clock: SessionClock
 
     /// Creates options.
     public init(userName: String = defaultUserName(), service: SessionService, keepalive: Double? = nil, keys: KeyStore,
-                limits: SessionLimits? = nil, handshakeTimeout: Double? = nil) {
+                limits: SessionLimits? = nil, handshakeTimeout: Double? = nil, clock: SessionClock = .continuous) {
         self.userName = userName
         self.service = service
         self.keepalive = keepalive
         self.keys = keys
         self.limits = limits ?? (service == .mailbox ? .mailboxDefault : .none)
         self.handshakeTimeout = handshakeTimeout
+        self.clock = clock
     }
 
     /// The keepalive to use on a transport of this kind.

@@ -1,4 +1,4 @@
-import Crypto
+import ModemCrypto
 import Foundation
 
 /// Which end of a session this is: the initiator dials and sends Noise's first message.
@@ -26,9 +26,9 @@ public struct SessionConfiguration: Sendable {
     /// How long the handshake may take, seconds.
     public var handshakeTimeout: Double
     /// Our identity.
-    public var staticKey: Curve25519.KeyAgreement.PrivateKey
+    public var staticKey: X25519PrivateKey
     /// This session's ephemeral key (random unless a test fixes it).
-    public var ephemeralKey: Curve25519.KeyAgreement.PrivateKey
+    public var ephemeralKey: X25519PrivateKey
     /// The trusted peers, read when the session starts.
     public var trusted: [TrustedPeer]
     /// The largest frame the transport carries.
@@ -40,8 +40,8 @@ public struct SessionConfiguration: Sendable {
 
     /// Creates a configuration.
     public init(role: SessionRole, userName: String, service: SessionService, transportKind: TransportKind, keepalive: Double,
-                limits: SessionLimits = .none, handshakeTimeout: Double = 30, staticKey: Curve25519.KeyAgreement.PrivateKey,
-                ephemeralKey: Curve25519.KeyAgreement.PrivateKey = .init(), trusted: [TrustedPeer],
+                limits: SessionLimits = .none, handshakeTimeout: Double = 30, staticKey: X25519PrivateKey,
+                ephemeralKey: X25519PrivateKey = .init(), trusted: [TrustedPeer],
                 maximumFrameSize: Int = SessionWire.maximumFrameLength, version: String = "SwiftModem") {
         self.role = role
         self.userName = userName

@@ -95,11 +95,14 @@ public final class KISSServer {
     ///     (the default) for never.
     ///   - evictionIdleSeconds: idle seconds after which a client gives its place to a new
     ///     connection when the server is full (>= 0, default 5).
+    ///   - clock: the clock idle times are measured on (the system's monotonic clock by default; a
+    ///     test passes a manual clock and moves it itself).
     /// - Throws: ``KISSServerError`` when the address does not resolve, the port is in use or not
     ///   allowed, or a socket call fails.
     public init(host: String = "127.0.0.1", port: Int, maximumClients: Int = 16, maximumOutputBytes: Int = 1 << 20,
                 readChunkBytes: Int = 4096, socketSendBufferBytes: Int? = nil,
-                idleTimeoutSeconds: Double? = nil, evictionIdleSeconds: Double = 5) throws(KISSServerError) {
+                idleTimeoutSeconds: Double? = nil, evictionIdleSeconds: Double = 5,
+                clock: some Clock<Duration> = ContinuousClock()) throws(KISSServerError) {
         if let t = idleTimeoutSeconds { precondition(t > 0 && t.isFinite, "KISSServer idleTimeoutSeconds must be positive, got \(t)") }
         precondition(evictionIdleSeconds >= 0 && evictionIdleSeconds.isFinite, "KISSServer evictionIdleSeconds must be 0 or more")
         precondition((0...65535).contains(port), "KISSServer port must be 0...65535, got \(port)")
@@ -117,7 +120,15 @@ public final class KISSServer {
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.evictionIdleSeconds = evictionIdleSeconds
         readBuffer = [UInt8](repeating: 0, count: readChunkBytes)
+        let origin = clock.now
+        secondsNow = {
+            let d = origin.duration(to: clock.now)
+            return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
+        }
     }
+
+    /// Seconds on the server's clock since it was made.
+    private let secondsNow: () -> Double
 
     deinit { close() }
 
@@ -226,7 +237,7 @@ public final class KISSServer {
                 // ECONNABORTED and the like: that connection is gone; EMFILE: try again next poll.
                 return
             case .connection(let fd, let peer):
-                let now = Self.now()
+                let now = now()
                 if clients.count >= maximumClients,
                    let idlest = clients.min(by: { $0.lastActivity < $1.lastActivity }),
                    now - idlest.lastActivity >= evictionIdleSeconds {
@@ -259,7 +270,7 @@ public final class KISSServer {
         case .failed(let code):
             remove(client, reason: .connectionError(code: code), into: &events)
         case .bytes(let n):
-            client.lastActivity = Self.now()
+            client.lastActivity = now()
             for frame in client.decoder.decode(readBuffer[0..<n]) {
                 events.append(.frame(frame, from: client.info))
             }
@@ -279,7 +290,7 @@ public final class KISSServer {
         case .failure(let f):
             return f.code == EPIPE ? .closedByClient : .connectionError(code: f.code)
         case .success(let n):
-            if n > 0 { client.lastActivity = Self.now() }
+            if n > 0 { client.lastActivity = now() }
             client.outputStart += n
             if client.outputStart == client.output.count {
                 client.output.removeAll(keepingCapacity: client.output.capacity <= 65536)
@@ -295,19 +306,15 @@ public final class KISSServer {
     /// Disconnects the clients idle past ``idleTimeoutSeconds``.
     private func dropIdleClients(into events: inout [KISSServerEvent]) {
         guard let limit = idleTimeoutSeconds, !clients.isEmpty else { return }
-        let now = Self.now()
+        let now = now()
         for client in clients where now - client.lastActivity >= limit {
             clientsDroppedAsIdle += 1
             remove(client, reason: .idle(seconds: now - client.lastActivity), into: &events)
         }
     }
 
-    /// Monotonic seconds.
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    /// Seconds on the server's clock.
+    func now() -> Double { secondsNow() }
 
     private func remove(_ client: Client, reason: KISSDisconnectReason, into events: inout [KISSServerEvent]) {
         guard let index = clients.firstIndex(where: { $0 === client }) else { return }

@@ -94,8 +94,8 @@ func bestMatch(of reference: [Float], in signal: [Float]) -> (lag: Int, score: D
     }
 }
 
-@Suite("ALSA through a loopback sound server", .serialized, .loopbackServer)
-struct ALSALoopbackTests {
+@Suite("ALSA through a loopback sound server (real time)", .serialized, .loopbackServer)
+struct ALSALoopbackRealTimeTests {
     @Test("a tone burst and a pseudo-random sequence played on default come back bit-exact")
     func roundTrip() throws {
         _ = try LoopbackServer.require()
