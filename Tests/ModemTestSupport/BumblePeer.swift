@@ -59,8 +59,9 @@ public final class BumblePeer {
     }
 
     /// Starts `scripts/bt-peer.py --port 0` plus `arguments` (e.g. `["--extra-devices", "2"]`) and
-    /// waits up to `readyTimeout` seconds for its READY line.
-    public static func start(_ arguments: [String] = [], readyTimeout: Double = 20) throws(BumblePeerError) -> BumblePeer {
+    /// waits for its READY line (which names the ports it got); `readyTimeout` seconds is a hang guard,
+    /// far above the second or two Python and Bumble take to start on a busy machine.
+    public static func start(_ arguments: [String] = [], readyTimeout: Double = 120) throws(BumblePeerError) -> BumblePeer {
         let python = Self.python
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw unavailable("no Python at \(python); run scripts/bt-venv.sh (needs python3-venv) or set SWIFTMODEM_BT_PYTHON")
@@ -132,7 +133,8 @@ public final class BumblePeer {
     /// Every stderr line so far (Bumble's warnings; everything with `--verbose`).
     public var errorLines: [String] { output.errors }
 
-    /// Waits up to `timeout` seconds for a stdout line starting with `prefix`; returns the first such line.
+    /// Waits for a stdout line starting with `prefix` (the event), polling every 20 ms; returns the first
+    /// such line, or nil after `timeout` seconds (a hang guard: give one far above the expected wait).
     public func waitForLine(startingWith prefix: String, timeout: Double) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         repeat {
