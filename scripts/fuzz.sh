@@ -48,7 +48,12 @@ bash scripts/install-deps.sh
 
 # Release with the sanitizers: libFuzzer's coverage and AddressSanitizer in every Swift module of the
 # parsers, optimised so that a run makes many executions. Idempotent: swift build only redoes what changed.
-build=(swift build --package-path Fuzz --scratch-path "$scratch" -c release
+# SWIFTMODEM_FUZZ_CONFIG=debug builds unoptimised instead (about half the build time, far fewer
+# executions a second): what the test command's short smoke run uses. SWIFTMODEM_BUILD=modem: the root
+# package without the hub's server packages, which the parsers do not need (nothing of them is resolved).
+config=${SWIFTMODEM_FUZZ_CONFIG:-release}
+[[ $config == release || $config == debug ]] || { echo "fuzz.sh: SWIFTMODEM_FUZZ_CONFIG is release or debug, not '$config'" >&2; exit 2; }
+build=(env SWIFTMODEM_BUILD=modem swift build --package-path Fuzz --scratch-path "$scratch" -c "$config"
        -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
