@@ -54,7 +54,7 @@ func makeLogger(_ label: String, level: Logger.Level) -> Logger {
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the hub server.")
 
-    @Option(help: "Address to listen on, HOST:PORT.") var listen = "127.0.0.1:8080"
+    @Option(help: "Address to listen on, HOST:PORT (port 0: one the kernel picks). Once listening, prints 'modem-hub: listening on HOST:PORT' on standard error.") var listen = "127.0.0.1:8080"
     @Option(help: "sqlite:PATH (default $XDG_DATA_HOME/swiftmodem/hub.sqlite) or postgres://USER@HOST:PORT/DB.") var db: String?
     @Option(help: "This node's name (default: the host name).") var node: String?
     @Option(help: "Seconds between node heartbeats.") var heartbeat: Double = 5
@@ -88,9 +88,19 @@ struct Serve: AsyncParsableCommand {
         let logger = makeLogger("modem-hub", level: level)
         raiseFileLimit(logger: logger)
 
+        // Port 0: the kernel picks a free port, held from here on (see `PortReservation`), so that the
+        // issuer URL in the metadata names the real port; the listening line below tells it.
+        var reservation: PortReservation?
+        if port == 0 {
+            do { reservation = try PortReservation(host: host) } catch {
+                throw fail("cannot listen on \(listen): \(error)", Exit.failure)
+            }
+        }
+        defer { reservation?.release() }
+
         var settings = HubServerSettings()
         settings.host = host
-        settings.port = port
+        settings.port = reservation?.port ?? port
         settings.issuer = issuer
         settings.tlsCertPath = tlsCert
         settings.tlsKeyPath = tlsKey
@@ -107,8 +117,13 @@ struct Serve: AsyncParsableCommand {
         let app: any Service
         let issuerURL = settings.issuerURL
         do {
-            app = try HubApp.application(context: context, plugins: plugins, onServerRunning: { _ in
+            let shownHost = host.contains(":") ? "[\(host)]" : host, configuredPort = settings.port
+            app = try HubApp.application(context: context, plugins: plugins, onServerRunning: { channel in
                 logger.notice("modem-hub listening on \(issuerURL) (\(location.redacted))")
+                // One plain line on standard error once connections are accepted, with the port bound
+                // (the one the kernel chose for --listen HOST:0): tests and scripts wait for it.
+                let bound = channel.localAddress?.port ?? configuredPort
+                FileHandle.standardError.write(Data("modem-hub: listening on \(shownHost):\(bound)\n".utf8))
             })
         } catch {
             try? await store.close()
@@ -128,6 +143,47 @@ struct Serve: AsyncParsableCommand {
         }
         try? await store.close()
     }
+}
+
+/// A port chosen by the kernel for `--listen HOST:0`, held by a bound socket that never listens.
+/// Both it and the server's socket set SO_REUSEADDR, so the server may bind the same port and listen
+/// there while this socket keeps anyone else from being given it (a bound port is never handed out by
+/// another bind to port 0 or used as a connection's local port). Released when the server stops.
+struct PortReservation {
+    let port: Int
+    private let fd: Int32
+
+    init(host: String) throws {
+        var hints = addrinfo()
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        let rc = getaddrinfo(host, "0", &hints, &list)
+        guard rc == 0, let first = list else { throw HubConfigError("cannot resolve \(host): \(String(cString: gai_strerror(rc)))") }
+        defer { freeaddrinfo(list) }
+        let fd = socket(first.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw HubConfigError("socket: \(String(cString: strerror(errno)))") }
+        var one: Int32 = 1
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        guard setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size)) == 0,
+              bind(fd, first.pointee.ai_addr, first.pointee.ai_addrlen) == 0,
+              withUnsafeMutablePointer(to: &storage, {
+                  $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+              }) == 0
+        else {
+            let why = String(cString: strerror(errno))
+            close(fd)
+            throw HubConfigError("bind to \(host) port 0: \(why)")
+        }
+        let port: UInt16 = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }   // sin_port and sin6_port sit at the same offset
+        self.fd = fd
+        self.port = Int(port)
+    }
+
+    func release() { close(fd) }
 }
 
 /// The plugins the server runs with (the groups side adds its own here).
