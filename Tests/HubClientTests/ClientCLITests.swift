@@ -57,7 +57,12 @@ import Testing
             let other = try HubClient(baseURL: hub.base, clientID: hub.plain.id, clientSecret: hub.plain.secret)
             try await other.authenticateClientCredentials()
             let restUser = try await other.me().user
-            try await Task.sleep(for: .milliseconds(500))
+            // The post comes once the join is in: the joining process shows online in the group (REST).
+            let joinedBy = ContinuousClock.now + .seconds(60)
+            while try await !other.members(group: "g").items.contains(where: { $0.timestamp == 0 }) {
+                try #require(ContinuousClock.now < joinedBy, "waited 60 s for `modem-hub join g` to show online in g")
+                try await Task.sleep(for: .milliseconds(20))
+            }
             try await other.post(group: "g", pid: "p2", pidload: ["from": "other"])
             let j = try await joined
             #expect(j.status == 0, "\(j)")

@@ -32,7 +32,7 @@ final class Collector: Sendable {
 
     /// Waits (up to `seconds`) until `predicate` holds for the events so far.
     @discardableResult
-    func wait(_ what: String, seconds: Double = 10, _ predicate: ([HubGroupEvent]) -> Bool) async -> Bool {
+    func wait(_ what: String, seconds: Double = 60, _ predicate: ([HubGroupEvent]) -> Bool) async -> Bool {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         while ContinuousClock.now < deadline {
             if predicate(events) { return true }
@@ -43,7 +43,7 @@ final class Collector: Sendable {
     }
 
     /// Waits until the sequence has ended.
-    func waitEnd(seconds: Double = 10) async -> Result<Void, HubClientError>? {
+    func waitEnd(seconds: Double = 60) async -> Result<Void, HubClientError>? {
         let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
         while ContinuousClock.now < deadline {
             if let e = end { return e }
@@ -124,11 +124,21 @@ final class DictDelegate: HubGroupsDelegate {
         #expect(presence(a.events.events, of: c.connection.user, in: "g").isEmpty)  // the listener is not seen
         // Unposted: a later newcomer no longer gets it.
         try a.connection.unpost(group: "g", pid: "ride-1")
-        try await Task.sleep(for: .milliseconds(300))
+        // The unpost done (the kept posts over REST no longer hold it) before the newcomer comes.
+        let rest = try await Self.client(hub)
+        let unposted = ContinuousClock.now + .seconds(60)
+        while try await rest.posts(group: "g").items.contains(where: { $0.pid == "ride-1" }) {
+            try #require(ContinuousClock.now < unposted, "waited 60 s for the unpost of ride-1 to show over REST")
+            try await Task.sleep(for: .milliseconds(20))
+        }
         let d = try await Self.connect(hub)
         try d.connection.listen("g")
         await d.events.wait("the second listener's snapshot") { !presence($0, of: b.connection.user, in: "g").isEmpty }
-        try await Task.sleep(for: .milliseconds(300))
+        // A bad name's error event comes after the whole snapshot (one connection's events are in order).
+        try d.connection.join("no spaces")
+        await d.events.wait("the error event after the second listener's snapshot") { ev in
+            ev.contains { if case .error(let op, _) = $0 { return op == "join" } else { return false } }
+        }
         #expect(posts(d.events.events).isEmpty)
         await d.connection.close()
 
@@ -172,10 +182,11 @@ final class DictDelegate: HubGroupsDelegate {
         let other = try await Self.connect(hub)
         try other.connection.join("bars")
         try other.connection.post(group: "bars", pid: "PID", pidload: ["a": "A", "b": "B"])
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while ContinuousClock.now < deadline, !delegate.dicts.contains(where: { $0.type == "post" }) {
             try await Task.sleep(for: .milliseconds(20))
         }
+        try #require(delegate.dicts.contains { $0.type == "post" }, "waited 60 s for the delegate to get the post")
         let dicts = delegate.dicts
         #expect(dicts.first?.type == "hello" && dicts.first?.user == groups.user)
         let user = try #require(dicts.first { $0.type == "user" && $0.user == other.connection.user })

@@ -79,9 +79,10 @@ import Testing
             GroupRuntime(db: s.db, nodeName: "stress\(i)", heartbeat: .seconds(5), logger: logger)
         }
         for r in runtimes { try await r.start() }  // tables and the first heartbeat, before any join
+        // run() starts again: its table check finds every table there (start() made them), so it runs no
+        // DDL that could deadlock with the joins, and its heartbeat and start-up sweep touch only this
+        // node's row and other names' dead nodes. Its LISTEN being up is what the probe below waits for.
         let running = runtimes.map { r in Task { try? await r.run() } }
-        // run() starts again (its DDL can deadlock with joins on PostgreSQL: docs/hub.md "Left"); let it finish first.
-        try await Task.sleep(for: .seconds(1))
         let a = runtimes[0].hub, b = runtimes[runtimes.count - 1].hub
         let g = "stress"
         let watcher = Watcher(group: g)
@@ -93,13 +94,13 @@ import Testing
         let probe = b.newConnectionID()
         await b.perform(.join(group: g), conn: probe, user: "probe")
         var crossed = false
-        for _ in 0..<15 where !crossed {  // a NOTIFY sent before A's LISTEN was up is lost: say it again
+        for _ in 0..<60 where !crossed {  // a NOTIFY sent before A's LISTEN was up is lost: say it again
             crossed = await watcher.wait(seconds: 1) { watcher.count { u, t in u == "probe" && t == 0 } > 0 }
             if !crossed { await b.perform(.update(userload: .empty), conn: probe, user: "probe") }
         }
-        try #require(crossed, "node B's join never reached node A's watcher")
+        try #require(crossed, "node B's join never reached node A's watcher (60 tries, 1 s each)")
         await b.closed(probe)
-        #expect(await watcher.wait(seconds: 10) { watcher.count { u, t in u == "probe" && t > 0 } == 1 })
+        #expect(await watcher.wait(seconds: 60) { watcher.count { u, t in u == "probe" && t > 0 } == 1 }, "waited 60 s for the probe's offline event")
 
         let n = 100
         for i in 0..<n {
@@ -117,7 +118,7 @@ import Testing
             _ = await (xa, xb)
         }
         let stress: (String) -> Bool = { $0.hasPrefix("u") }
-        let complete = await watcher.wait(seconds: 30) {
+        let complete = await watcher.wait(seconds: 120) {
             watcher.count { u, t in stress(u) && t == 0 } >= n && watcher.count { u, t in stress(u) && t > 0 } >= n
         }
         try await Task.sleep(for: .milliseconds(1500))  // late duplicates would arrive within the bus's batching

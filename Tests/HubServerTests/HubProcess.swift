@@ -2,7 +2,7 @@ import Foundation
 import HubTestSupport
 import Testing
 
-/// Process-level helpers: the built `modem-hub`, a free port, commands run to completion.
+/// Process-level helpers: the built `modem-hub` (on a port the kernel picks), commands run to completion.
 enum HubProcess {
     /// The package root (three levels above this file).
     static let packageRoot: String = URL(fileURLWithPath: #filePath)
@@ -95,42 +95,64 @@ enum HubProcess {
         return c.string
     }
 
-    /// A port free on 127.0.0.1 right now.
-    static func freePort() throws -> Int {
-        let o = try run("/usr/bin/env", ["python3", "-c", "import socket;s=socket.socket();s.bind(('127.0.0.1',0));print(s.getsockname()[1])"])
-        return try #require(Int(o.stdout.trimmingCharacters(in: .whitespacesAndNewlines)))
-    }
-
-    /// A running `modem-hub serve`; stopped with SIGTERM by `stop()`.
+    /// A running `modem-hub serve` on a port the kernel picked (`--listen 127.0.0.1:0`); stopped with
+    /// SIGTERM by `stop()`.
     final class Server {
-        let process = Process()
+        let process: Process
         let port: Int
         let scheme: String
         let logPath: String
         var base: String { "\(scheme)://127.0.0.1:\(port)" }
 
-        /// Starts the server and waits (up to 15 s) until the metadata answers 200.
-        init(db: String, extra: [String] = [], tls: Bool = false, caFile: String? = nil, dir: String) throws {
-            port = try HubProcess.freePort()
+        /// Starts the server and waits for its `modem-hub: listening on 127.0.0.1:PORT` line (written once
+        /// it accepts connections), which names the port. The wait is a hang guard (`timeout` seconds).
+        init(db: String, extra: [String] = [], tls: Bool = false, caFile: String? = nil, dir: String, timeout: Double = 120) throws {
             scheme = tls ? "https" : "http"
-            logPath = dir + "/hub.\(port).log"
+            let logPath = dir + "/hub.\(UUID().uuidString.prefix(8)).log"
+            self.logPath = logPath
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)
             let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+            let process = Process()
             process.executableURL = URL(fileURLWithPath: HubProcess.binary)
-            process.arguments = ["serve", "--listen", "127.0.0.1:\(port)", "--db", db] + extra
+            process.arguments = ["serve", "--listen", "127.0.0.1:0", "--db", db] + extra
             process.standardOutput = log
             process.standardError = log
             try process.run()
-            let deadline = Date().addingTimeInterval(15)
-            var args = ["-sf", "-o", "/dev/null", "\(base)/.well-known/oauth-authorization-server"]
-            if let ca = caFile { args = ["--cacert", ca] + args }
-            while Date() < deadline {
-                if try HubProcess.run("/usr/bin/curl", args, timeout: 5).status == 0 { return }
-                guard process.isRunning else { break }
-                Thread.sleep(forTimeInterval: 0.1)
+            self.process = process
+            try? log.close()
+            let marker = "modem-hub: listening on 127.0.0.1:"
+            let deadline = Date().addingTimeInterval(timeout)
+            var announced: Int?
+            while announced == nil {
+                // Whole lines only: a line still being written could show part of the port.
+                let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+                let whole = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+                if let line = whole.first(where: { $0.hasPrefix(marker) }) {
+                    announced = Int(line.dropFirst(marker.count))
+                    if announced == nil { break }
+                    continue
+                }
+                guard process.isRunning, Date() < deadline else { break }
+                Thread.sleep(forTimeInterval: 0.02)
             }
-            stop()
-            throw HubProcessError("modem-hub did not answer on \(port): \(self.log())")
+            guard let listening = announced else {
+                let running = process.isRunning
+                if running { process.terminate() }
+                process.waitUntilExit()
+                let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+                throw HubProcessError(running ? "waited \(timeout) s for modem-hub's '\(marker)PORT' line; log: \(log)"
+                                              : "modem-hub exited (status \(process.terminationStatus)) before its '\(marker)PORT' line; log: \(log)")
+            }
+            port = listening
+            // Listening: the metadata answers at once, and its issuer names the port the kernel picked.
+            var args = ["-sf", "\(base)/.well-known/oauth-authorization-server"]
+            if let ca = caFile { args = ["--cacert", ca] + args }
+            let metadata = try HubProcess.run("/usr/bin/curl", args, timeout: 60)
+            let issuer = (try? JSONSerialization.jsonObject(with: Data(metadata.stdout.utf8)) as? [String: Any])?["issuer"] as? String
+            guard metadata.status == 0, issuer == base else {
+                stop()
+                throw HubProcessError("modem-hub on \(port): metadata \(metadata.status) with issuer \(issuer ?? "none") (\(base) expected): \(metadata.stderr) \(self.log())")
+            }
         }
 
         func log() -> String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }

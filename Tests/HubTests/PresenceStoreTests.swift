@@ -141,7 +141,16 @@ struct PresenceStoreTests {
     @Test("PostgreSQL gives the machine's outcomes (HUB_TEST_POSTGRES_URL)",
           .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
     func postgres() async throws {
-        let url = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] ?? ""
+        // A database of its own: a hub node of another test on the cluster's shared database would sweep
+        // this test's presences (their instances have no live node row) offline at its own time.
+        let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] ?? ""
+        let admin = try await PostgresEngine.open(url: base)
+        let name = "hubpresence_" + HubTokens.base32(HubTokens.randomBytes(8)).lowercased()
+        try await admin.query("CREATE DATABASE \(name)", [])
+        try await admin.close()
+        var c = try #require(URLComponents(string: base))
+        c.path = "/" + name
+        let url = try #require(c.string)
         try await withPostgresGroupStore(url: url) { store in
             let prefix = "t\(UInt32.random(in: 0...UInt32.max))"
             try await differential(store, seed: 7, steps: 300, prefix: prefix)

@@ -43,7 +43,7 @@ def run(name, fn):
 
 
 def bearer_refused(token, name):
-    r = requests.get(me_url, headers={"Authorization": "Bearer " + token}, verify=verify, timeout=10)
+    r = requests.get(me_url, headers={"Authorization": "Bearer " + token}, verify=verify, timeout=60)
     www = r.headers.get("WWW-Authenticate", "")
     check(name, r.status_code == 401 and www.startswith("Bearer") and "invalid_token" in www
           and r.json().get("status") == "fail", (r.status_code, www, r.text))
@@ -52,24 +52,24 @@ def bearer_refused(token, name):
 def revoke_with_oauthlib(client, token, hint, auth):
     # oauthlib builds the RFC 7009 request; requests sends it with HTTP Basic client authentication.
     url, headers, body = client.prepare_token_revocation_request(rev_url, token, token_type_hint=hint)
-    return requests.post(url, data=body, headers=headers, auth=auth, verify=verify, timeout=10)
+    return requests.post(url, data=body, headers=headers, auth=auth, verify=verify, timeout=60)
 
 
 def backend_application():
     client = BackendApplicationClient(client_id=cid)
     s = OAuth2Session(client=client)
-    t = s.fetch_token(token_url=tok_url, client_id=cid, client_secret=csec, verify=verify, timeout=10)
+    t = s.fetch_token(token_url=tok_url, client_id=cid, client_secret=csec, verify=verify, timeout=60)
     check("backend: bearer token", t.get("token_type", "").lower() == "bearer" and t.get("expires_in") and "access_token" in t, t)
     check("backend: no refresh token", "refresh_token" not in t, t)
-    r = s.get(me_url, verify=verify, timeout=10)
+    r = s.get(me_url, verify=verify, timeout=60)
     check("backend: token used", r.status_code == 200 and r.json()["data"]["kind"] == "client", r.text)
     # A client-credentials client "refreshes" by asking again: a new, different token.
-    t2 = s.fetch_token(token_url=tok_url, client_id=cid, client_secret=csec, verify=verify, timeout=10)
+    t2 = s.fetch_token(token_url=tok_url, client_id=cid, client_secret=csec, verify=verify, timeout=60)
     check("backend: new token", t2["access_token"] != t["access_token"], t2)
     rv = revoke_with_oauthlib(client, t2["access_token"], "access_token", HTTPBasicAuth(cid, csec))
     check("backend: revoke 200", rv.status_code == 200, (rv.status_code, rv.text))
     bearer_refused(t2["access_token"], "backend: revoked token refused")
-    r = requests.get(me_url, headers={"Authorization": "Bearer " + t["access_token"]}, verify=verify, timeout=10)
+    r = requests.get(me_url, headers={"Authorization": "Bearer " + t["access_token"]}, verify=verify, timeout=60)
     check("backend: other token still good", r.status_code == 200, r.text)
 
 
@@ -77,20 +77,20 @@ def legacy_application():
     client = LegacyApplicationClient(client_id=pcid)
     s = OAuth2Session(client=client)
     t = s.fetch_token(token_url=tok_url, username=user, password=pw, client_id=pcid, client_secret=psec,
-                      verify=verify, timeout=10)
+                      verify=verify, timeout=60)
     check("legacy: access and refresh", "access_token" in t and "refresh_token" in t, t)
-    r = s.get(me_url, verify=verify, timeout=10)
+    r = s.get(me_url, verify=verify, timeout=60)
     check("legacy: token used", r.status_code == 200 and r.json()["data"]["kind"] == "account", r.text)
-    t2 = s.refresh_token(tok_url, auth=HTTPBasicAuth(pcid, psec), verify=verify, timeout=10)
+    t2 = s.refresh_token(tok_url, auth=HTTPBasicAuth(pcid, psec), verify=verify, timeout=60)
     check("legacy: refreshed", t2.get("access_token") and t2["access_token"] != t["access_token"]
           and t2.get("refresh_token") and t2["refresh_token"] != t["refresh_token"], t2)
-    r = s.get(me_url, verify=verify, timeout=10)
+    r = s.get(me_url, verify=verify, timeout=60)
     check("legacy: refreshed token used", r.status_code == 200, r.text)
     rv = revoke_with_oauthlib(client, t2["refresh_token"], "refresh_token", HTTPBasicAuth(pcid, psec))
     check("legacy: revoke refresh 200", rv.status_code == 200, rv.text)
     bearer_refused(t2["access_token"], "legacy: access token of a revoked family refused")
     old = requests.post(tok_url, data={"grant_type": "refresh_token", "refresh_token": t2["refresh_token"]},
-                        auth=HTTPBasicAuth(pcid, psec), verify=verify, timeout=10)
+                        auth=HTTPBasicAuth(pcid, psec), verify=verify, timeout=60)
     check("legacy: revoked refresh refused", old.status_code == 400 and old.json().get("error") == "invalid_grant", old.text)
 
 
@@ -113,14 +113,14 @@ def authlib_clients():
     r = s.get(me_url)
     check("authlib refreshed token used", r.status_code == 200, r.text)
     replay = requests.post(tok_url, data={"grant_type": "refresh_token", "refresh_token": t["refresh_token"]},
-                           auth=HTTPBasicAuth(pcid, psec), verify=verify, timeout=10)
+                           auth=HTTPBasicAuth(pcid, psec), verify=verify, timeout=60)
     check("authlib: rotated refresh token refused", replay.status_code == 400 and replay.json().get("error") == "invalid_grant", replay.text)
     bearer_refused(t2["access_token"], "authlib: reuse revoked the family")
 
 
 def errors():
     def post(data, auth):
-        return requests.post(tok_url, data=data, auth=auth, verify=verify, timeout=10)
+        return requests.post(tok_url, data=data, auth=auth, verify=verify, timeout=60)
     good, pwc = HTTPBasicAuth(cid, csec), HTTPBasicAuth(pcid, psec)
     r = post({"grant_type": "client_credentials"}, HTTPBasicAuth(cid, csec + "x"))
     check("wrong secret", r.status_code == 401 and r.json().get("error") == "invalid_client"
@@ -133,12 +133,12 @@ def errors():
         r = post(data, auth)
         check(f"error {code}", r.status_code == status and r.json().get("error") == code
               and "no-store" in r.headers.get("Cache-Control", ""), (r.status_code, r.text))
-    r = requests.get(me_url, verify=verify, timeout=10)
+    r = requests.get(me_url, verify=verify, timeout=60)
     check("no token", r.status_code == 401 and r.headers.get("WWW-Authenticate") == 'Bearer realm="modem-hub"', r.status_code)
     bearer_refused("mha_forged", "forged token refused")
-    r = requests.post(rev_url, data={"token": "no-such-token"}, auth=good, verify=verify, timeout=10)
+    r = requests.post(rev_url, data={"token": "no-such-token"}, auth=good, verify=verify, timeout=60)
     check("revoke unknown 200", r.status_code == 200, r.text)
-    m = requests.get(base + "/.well-known/oauth-authorization-server", verify=verify, timeout=10).json()
+    m = requests.get(base + "/.well-known/oauth-authorization-server", verify=verify, timeout=60).json()
     check("metadata", m.get("token_endpoint") == tok_url and m.get("revocation_endpoint") == rev_url, m)
 
 

@@ -1,6 +1,6 @@
 """What the hub's WebSocket test scripts share: checks with a closing count, `modem-hub` nodes started
 and stopped, OAuth clients and tokens, and a socket client that keeps every event it receives."""
-import asyncio, json, os, socket, subprocess, sys, time
+import asyncio, json, os, subprocess, sys, time
 import requests, websockets
 
 
@@ -23,8 +23,8 @@ class Checks:
         sys.exit(1 if self.failed else 0)
 
 
-def free_port():
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); p = s.getsockname()[1]; s.close(); return p
+LISTENING = "modem-hub: listening on 127.0.0.1:"
+START_GUARD = 120.0  # seconds: a hang guard for a node's start, far above the second or so it takes
 
 
 class Nodes:
@@ -33,24 +33,25 @@ class Nodes:
     def __init__(self, hub, work, heartbeat=1.0):
         self.hub, self.work, self.heartbeat, self.procs = hub, work, heartbeat, []
 
-    def start(self, db, name, port=None):
-        port = port or free_port()
-        path = os.path.join(self.work, f"{name}.log")
+    def start(self, db, name):
+        """Starts a node on a port the kernel picks (`--listen 127.0.0.1:0`) and waits for its
+        'modem-hub: listening on 127.0.0.1:PORT' line (written once it accepts connections)."""
+        path = os.path.join(self.work, f"{name}.{time.time_ns()}.log")
         log = open(path, "a")
-        p = subprocess.Popen([self.hub, "serve", "--listen", f"127.0.0.1:{port}", "--db", db, "--node", name,
+        p = subprocess.Popen([self.hub, "serve", "--listen", "127.0.0.1:0", "--db", db, "--node", name,
                               "--heartbeat", str(int(self.heartbeat))], stdout=log, stderr=subprocess.STDOUT)
+        log.close()
         self.procs.append(p)
-        base = f"http://127.0.0.1:{port}"
-        for _ in range(300):
-            try:
-                if requests.get(base + "/.well-known/oauth-authorization-server", timeout=1).ok:
-                    return p, base
-            except requests.RequestException:
-                pass
-            if p.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise SystemExit(f"modem-hub {name} did not start; log: {open(path).read()[-600:]}")
+        end = time.monotonic() + START_GUARD
+        while time.monotonic() < end and p.poll() is None:
+            with open(path) as f:
+                lines = f.read().split("\n")[:-1]  # whole lines only
+            for line in lines:
+                if line.startswith(LISTENING):
+                    return p, f"http://127.0.0.1:{int(line[len(LISTENING):])}"
+            time.sleep(0.02)
+        why = f"exited with {p.returncode}" if p.poll() is not None else f"no listening line within {START_GUARD} s"
+        raise SystemExit(f"modem-hub {name} did not start ({why}); log: {open(path).read()[-600:]}")
 
     def add_client(self, db, prefix="ws"):
         out = subprocess.run([self.hub, "client", "add", f"{prefix}-{os.getpid()}-{time.time_ns()}", "--db", db],
@@ -71,7 +72,7 @@ class Nodes:
 
 
 def token(base, creds):
-    return requests.post(base + "/oauth/token", data={"grant_type": "client_credentials"}, auth=creds, timeout=10).json()["access_token"]
+    return requests.post(base + "/oauth/token", data={"grant_type": "client_credentials"}, auth=creds, timeout=60).json()["access_token"]
 
 
 class Client:
@@ -81,11 +82,11 @@ class Client:
         self.base, self.creds, self.events, self.all, self.user, self.closed = base, creds, [], [], None, False
 
     async def open(self, user=None):
-        self.ws = await websockets.connect(self.base.replace("http", "ws", 1) + "/v1/socket", open_timeout=10,
+        self.ws = await websockets.connect(self.base.replace("http", "ws", 1) + "/v1/socket", open_timeout=60,
                                            additional_headers={"Authorization": "Bearer " + token(self.base, self.creds)})
         self.reader = asyncio.create_task(self._read())
         await self.send({"op": "hello", **({"user": user} if user else {})})
-        hello = await self.wait(lambda e: e.get("type") == "hello", 10)
+        hello = await self.wait(lambda e: e.get("type") == "hello", 60)
         if not hello:
             raise SystemExit(f"no hello from {self.base}: {self.events}")
         self.user = hello["user"]
@@ -107,7 +108,8 @@ class Client:
     async def join(self, g):
         await self.send({"op": "join", "group": g})
 
-    async def wait(self, pred, timeout=3.0):
+    async def wait(self, pred, timeout=30.0):
+        """The first event so far satisfying pred, waiting for it up to `timeout` s (a hang guard); None if none came."""
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             for e in self.events:
@@ -116,8 +118,9 @@ class Client:
             await asyncio.sleep(0.01)
         return None
 
-    async def settle(self, n, timeout=3.0, quiet=0.4):
-        """Waits for at least n events, then a quiet period; returns and clears them."""
+    async def settle(self, n, timeout=30.0, quiet=0.4):
+        """Waits for at least n events (up to `timeout` s: a hang guard, only reached when fewer come), then a
+        quiet period in which events that should not come would show; returns and clears them."""
         end = time.monotonic() + timeout
         while len(self.events) < n and time.monotonic() < end:
             await asyncio.sleep(0.01)
