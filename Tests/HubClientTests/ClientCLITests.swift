@@ -148,15 +148,19 @@ import Testing
         #expect(o.status == 7)
         #expect(o.stdout == "args:post g p --json {\"a b\":1}\n", "\(o)")
 
-        // The real one, beside the built modem: a people's command end to end.
+        // The real one beside the built modem (the two may come from different builds: put them side by
+        // side): a people's command end to end.
+        let pair = try Self.lonelyModem()
+        try FileManager.default.createSymbolicLink(atPath: pair + "/modem-hub", withDestinationPath: TestProcess.hubBinary)
+        let modem = pair + "/modem"
         try await HubClientTests.withHub { hub in
             let s = try Self.session(hub)
             let secret = try TestProcess.tempDir() + "/secret"
             try hub.plain.secret.write(toFile: secret, atomically: true, encoding: .utf8)
-            let login = try await TestProcess.run(TestProcess.modemBinary, ["hub", "login", "--hub", hub.base, "--client-id", hub.plain.id,
+            let login = try await TestProcess.run(modem, ["hub", "login", "--hub", hub.base, "--client-id", hub.plain.id,
                                                                             "--client-secret-file", secret], env: s.env)
             #expect(login.status == 0, "\(login)")
-            let who = try await TestProcess.run(TestProcess.modemBinary, ["hub", "whoami"], env: s.env)
+            let who = try await TestProcess.run(modem, ["hub", "whoami"], env: s.env)
             #expect(who.status == 0 && who.stdout.contains(hub.plain.id), "\(who)")
         }
     }

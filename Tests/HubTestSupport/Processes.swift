@@ -12,9 +12,11 @@ public enum TestProcess {
         ProcessInfo.processInfo.environment["HUB_BINARY"] ?? packageRoot + "/.build/debug/modem-hub"
     }
 
-    /// The `modem` built beside `hubBinary`.
+    /// `$MODEM_BINARY` (scripts/test.sh builds `modem` in the modem's half, `modem-hub` in the hub's),
+    /// else the `modem` built beside `hubBinary`.
     public static var modemBinary: String {
-        (hubBinary as NSString).deletingLastPathComponent + "/modem"
+        if let path = ProcessInfo.processInfo.environment["MODEM_BINARY"], !path.isEmpty { return path }
+        return (hubBinary as NSString).deletingLastPathComponent + "/modem"
     }
 
     public struct Output: Sendable {
