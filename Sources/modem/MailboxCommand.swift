@@ -20,6 +20,7 @@ struct MailboxCommand: AsyncParsableCommand {
         Each line of standard input is one chunk, sent as soon as both ends confirmed; each chunk
         received is printed as one line on standard output. Events go to standard error:
           connected to NAME, sent N, contact NAME, disconnected END_..., connect failed FAIL_...: detail
+        and, with --listen, listening on ENDPOINT (tcp: with port 0 names the port it got).
         Standard input ending quits (END_USER_QUIT) once every chunk is held by the peer; the peer
         quitting first ends this side too (END_OTHER_USER_QUIT). --listen serves one session.
         Exit status: 0 quit (either side), 1 lost (END_OTHER_USER_LOST, END_LOST_NET) or an error,

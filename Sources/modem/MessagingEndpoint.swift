@@ -6,7 +6,9 @@ import Synchronization
 
 /// Opens the session of a messaging command (`mailbox`, `send`, `receive`): `--listen ENDPOINT`
 /// serves exactly one session (the listener closes once a peer connected), `--to ENDPOINT` dials.
-/// Prints nothing (except the port chosen when `--listen` asked for port 0), never a key.
+/// Prints nothing (except one `listening on ENDPOINT` line on standard error: with the port chosen when
+/// `--listen` asked for TCP port 0, and for `audio:` and `bt:` once the device end runs, the event a
+/// peer or a test waits for before it dials), never a key.
 /// - Throws: ``UsageError`` for a bad or missing endpoint (exit 64); ``SessionFailure`` when the
 ///   session could not be connected (the seed's reason: refused, untrusted key, rate limit...).
 func openSession(listen: String?, to: String?, hci: String?, options: SessionOptions) async throws -> NoiseSession {
@@ -108,6 +110,7 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
                 let end = try LinkDevice.alsa(device: device, sharedMedium: true)
                 openLinkEnds.withLock { $0.append(end) }
                 end.start()
+                printError("listening on \(endpoint)")
                 return try await end.accept()
             }
             let end = try LinkPhone.alsa(device: device, sharedMedium: true)
@@ -143,7 +146,13 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
         do {
             if listening {
                 let any = address == BDAddress.any
-                let end = BluetoothLinkDevice(transport: transport, expectedAddress: any ? nil : address)
+                // Its one log line when the controller is ready (discoverable, connectable, the Serial
+                // Port record published) becomes `listening on bt:ADDR` with the controller's address.
+                let end = BluetoothLinkDevice(transport: transport, expectedAddress: any ? nil : address, log: { line in
+                    guard let colon = line.range(of: ": discoverable"),
+                          let at = line.range(of: " at ", options: .backwards, range: line.startIndex..<colon.lowerBound) else { return }
+                    printError("listening on bt:\(line[at.upperBound..<colon.lowerBound])")
+                })
                 openLinkEnds.withLock { $0.append(end) }
                 end.start()
                 return try await withTaskCancellationHandler {

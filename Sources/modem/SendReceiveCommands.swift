@@ -17,6 +17,8 @@ struct ReceiveCommand: AsyncParsableCommand {
         renamed into place only once verified; interrupted files resume from DIR/.modem-partial.
         Without --accept-all each file is asked for on the terminal; without a terminal it is declined.
         One line per file on standard output: received NAME BYTES sha256 HEX in S s
+        Once it listens, one line on standard error: listening on ENDPOINT (tcp: with port 0 names the
+        port it got; audio: and bt: print it when the device end is up).
         """
     )
 
