@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -16,6 +17,11 @@ public final class TNCBackgroundProcess {
     /// Where its standard error goes.
     public let stderrPath: String
     private var stdin: Pipe?
+    /// An object kept alive as long as this one (e.g. the temporary folder its output files are in).
+    public var keepAlive: AnyObject?
+    /// When it was started (just before `run()`).
+    public private(set) var startedAt = Date()
+    fileprivate let ended = ProcessEndTime()
 
     /// Starts `executable` with `arguments`; its output goes to `NAME.stdout` and `NAME.stderr` in
     /// the folder `directory`.
@@ -35,6 +41,10 @@ public final class TNCBackgroundProcess {
         } else {
             process.standardInput = FileHandle.nullDevice
         }
+        // The end is timed on Foundation's own thread, so a busy test thread does not move it.
+        let ended = self.ended
+        process.terminationHandler = { _ in ended.mark() }
+        startedAt = Date()
         try process.run()
     }
 
@@ -93,6 +103,114 @@ public final class TNCBackgroundProcess {
         guard let port else { throw TestSupportError("modem tnc announced no port: \(stderrText)") }
         return port
     }
+}
+
+extension TNCBackgroundProcess {
+    /// When it ended (marked by Foundation's termination handler), or nil while it runs.
+    public var endedAt: Date? { ended.date }
+
+    /// Seconds from its start to its end, or nil while it runs.
+    public var runSeconds: Double? { endedAt.map { $0.timeIntervalSince(startedAt) } }
+
+    private var label: String {
+        ([process.executableURL?.lastPathComponent ?? "process"] + (process.arguments ?? [])).joined(separator: " ")
+    }
+
+    /// Waits until standard error satisfies `condition`; throws, naming `what` and showing standard
+    /// error, when it does not within `timeout` seconds (a hang guard, not a measurement) or the
+    /// process ended first without it.
+    public func awaitStderr(_ what: String, timeout: Double = 60, _ condition: (String) -> Bool) async throws {
+        if await waitForStderr(timeout: timeout, condition) { return }
+        let how = process.isRunning ? "within \(timeout) s" : "before it exited (status \(process.terminationStatus))"
+        throw TestSupportError("`\(label)`: no \(what) on standard error \(how); standard error:\n\(stderrText.suffix(3000))")
+    }
+
+    /// Waits until standard output satisfies `condition` (polled every 20 ms); throws like ``awaitStderr(_:timeout:_:)``.
+    public func awaitStdout(_ what: String, timeout: Double = 60, _ condition: (String) -> Bool) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while true {
+            if condition(stdoutText) { return }
+            let running = process.isRunning
+            if !running { process.waitUntilExit(); if condition(stdoutText) { return } }
+            if !running || Date() >= deadline {
+                let how = running ? "within \(timeout) s" : "before it exited (status \(process.terminationStatus))"
+                throw TestSupportError("`\(label)`: no \(what) on standard output \(how); standard output:\n"
+                    + "\(stdoutText.suffix(3000))\nstandard error:\n\(stderrText.suffix(2000))")
+            }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Waits for the process to exit; throws, naming `what` it was expected to do, when it still runs
+    /// after `timeout` seconds (a hang guard).
+    public func awaitExit(_ what: String = "exit", timeout: Double = 60) async throws {
+        if await wait(timeout: timeout) { return }
+        throw TestSupportError("`\(label)`: no \(what) within \(timeout) s; standard error:\n\(stderrText.suffix(3000))")
+    }
+
+    /// The port of the first standard error line that has `prefix` followed by digits (e.g.
+    /// `"listening on tcp:127.0.0.1:"`, printed by `modem mailbox|receive --listen tcp:127.0.0.1:0`);
+    /// waits for it up to `timeout` seconds (a hang guard), else throws naming what was awaited.
+    public func announcedPort(after prefix: String, timeout: Double = 60) async throws -> Int {
+        var port: Int?
+        try await awaitStderr("line with '\(prefix)PORT'", timeout: timeout) { text in
+            for line in text.split(separator: "\n", omittingEmptySubsequences: true) {
+                guard let r = line.range(of: prefix) else { continue }
+                let digits = line[r.upperBound...].prefix { $0.isNumber }
+                // The whole number: the line may still be half written.
+                guard !digits.isEmpty, digits.endIndex < line.endIndex || text.hasSuffix("\n") else { continue }
+                port = Int(digits)
+                return port != nil
+            }
+            return false
+        }
+        return port!
+    }
+
+    /// The port `modem mailbox|receive --listen tcp:127.0.0.1:0` got (its `listening on` line).
+    public func messagingPort(timeout: Double = 60) async throws -> Int {
+        try await announcedPort(after: "listening on tcp:127.0.0.1:", timeout: timeout)
+    }
+
+    /// The port `modem tnc --kiss-port 0` got (its `KISS over TCP on` line); like ``listeningPort()``
+    /// with a hang guard of `timeout` seconds.
+    public func kissPort(timeout: Double = 60) async throws -> Int {
+        try await announcedPort(after: "KISS over TCP on 127.0.0.1:", timeout: timeout)
+    }
+}
+
+/// A moment marked from any thread (a process's end).
+private final class ProcessEndTime: Sendable {
+    private let when = Mutex<Date?>(nil)
+    func mark() { when.withLock { if $0 == nil { $0 = Date() } } }
+    var date: Date? { when.withLock { $0 } }
+}
+
+/// A TCP socket bound to a port of 127.0.0.1 but not listening: while it is open no other process
+/// can take the port, and a connection to it is refused (the kernel answers with a reset).
+public final class TCPRefusingPort {
+    /// The socket.
+    public let fd: Int32
+    /// Its port.
+    public let port: Int
+    /// Binds a free port of 127.0.0.1 (port 0: the kernel picks one), without listening.
+    public init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let ok = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard ok else { throw TestSupportError("cannot bind 127.0.0.1: errno \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+    /// Closes the socket.
+    public func close() { Glibc.close(fd) }
 }
 
 /// A listening socket on 127.0.0.1 (a free port), to make a port busy.

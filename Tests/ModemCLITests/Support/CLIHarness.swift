@@ -278,8 +278,35 @@ enum Texts {
 }
 
 extension TNCBackgroundProcess {
-    /// Starts a background process whose output files live in `dir`.
+    /// Starts a background process whose output files live in `dir` (kept as long as the process object).
     convenience init(_ executable: String, _ arguments: [String], in dir: Scratch, name: String, stdinPipe: Bool = false) throws {
         try self.init(executable, arguments, directory: dir.path, name: name, stdinPipe: stdinPipe)
+        // Its output files stay readable while it is: the folder lives as long as this object.
+        keepAlive = dir
     }
+}
+
+/// Bash functions for the process-level scripts (prepend to a script): they wait for events (a
+/// line in a file, a file appearing), never for a time that "should be enough".
+enum Bash {
+    static let prelude = #"""
+    # wait_for WHAT COMMAND...: runs COMMAND every 0.05 s until it succeeds; after 60 s (a hang guard,
+    # far above any expected wait) prints "timed out waiting for WHAT" on standard error and fails.
+    wait_for() {
+      local what=$1 n=0
+      shift
+      until "$@"; do
+        n=$((n + 1))
+        if [ "$n" -ge 1200 ]; then echo "timed out waiting for $what" >&2; return 1; fi
+        sleep 0.05
+      done
+    }
+    # has_lines FILE PATTERN N: FILE has at least N lines matching PATTERN (grep -E).
+    has_lines() { local c; c=$(grep -cE -- "$2" "$1" 2>/dev/null); [ "${c:-0}" -ge "$3" ]; }
+    # listen_port FILE: the port of the "listening on tcp:127.0.0.1:PORT" line that
+    # `modem mailbox|receive --listen tcp:127.0.0.1:0` printed into FILE (empty until it did).
+    listen_port() { sed -n 's/^listening on tcp:127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$1" 2>/dev/null | head -n 1; }
+    has_port() { [ -n "$(listen_port "$1")" ]; }
+
+    """#
 }
