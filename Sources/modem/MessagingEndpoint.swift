@@ -55,11 +55,17 @@ func parseSessionEndpoint(listen: String?, to: String?, hci: String?) throws -> 
         throw UsageError(listen == nil ? "give --listen ENDPOINT or --to ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR)"
                                        : "give either --listen or --to, not both")
     }
-    let endpoint: Endpoint
+    var endpoint: Endpoint
     do {
         endpoint = try Endpoint.parse(listen ?? to!)
     } catch {
-        throw UsageError("\(listen != nil ? "--listen" : "--to"): \(error.description)")
+        // `--listen tcp:HOST:0`: any free port, named on standard error once it listens (`listening
+        // on tcp:HOST:PORT`). Endpoint.parse takes ports 1...65535 only, so HOST is checked with port 1.
+        guard let listen, listen.hasPrefix("tcp:"), listen.hasSuffix(":0"),
+              case .tcp(let host, _)? = try? Endpoint.parse(String(listen.dropLast()) + "1") else {
+            throw UsageError("\(listen != nil ? "--listen" : "--to"): \(error.description)")
+        }
+        endpoint = .tcp(host: host, port: 0)
     }
     if case .bluetooth = endpoint, hci == nil, listen != nil {
         throw UsageError("--listen \(endpoint) needs --hci SPEC (our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN); the kernel's Bluetooth is used for --to only")
