@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// `modem send` and `modem receive` as separate processes over TCP on 127.0.0.1, with two key
-/// folders that trust each other. Every wait is bounded.
+/// folders that trust each other. Receivers take port 0 and name the port they got; every wait is
+/// for an event (a line, a file's size, an exit), bounded by a hang guard far above the expected time.
 @Suite("modem send / receive (data connections) CLI", .serialized)
 struct TransferCLITests {
     /// Two key folders that trust each other (alice sends, bob receives).
@@ -23,21 +24,18 @@ struct TransferCLITests {
         return (ka, kb)
     }
 
-    /// A port that was free a moment ago.
-    static func freePort() throws -> Int {
-        let l = try TNCTestListener()
-        l.close()
-        return l.port
-    }
-
-    /// Starts `modem receive` and waits until it listens (a connect succeeds).
-    static func startReceiver(_ dir: Scratch, port: Int, into folder: String, keys: String, extra: [String] = [],
-                              name: String = "rx") async throws -> TNCBackgroundProcess {
-        let rx = try TNCBackgroundProcess(try Paths.modem(), ["receive", "--listen", "tcp:127.0.0.1:\(port)", "--dir", folder,
+    /// Starts `modem receive --listen tcp:127.0.0.1:0` and waits for the port it got (its
+    /// `listening on` line: from then on it accepts).
+    static func startReceiver(_ dir: Scratch, into folder: String, keys: String, extra: [String] = [],
+                              name: String = "rx") async throws -> (rx: TNCBackgroundProcess, port: Int) {
+        let rx = try TNCBackgroundProcess(try Paths.modem(), ["receive", "--listen", "tcp:127.0.0.1:0", "--dir", folder,
                                                               "--keys", keys, "--name", "bob"] + extra, in: dir, name: name)
-        // Give it a moment to bind; the sender dials with its own timeout anyway.
-        try await Task.sleep(for: .milliseconds(400))
-        return rx
+        do {
+            return (rx, try await rx.messagingPort())
+        } catch {
+            rx.kill()
+            throw error
+        }
     }
 
     @Test("a 20 MiB file with 4096 bytes of metadata arrives byte-exact; both summary lines; the receiver exits",
@@ -50,15 +48,14 @@ struct TransferCLITests {
         try random.close()
         #expect(data.count == 20 << 20)
         let source = try dir.write("big.bin", data)
-        let port = try Self.freePort()
-        let rx = try await Self.startReceiver(dir, port: port, into: dir.file("in"), keys: kb, extra: ["--accept-all"])
+        let (rx, port) = try await Self.startReceiver(dir, into: dir.file("in"), keys: kb, extra: ["--accept-all"])
         defer { rx.kill() }
         let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka, "--name", "alice",
                                     "--metadata", String(repeating: "m", count: 4096)], timeout: 60)
         #expect(send.succeeded, "\(send)\nreceiver: \(rx.stderrText)")
         #expect(send.stdoutText.hasPrefix("sent big.bin 20971520 in "), "\(send.stdoutText)")
         #expect(send.stdoutText.contains(" MB/s)"), "\(send.stdoutText)")
-        #expect(await rx.wait(timeout: 10), "receive did not exit after the session: \(rx.stderrText)")
+        #expect(await rx.wait(timeout: 30), "receive did not exit within 30 s of the session: \(rx.stderrText)")
         #expect(rx.exitedNormally && rx.status == 0, "\(rx.stderrText)")
         let sum = try await runProcess("/usr/bin/sha256sum", [source])
         let hex = String(sum.stdoutText.prefix(64))
@@ -78,23 +75,34 @@ struct TransferCLITests {
         try random.close()
         let source = try dir.write("resume.bin", data)
         let inbox = dir.file("in")
-        let port = try Self.freePort()
-        let rx = try await Self.startReceiver(dir, port: port, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx-a")
+        let (rx, port) = try await Self.startReceiver(dir, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx-a")
         defer { rx.kill() }
         let first = Task { try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka], timeout: 60) }
-        // Kill the receiver once 16 MiB of the partial file are written.
-        var killed = false
-        let deadline = Date().addingTimeInterval(30)
-        while Date() < deadline, !killed {
-            let parts = (try? FileManager.default.contentsOfDirectory(atPath: inbox + "/.modem-partial")) ?? []
-            for p in parts where p.hasSuffix(".part") {
-                let size = (try? FileManager.default.attributesOfItem(atPath: inbox + "/.modem-partial/" + p)[.size] as? Int) ?? 0
-                if size > 16 << 20 { rx.kill(); killed = true }
+        // Kill the receiver once 16 MiB of the partial file are written: watched from a thread of its
+        // own, so the kill is on time even when the tests' shared threads are all busy.
+        let pid = rx.process.processIdentifier
+        let killedAt = EndTime(), stopWatching = EndTime(), watcherDone = EndTime()
+        let partial = inbox + "/.modem-partial"
+        let watcher = Thread {
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline, !killedAt.isMarked, !stopWatching.isMarked {
+                let parts = (try? FileManager.default.contentsOfDirectory(atPath: partial)) ?? []
+                for p in parts where p.hasSuffix(".part") {
+                    let size = (try? FileManager.default.attributesOfItem(atPath: partial + "/" + p)[.size] as? Int) ?? 0
+                    if size > 16 << 20, !killedAt.isMarked { kill(pid, SIGKILL); killedAt.mark() }
+                }
+                Thread.sleep(forTimeInterval: 0.005)
             }
-            try await Task.sleep(for: .milliseconds(5))
+            watcherDone.mark()
         }
-        #expect(killed, "the partial file never reached 16 MiB: \(rx.stderrText)")
+        watcher.start()
         let cut = try await first.value
+        // The watcher ends before the receiver is reaped (its pid must not be reused under it).
+        stopWatching.mark()
+        while !watcherDone.isMarked { try await Task.sleep(for: .milliseconds(5)) }
+        rx.kill()
+        let killed = killedAt.isMarked
+        #expect(killed, "the partial file did not reach 16 MiB within 60 s: \(rx.stderrText)")
         guard killed, cut.status != 0 else {
             Issue.record("the first send was not cut (\(cut)); nothing to resume")
             return
@@ -102,18 +110,17 @@ struct TransferCLITests {
         #expect(cut.stderrText.contains("resume.bin"), "\(cut.stderrText)")
         #expect(!FileManager.default.fileExists(atPath: inbox + "/resume.bin"))
 
-        let port2 = try Self.freePort()
-        let rx2 = try await Self.startReceiver(dir, port: port2, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx-b")
+        let (rx2, port2) = try await Self.startReceiver(dir, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx-b")
         defer { rx2.kill() }
         let second = try await modem(["send", "--to", "tcp:127.0.0.1:\(port2)", source, "--keys", ka], timeout: 60)
         #expect(second.succeeded, "\(second)\n\(rx2.stderrText)")
         #expect(second.stderrText.contains("resume.bin: resumed, "), "\(second.stderrText)")
-        #expect(await rx2.wait(timeout: 10))
+        #expect(await rx2.wait(timeout: 30), "receive did not exit within 30 s of the session: \(rx2.stderrText)")
         #expect(try readBytes(inbox + "/resume.bin") == data)
     }
 
     @Test("hostile names stay inside --dir; a name with nothing usable fails the send with exit 1",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(2)))
     func hostileNames() async throws {
         let dir = try Scratch("TransferCLITests")
         let (ka, kb) = try await Self.trustedKeys(dir)
@@ -121,24 +128,22 @@ struct TransferCLITests {
         let inbox = dir.file("deep/in")
         try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
         for (i, name) in ["../../escape.bin", "/etc/passwd", "CON.txt"].enumerated() {
-            let port = try Self.freePort()
-            let rx = try await Self.startReceiver(dir, port: port, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx\(i)")
+            let (rx, port) = try await Self.startReceiver(dir, into: inbox, keys: kb, extra: ["--accept-all"], name: "rx\(i)")
             defer { rx.kill() }
             let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--as", name, "--keys", ka])
             #expect(send.succeeded, "\(send)\n\(rx.stderrText)")
-            #expect(await rx.wait(timeout: 10))
+            #expect(await rx.wait(timeout: 30), "receive did not exit within 30 s of the session: \(rx.stderrText)")
         }
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: inbox)) == [".modem-partial", "escape.bin", "passwd", "_CON.txt"])
         #expect(Set(try FileManager.default.contentsOfDirectory(atPath: dir.file("deep"))) == ["in"])
         #expect(!FileManager.default.fileExists(atPath: dir.file("escape.bin")))
 
-        let port = try Self.freePort()
-        let rx = try await Self.startReceiver(dir, port: port, into: inbox, keys: kb, extra: ["--accept-all"], name: "rxdots")
+        let (rx, port) = try await Self.startReceiver(dir, into: inbox, keys: kb, extra: ["--accept-all"], name: "rxdots")
         defer { rx.kill() }
         let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--as", "..", "--keys", ka])
         #expect(send.status == 1 && !send.timedOut, "\(send)")
         #expect(send.stderrText.contains("unusable file name"), "\(send.stderrText)")
-        #expect(await rx.wait(timeout: 10))
+        #expect(await rx.wait(timeout: 30), "receive did not exit within 30 s of the session: \(rx.stderrText)")
         #expect(rx.stderrText.contains("unusable file name"), "\(rx.stderrText)")
     }
 
@@ -147,13 +152,12 @@ struct TransferCLITests {
         let dir = try Scratch("TransferCLITests")
         let (ka, kb) = try await Self.trustedKeys(dir)
         let source = try dir.write("x.bin", Array("payload".utf8))
-        let port = try Self.freePort()
-        let rx = try await Self.startReceiver(dir, port: port, into: dir.file("in"), keys: kb)
+        let (rx, port) = try await Self.startReceiver(dir, into: dir.file("in"), keys: kb)
         defer { rx.kill() }
         let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka])
         #expect(send.status == 1, "\(send)")
         #expect(send.stderrText.contains("declined"), "\(send.stderrText)")
-        #expect(await rx.wait(timeout: 10))
+        #expect(await rx.wait(timeout: 30), "receive did not exit within 30 s of the session: \(rx.stderrText)")
         #expect(rx.stderrText.contains("declined x.bin"), "\(rx.stderrText)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("in")).filter { $0 != ".modem-partial" }.isEmpty)
     }

@@ -307,6 +307,10 @@ enum Bash {
     # `modem mailbox|receive --listen tcp:127.0.0.1:0` printed into FILE (empty until it did).
     listen_port() { sed -n 's/^listening on tcp:127\.0\.0\.1:\([0-9][0-9]*\)$/\1/p' "$1" 2>/dev/null | head -n 1; }
     has_port() { [ -n "$(listen_port "$1")" ]; }
+    # ended FILE: `modem mailbox` logged the end of its session into FILE (or the script is ending:
+    # a file named release exists). An input held open by a wait ends with it: `wait PID` of a
+    # pipeline waits for the whole pipeline.
+    ended() { [ -e release ] || grep -qE '^(disconnected|connect failed)' "$1" 2>/dev/null; }
 
     """#
 }
