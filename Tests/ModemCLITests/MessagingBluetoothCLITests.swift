@@ -7,7 +7,8 @@ import Glibc
 
 /// `modem send` and `modem receive` over `bt:` endpoints: the channel protocol in duplex mode on an
 /// RFCOMM channel between our own host stack on the Bumble peer's two controllers (A dials, B
-/// listens), Noise session frames as duplex messages. Every wait is bounded.
+/// listens), Noise session frames as duplex messages. The sender starts once the receiver says it
+/// listens; every wait is for an event, bounded by a hang guard.
 @Suite("modem send / receive over Bluetooth RFCOMM (Bumble's two controllers)", .serialized)
 struct MessagingBluetoothCLITests {
     /// Starts the Bumble peer with controller B exposed, or nil when it is not installed here.
@@ -39,12 +40,15 @@ struct MessagingBluetoothCLITests {
                                                               "--dir", dir.file("in"), "--accept-all", "--keys", kb, "--name", "bob"],
                                           in: dir, name: "rx")
         defer { rx.kill() }
-        try await Task.sleep(for: .seconds(1))   // the controller set up as a connectable device
+        // The controller is set up as a connectable device with its Serial Port record: `listening on bt:ADDR`.
+        try await rx.awaitStderr("'listening on bt:\(addressB)' from the receiver") {
+            $0.lowercased().contains("listening on bt:\(addressB.lowercased())")
+        }
         let send = try await modem(["send", "--to", "bt:\(addressB)", "--hci", "tcp:127.0.0.1:\(p.port)", source,
                                     "--keys", ka, "--name", "alice"], timeout: 60)
         #expect(send.succeeded, "\(send)\nreceiver: \(rx.stderrText)")
         #expect(send.stdoutText.hasPrefix("sent f.bin 100000 in "), "\(send.stdoutText)")
-        #expect(await rx.wait(timeout: 15), "receive did not exit after the session: \(rx.stderrText)")
+        #expect(await rx.wait(timeout: 30), "receive did not exit within 30 s of the session: \(rx.stderrText)")
         #expect(rx.exitedNormally && rx.status == 0, "\(rx.stderrText)")
         #expect(rx.stderrText.contains("session with alice"), "\(rx.stderrText)")
         #expect(rx.stdoutText.hasPrefix("received f.bin 100000 sha256 "), "\(rx.stdoutText)")

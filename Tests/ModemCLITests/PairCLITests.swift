@@ -1,4 +1,5 @@
 import Foundation
+import ModemTestSupport
 import Testing
 
 /// Starts the private PulseAudio null sink (scripts/audio-loop.sh) for one test; returns the
@@ -18,8 +19,15 @@ func startLoop(_ label: String) async throws -> (server: String, stop: @Sendable
     return (String(line.dropFirst("export ".count)), stop)
 }
 
-private func pairCode(_ r: ProcessResult) -> String? {
-    r.stdoutText.split(separator: "\n").first(where: { $0.hasPrefix("paired ") }).map { String($0.dropFirst("paired ".count)) }
+private func pairCode(_ r: ProcessResult) -> String? { pairCode(r.stdoutText) }
+
+private func pairCode(_ stdout: String) -> String? {
+    stdout.split(separator: "\n").first(where: { $0.hasPrefix("paired ") }).map { String($0.dropFirst("paired ".count)) }
+}
+
+/// A background `modem pair` in a few words, for failure messages.
+private func describe(_ p: TNCBackgroundProcess) -> String {
+    "exit \(p.status) after \(p.runSeconds.map { String(format: "%.2f", $0) } ?? "?") s, stdout: \(p.stdoutText)stderr:\n\(p.stderrText.suffix(1500))"
 }
 
 @Suite("modem pair", .serialized)
@@ -43,27 +51,41 @@ struct PairCLITests {
         #expect(r.status == 1, "\(r)")
         #expect(r.stderrText.contains("no-such-device"), "\(r)")
     }
+}
 
-    @Test("through a private PulseAudio null sink: both ends print the same code, exit 0, the announcer within 5 s; alone: 'no pairing heard'")
+/// `modem pair` through the private PulseAudio null sink: real-time audio (a stalled sound server
+/// loses the line), and the announcer's 5 s. scripts/test.sh runs the `RealTimeTests` suites in a
+/// group of their own, one at a time. Every step waits for an event (the listener's `--verbose`
+/// line: its devices are open), not for a time.
+@Suite("modem pair (real time)", .serialized)
+struct PairRealTimeTests {
+    @Test("through a private PulseAudio null sink: both ends print the same code, exit 0, the announcer within 5 s; alone: 'no pairing heard' (real time)",
+          .timeLimit(.minutes(3)))
     func throughNullSink() async throws {
         let (server, stop) = try await startLoop("PairCLI")
         defer { stop() }
         let keys = try Scratch("PairCLI")
         let modemPath = try Paths.modem()
-        async let listener = runProcess("/usr/bin/env", [server, modemPath, "pair", "--device", "default", "--keys", keys.file("b"),
-                                                         "--seconds", "10"], timeout: 30)
-        try await Task.sleep(for: .milliseconds(500))
-        let a = try await runProcess("/usr/bin/env", [server, modemPath, "pair", "--device", "default", "--announce", "--keys", keys.file("a"),
-                                                      "--seconds", "10"], timeout: 30)
-        let b = try await listener
-        print("modem pair through the null sink: announcer \(String(format: "%.2f", a.seconds)) s (exit \(a.status)), listener \(String(format: "%.2f", b.seconds)) s (exit \(b.status))")
-        #expect(a.status == 0, "\(a)")
-        #expect(b.status == 0, "\(b)")
-        let ca = pairCode(a), cb = pairCode(b)
-        #expect(ca != nil && ca == cb, "announcer \(a.stdoutText) listener \(b.stdoutText)")
+        // The listener first; the announcer starts once the listener's devices are open (it hears from then on).
+        let listener = try TNCBackgroundProcess("/usr/bin/env", [server, modemPath, "pair", "--device", "default", "--keys", keys.file("b"),
+                                                                 "--seconds", "10", "--verbose"], in: keys, name: "listener")
+        defer { listener.kill() }
+        try await listener.awaitStderr("'devices open' from the listener") { $0.contains("modem pair: devices open") }
+        // Its run is timed from just before it starts to Foundation's report of its end.
+        let a = try TNCBackgroundProcess("/usr/bin/env", [server, modemPath, "pair", "--device", "default", "--announce", "--keys", keys.file("a"),
+                                                          "--seconds", "10"], in: keys, name: "announcer")
+        defer { a.kill() }
+        #expect(await a.wait(timeout: 60), "the announcer still runs 60 s after it started: \(describe(a))")
+        #expect(await listener.wait(timeout: 60), "the listener still runs 60 s after it started: \(describe(listener))")
+        let seconds = a.runSeconds ?? .infinity
+        print("modem pair through the null sink: announcer \(String(format: "%.2f", seconds)) s (exit \(a.status)), listener exit \(listener.status)")
+        #expect(a.exitedNormally && a.status == 0, "\(describe(a))")
+        #expect(listener.exitedNormally && listener.status == 0, "\(describe(listener))")
+        let ca = pairCode(a.stdoutText), cb = pairCode(listener.stdoutText)
+        #expect(ca != nil && ca == cb, "announcer \(a.stdoutText) listener \(listener.stdoutText)")
         #expect(ca.map { $0.count == 6 && $0.allSatisfy(\.isNumber) } == true)
-        // Bounded wait, generous: the check allows 5 s for the announcer's whole run.
-        #expect(a.seconds <= 5, "announcer took \(a.seconds) s")
+        // The real-time figure: the check allows 5 s for the announcer's whole run.
+        #expect(seconds <= 5, "announcer took \(seconds) s")
 
         // Each trusts the other's key.
         for (me, peer) in [("a", "b"), ("b", "a")] {
@@ -74,39 +96,56 @@ struct PairCLITests {
         }
 
         let alone = try await runProcess("/usr/bin/env", [server, modemPath, "pair", "--device", "default", "--keys", keys.file("c"),
-                                                          "--seconds", "1.5"], timeout: 30)
+                                                          "--seconds", "1.5"], timeout: 60)
         #expect(alone.status == 1, "\(alone)")
         #expect(alone.stderrText.contains("no pairing heard"), "\(alone)")
         #expect(pairCode(alone) == nil)
     }
-}
 
-extension PairCLITests {
-    @Test("two announcers and one listener on the null sink: nobody pairs, and the two pairings are reported as ambiguous (exit 3)")
+    @Test("two announcers and one listener on the null sink: nobody pairs, and the two pairings are reported as ambiguous (exit 3) (real time)",
+          .timeLimit(.minutes(3)))
     func twoAnnouncers() async throws {
         let (server, stop) = try await startLoop("PairCLI2")
         defer { stop() }
         let keys = try Scratch("PairCLI2")
         let modemPath = try Paths.modem()
-        func run(_ dir: String, _ extra: [String]) async throws -> ProcessResult {
-            try await runProcess("/usr/bin/env", [server, modemPath, "pair", "--device", "default", "--keys", keys.file(dir),
-                                                  "--seconds", "8"] + extra, timeout: 30)
+        func arguments(_ dir: String, _ extra: [String]) -> [String] {
+            [server, modemPath, "pair", "--device", "default", "--keys", keys.file(dir), "--seconds", "8"] + extra
         }
-        async let b = run("b", [])
-        try await Task.sleep(for: .milliseconds(500))
-        async let a1 = run("a1", ["--announce"])
-        try await Task.sleep(for: .milliseconds(300))
-        let a2 = try await run("a2", ["--announce"])
-        let (rb, r1) = try await (b, a1)
-        for r in [rb, r1, a2] {
-            #expect(pairCode(r) == nil, "\(r)")
-            #expect(r.status == 3 || r.status == 1, "\(r)")
+        // The listener first; both announcers start together once its devices are open (it hears
+        // from then on), so it hears both tokens before it could finish a pairing with either (seen
+        // once in CI: with the second announcer started later, the listener paired with the first).
+        // Starting both announcers before the listener is worse: an announcer that hears the other's
+        // token gives up as ambiguous, and the other, still announcing, then pairs with the listener
+        // (seen here).
+        let listener = try TNCBackgroundProcess("/usr/bin/env", arguments("b", ["--verbose"]), in: keys, name: "b")
+        defer { listener.kill() }
+        try await listener.awaitStderr("'devices open' from the listener") { $0.contains("modem pair: devices open") }
+        let a1 = try TNCBackgroundProcess("/usr/bin/env", arguments("a1", ["--announce", "--verbose"]), in: keys, name: "a1")
+        defer { a1.kill() }
+        let a2 = try TNCBackgroundProcess("/usr/bin/env", arguments("a2", ["--announce", "--verbose"]), in: keys, name: "a2")
+        defer { a2.kill() }
+        #expect(await a1.wait(timeout: 60), "the first announcer still runs 60 s after it started: \(describe(a1))")
+        #expect(await a2.wait(timeout: 60), "the second announcer still runs 60 s after it started: \(describe(a2))")
+        #expect(await listener.wait(timeout: 60), "the listener still runs 60 s after it started: \(describe(listener))")
+        // Each announcer did play its token.
+        for a in [a1, a2] { #expect(a.stderrText.contains("): play K"), "an announcer played no token: \(describe(a))") }
+        let rb = ProcessResult(command: "modem pair (listener)", status: listener.status, signaled: !listener.exitedNormally, timedOut: false,
+                               stdout: Array(listener.stdoutText.utf8), stderr: Array(listener.stderrText.utf8),
+                               seconds: listener.runSeconds ?? 0)
+        #expect(pairCode(rb) == nil, "\(rb)")
+        #expect(rb.status == 3 || rb.status == 1, "\(rb)")
+        for a in [a1, a2] {
+            #expect(pairCode(a.stdoutText) == nil, "\(describe(a))")
+            #expect(a.exitedNormally && (a.status == 3 || a.status == 1), "\(describe(a))")
         }
         // Usually all three say so; on a loaded machine a stalled sound server may leave one end with
         // "no pairing heard" (exit 1), but someone must have seen the two pairings.
-        let ambiguous = [rb, r1, a2].filter { $0.status == 3 && $0.stderrText.contains("ambiguous, pair again") }
-        print("two announcers: exits listener \(rb.status), announcers \(r1.status) \(a2.status)")
-        #expect(!ambiguous.isEmpty, "\(rb)\n\(r1)\n\(a2)")
+        let ambiguous = (rb.status == 3 && rb.stderrText.contains("ambiguous, pair again") ? 1 : 0)
+            + [a1, a2].filter { $0.status == 3 && $0.stderrText.contains("ambiguous, pair again") }.count
+        print("two announcers: exits listener \(rb.status), announcers \(a1.status) \(a2.status)")
+        #expect(ambiguous > 0, "\(rb)\n\(describe(a1))\n\(describe(a2))")
+        if pairCode(rb) != nil { Issue.record("the listener paired; announcers:\n\(describe(a1))\n\(describe(a2))") }
         // Nothing was trusted by anyone.
         for dir in ["b", "a1", "a2"] {
             let list = try await modem(["keys", "list", "--keys", keys.file(dir)])
