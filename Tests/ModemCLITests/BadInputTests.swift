@@ -58,7 +58,7 @@ struct BadInputTests {
     func refuses(_ bad: BadFile) async throws {
         let dir = try Scratch()
         let path = try await bad.make(in: dir)
-        let r = try await modem(["rx", "--baud", "1200", path], timeout: 10)
+        let r = try await modem(["rx", "--baud", "1200", path], timeout: 30)
         #expect(!r.timedOut, "did not end within 10 s: \(r)")
         #expect(!r.signaled, "killed by a signal (a crash?): \(r)")
         #expect(r.status != 0 && r.status < 124, "exit status \(r.status), expected 1...123: \(r)")
@@ -72,7 +72,7 @@ struct BadInputTests {
     func quietStillSaysWhy(_ bad: BadFile) async throws {
         let dir = try Scratch()
         let path = try await bad.make(in: dir)
-        let r = try await modem(["rx", "-q", "--baud", "1200", path], timeout: 10)
+        let r = try await modem(["rx", "-q", "--baud", "1200", path], timeout: 30)
         #expect(!r.signaled && !r.timedOut && r.status != 0 && r.status < 124, "\(r)")
         #expect(r.stderrLines.count == 1, "\(r)")
     }
@@ -91,7 +91,7 @@ struct BadInputTests {
         bytes.replaceSubrange(4..<8, with: le32(0x7fff_ffff))
         bytes.replaceSubrange(40..<44, with: le32(0x7fff_ffff))
         let liar = try dir.write("liar.wav", bytes)
-        let r = try await modem(["rx", "-q", "--baud", "1200", liar], timeout: 10)
+        let r = try await modem(["rx", "-q", "--baud", "1200", liar], timeout: 30)
         expectSuccess(r)
         #expect(r.stdout == text, "\(describeDifference(expected: text, got: r.stdout))")
     }
@@ -113,7 +113,7 @@ struct BadInputTests {
             for part in stride(from: 0, to: samplesPerChar, by: 50) {
                 let samples = leader + character * samplesPerChar + part
                 let cut = try dir.write("cut-\(samples).wav", Array(whole.prefix(headerBytes + 2 * samples)))
-                let r = try await modem(["rx", "-q", "--baud", "1200", cut], timeout: 10)
+                let r = try await modem(["rx", "-q", "--baud", "1200", cut], timeout: 30)
                 expectSuccess(r)
                 // Characters whose stop bit is in the file must all be there.
                 let complete = (samples - leader) / samplesPerChar

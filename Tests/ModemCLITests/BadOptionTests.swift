@@ -52,7 +52,7 @@ struct BadOptionTests {
     func refused(_ c: Case) async throws {
         let (dir, args, _) = try await Self.prepare(c)
         _ = dir
-        let r = try await modem(args, timeout: 10)
+        let r = try await modem(args, timeout: 30)
         #expect(!r.signaled && !r.timedOut, "\(r)")
         #expect(r.status != 0 && r.status < 124, "exit status \(r.status), expected 1...123: \(r)")
         #expect(r.stdout.isEmpty, "stdout: \(r.stdoutText)")
@@ -70,7 +70,7 @@ struct BadOptionTests {
         let (dir, args, out) = try await Self.prepare(c)
         let before: [UInt8] = Array("precious data, not to be overwritten\n".utf8)
         try dir.write("out.wav", before)
-        let r = try await modem(args, timeout: 10)
+        let r = try await modem(args, timeout: 30)
         #expect(r.status != 0, "\(r)")
         let after = (try? readBytes(out)) ?? []
         #expect(after == before, "\(c.testDescription): --out now holds \(after.count) bytes (was \(before.count))")

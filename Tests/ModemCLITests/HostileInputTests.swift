@@ -5,25 +5,32 @@ import Testing
 import Glibc
 #endif
 
-/// What happened to a process run by ``runHostile(_:stdinBytes:holdStdinOpen:stdoutPath:signalAfter:timeout:)``.
+/// What happened to a process run by ``runHostile(_:stdinBytes:holdStdinOpen:stdoutPath:signalWhen:timeout:)``.
 struct HostileResult: CustomStringConvertible {
     var status: Int32
     var signaled: Bool
     var hung: Bool
+    /// The condition for the signal was not met before the time limit (the process was then killed).
+    var neverReady: Bool = false
     var stdout: [UInt8]
     var stderr: String
     /// Seconds from the signal (or the start) to the end.
     var secondsToEnd: Double
     var description: String {
-        "\(hung ? "HUNG (killed)" : signaled ? "killed by signal \(status)" : "exit \(status)") after \(String(format: "%.2f", secondsToEnd)) s, stdout \(stdout.count) bytes, stderr: \(stderr.prefix(600))"
+        let how = neverReady ? "NOT READY for the signal (it caught no SIGTERM or left its input unread) and killed"
+            : hung ? "HUNG (killed)" : signaled ? "killed by signal \(status)" : "exit \(status)"
+        return "\(how) after \(String(format: "%.2f", secondsToEnd)) s, stdout \(stdout.count) bytes, stderr: \(stderr.prefix(600))"
     }
 }
 
 /// Runs `modem` with standard input from a pipe (fed `stdinBytes`, then closed unless
-/// `holdStdinOpen`), standard output to `stdoutPath` (else captured), optionally sending SIGTERM
-/// after `signalAfter` seconds; killed after `timeout` seconds.
+/// `holdStdinOpen`), standard output to `stdoutPath` (else captured); with `signalWhen`, sends
+/// SIGTERM as soon as the process has its SIGTERM handler and `signalWhen(stdinRead)` holds, where
+/// `stdinRead` says every byte fed was read (the event "it is now blocked on its input"; needs
+/// `holdStdinOpen`); killed after `timeout` seconds (a hang guard).
 func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: Bool = false, stdoutPath: String? = nil,
-                signalAfter: Double? = nil, timeout: Double = 30) async throws -> HostileResult {
+                signalWhen: (@Sendable (_ stdinRead: Bool) -> Bool)? = nil, timeout: Double = 30) async throws -> HostileResult {
+    precondition(signalWhen == nil || holdStdinOpen, "runHostile: a signal condition needs holdStdinOpen")
     let dir = try Scratch("ModemCLITests-hostile")
     let process = Process()
     process.executableURL = URL(fileURLWithPath: try Paths.modem())
@@ -44,11 +51,14 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
     process.terminationHandler = { _ in ended.mark() }
     try process.run()
     let writer = input.fileHandleForWriting
+    let writerFD = writer.fileDescriptor
     // The child may exit before it has read everything: a write to its closed pipe must fail with
     // EPIPE here, not kill the test runner with SIGPIPE.
     signal(SIGPIPE, SIG_IGN)
+    let fed = EndTime()
     let feed = Thread {
         if !stdinBytes.isEmpty { try? writer.write(contentsOf: Data(stdinBytes)) }
+        fed.mark()
         if !holdStdinOpen { try? writer.close() }
     }
     feed.start()
@@ -56,16 +66,18 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
     // the tests' shared threads are all busy.
     let begin = Date()
     let pid = process.processIdentifier
-    let signalled = EndTime(), killed = EndTime()
+    let signalled = EndTime(), killed = EndTime(), neverReady = EndTime()
     let timer = Thread {
-        if let after = signalAfter {
-            Thread.sleep(forTimeInterval: after)
-            // A loaded machine may take longer than `after` to start the process: the test is about
-            // a process that has its handlers, so wait (up to the time limit) until it catches SIGTERM.
-            while !ended.isMarked && !catchesSIGTERM(pid) && Date().timeIntervalSince(begin) < timeout {
-                Thread.sleep(forTimeInterval: 0.02)
+        if let ready = signalWhen {
+            // Polled: the process has its handlers (a loaded machine may take a while to start it)
+            // and the condition holds (e.g. it read all it was given and waits for more).
+            while !ended.isMarked, Date().timeIntervalSince(begin) < timeout,
+                  !(catchesSIGTERM(pid) && ready(fed.isMarked && bytesUnread(writerFD) == 0)) {
+                Thread.sleep(forTimeInterval: 0.01)
             }
-            if !ended.isMarked { kill(pid, SIGTERM); signalled.mark() }
+            if !ended.isMarked {
+                if Date().timeIntervalSince(begin) >= timeout { neverReady.mark() } else { kill(pid, SIGTERM); signalled.mark() }
+            }
         }
         while !ended.isMarked {
             if Date().timeIntervalSince(begin) > timeout { kill(pid, SIGKILL); killed.mark(); break }
@@ -76,13 +88,50 @@ func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: 
     while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
     process.waitUntilExit()
     let hung = killed.isMarked
-    let seconds = ended.date().timeIntervalSince(signalAfter == nil ? begin : signalled.date())
+    let seconds = ended.date().timeIntervalSince(signalWhen == nil ? begin : signalled.date())
     if holdStdinOpen { try? writer.close() }
     try? out.close()
     try? err.close()
     return HostileResult(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-                         hung: hung, stdout: stdoutPath == nil ? try readBytes(outPath) : [],
+                         hung: hung, neverReady: neverReady.isMarked, stdout: stdoutPath == nil ? try readBytes(outPath) : [],
                          stderr: String(decoding: try readBytes(errPath), as: UTF8.self), secondsToEnd: seconds)
+}
+
+/// Bytes written into the pipe or FIFO `fd` (either end) and not read yet, or -1 when it cannot be told.
+func bytesUnread(_ fd: Int32) -> Int32 {
+    var count: Int32 = 0
+    return ioctl(fd, UInt(FIONREAD), &count) == 0 ? count : -1
+}
+
+/// A FIFO with a thread writing bytes into it: it opens the FIFO (waiting for a reader), writes,
+/// and closes it, or with `hold` keeps it open until ``release()`` (a hang guard closes it after
+/// 120 s).
+final class FIFOWriter: Sendable {
+    let path: String
+    private let written = EndTime()
+    private let released = EndTime()
+    private let fd = Mutex<Int32>(-1)
+
+    init(path: String, bytes: [UInt8], hold: Bool) {
+        self.path = path
+        let writer = Thread { [self] in
+            let f = open(path, O_WRONLY)
+            guard f >= 0 else { return }
+            fd.withLock { $0 = f }
+            _ = bytes.withUnsafeBytes { write(f, $0.baseAddress, $0.count) }
+            written.mark()
+            let begin = Date()
+            while hold, !released.isMarked, Date().timeIntervalSince(begin) < 120 { Thread.sleep(forTimeInterval: 0.01) }
+            fd.withLock { close($0); $0 = -1 }
+        }
+        writer.start()
+    }
+
+    /// Everything was written and the reader has read it all (it waits for more).
+    var drained: Bool { written.isMarked && fd.withLock { $0 >= 0 && bytesUnread($0) == 0 } }
+
+    /// Lets a held FIFO close.
+    func release() { released.mark() }
 }
 
 /// Whether process `pid` has a handler for SIGTERM (bit 15 of SigCgt in /proc/PID/status).
@@ -224,19 +273,12 @@ struct HostileInputTests {
         #expect(r.stdoutText == Self.text + Self.text, "\(r)")
     }
 
-    /// A FIFO in `dir`, with a thread writing `bytes` into it (then closing, unless `hold`).
-    static func fifo(_ dir: Scratch, _ bytes: [UInt8], hold: Double = 0) throws -> String {
+    /// A FIFO in `dir`, with a thread writing `bytes` into it (then closing, unless `hold`: then it
+    /// stays open until released).
+    static func fifo(_ dir: Scratch, _ bytes: [UInt8], hold: Bool = false) throws -> FIFOWriter {
         let path = dir.file("fifo.wav")
         #expect(mkfifo(path, 0o600) == 0)
-        let writer = Thread {
-            let fd = open(path, O_WRONLY)
-            guard fd >= 0 else { return }
-            _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if hold > 0 { Thread.sleep(forTimeInterval: hold) }
-            close(fd)
-        }
-        writer.start()
-        return path
+        return FIFOWriter(path: path, bytes: bytes, hold: hold)
     }
 
     @Test("rx of a FIFO decodes it and ends (the input is opened once)")
@@ -245,7 +287,7 @@ struct HostileInputTests {
         let txt = try dir.write("in.txt", Self.text)
         let wav = dir.file("a.wav")
         try await modemTx(["--baud", "1200"], input: txt, out: wav)
-        let path = try Self.fifo(dir, try readBytes(wav))
+        let path = try Self.fifo(dir, try readBytes(wav)).path
         let r = try await modem(["rx", "-q", "--baud", "1200", path], timeout: 20)
         #expect(r.succeeded && r.stdoutText == Self.text, "\(r)")
     }
@@ -256,7 +298,7 @@ struct HostileInputTests {
         let txt = try dir.write("in.txt", Self.text)
         let wav = dir.file("a.wav")
         try await modemTx(["--baud", "1200"], input: txt, out: wav)
-        let path = try Self.fifo(dir, try readBytes(wav))
+        let path = try Self.fifo(dir, try readBytes(wav)).path
         let r = try await modem(["analyze", path], timeout: 20)
         Self.expectCleanFailure(r, status: 1, mentions: ["fifo.wav", "stream"])
         #expect(r.stderrLines.count == 1, "\(r)")
@@ -268,9 +310,12 @@ struct HostileInputTests {
     func signalWhileBlocked(_ template: [String]) async throws {
         let dir = try Scratch()
         let out = try dir.write("out.wav", "precious\n")
-        let fifo = template.contains("FIFO") ? try Self.fifo(dir, Array("RIFF".utf8), hold: 15) : ""
-        let args = template.map { $0 == "OUT" ? out : $0 == "FIFO" ? fifo : $0 }
-        let r = try await runHostile(args, stdinBytes: Array("RI".utf8), holdStdinOpen: true, signalAfter: 1, timeout: 15)
+        let fifo = template.contains("FIFO") ? try Self.fifo(dir, Array("RIFF".utf8), hold: true) : nil
+        defer { fifo?.release() }
+        let args = template.map { $0 == "OUT" ? out : $0 == "FIFO" ? fifo!.path : $0 }
+        // The signal goes once the command has read what its input held and waits for more.
+        let r = try await runHostile(args, stdinBytes: Array("RI".utf8), holdStdinOpen: true,
+                                     signalWhen: { stdinRead in fifo?.drained ?? stdinRead }, timeout: 60)
         #expect(!r.hung && !r.signaled, "\(r)")
         #expect(r.status == 130, "\(r)")
         #expect(r.secondsToEnd < 3, "\(r)")
@@ -285,10 +330,11 @@ struct HostileInputTests {
         let txt = try dir.write("in.txt", Texts.words(600))
         let wav = dir.file("long.wav")
         try await modemTx(["--baud", "50", "--rate", "8000"], input: txt, out: wav)
-        // The WAV goes in through a pipe, slowly enough to be interrupted part-way.
+        // The WAV goes in through a pipe that stays open after part of it: the decode is interrupted
+        // part-way, once the command has read that part and waits for the rest.
         let bytes = try readBytes(wav)
         let r = try await runHostile(["rx", "-q", "--baud", "50", "-"], stdinBytes: Array(bytes.prefix(200_000)), holdStdinOpen: true,
-                                     signalAfter: 1.5, timeout: 20)
+                                     signalWhen: { stdinRead in stdinRead }, timeout: 60)
         #expect(r.status == 130 && !r.signaled, "\(r)")
     }
 

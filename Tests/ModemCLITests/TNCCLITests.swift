@@ -6,7 +6,8 @@ import Glibc
 #endif
 
 /// `modem tnc` as a separate process: against Dire Wolf's KISS client `kissutil` both ways, signals,
-/// and its error messages. Every wait is bounded.
+/// and its error messages. Every wait is for an event (a line, an exit), bounded by a hang guard far
+/// above the expected time.
 @Suite("modem tnc (KISS TNC) CLI")
 struct TNCCLITests {
     static let kissutil = Paths.tool("kissutil")
@@ -23,7 +24,7 @@ struct TNCCLITests {
 
     @Test("kissutil receives every frame of the input, and what it sends comes out in --output for atest",
           .enabled(if: kissutil != nil && genPackets != nil && atest != nil, "direwolf (kissutil, gen_packets, atest) is not installed"),
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(2)))
     func kissutilBothWays() async throws {
         let dir = try Scratch("TNCCLITests")
         let messages = try dir.write("messages.txt", Self.lines.joined(separator: "\n") + "\n")
@@ -32,19 +33,19 @@ struct TNCCLITests {
         let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
                                                       "--kiss-port", "0"], in: dir, name: "tnc")
         defer { tnc.kill() }
-        let port = try await tnc.listeningPort()
+        let port = try await tnc.kissPort()
         // kissutil exits when its standard input closes: keep the pipe open until the TNC has sent.
         let client = try TNCBackgroundProcess(Self.kissutil!, ["-p", String(port)], in: dir, name: "kissutil", stdinPipe: true)
         defer { client.kill() }
-        #expect(await tnc.waitForStderr(timeout: 5) { $0.contains("input ended") }, "\(tnc.stderrText)")
-        try await Task.sleep(for: .milliseconds(300))
+        try await tnc.awaitStderr("'input ended'") { $0.contains("input ended") }
+        // kissutil has printed every frame of the input before it sends its own.
+        try await client.awaitStdout("every frame of the input printed by kissutil") { text in Self.lines.allSatisfy { text.contains($0) } }
         client.writeStdin(Self.sent.joined(separator: "\n") + "\n")
-        #expect(await tnc.waitForStderr(timeout: 5) { text in Self.sent.allSatisfy { text.contains("tx " + $0) } },
-                "\(tnc.stderrText)")
+        try await tnc.awaitStderr("'tx' lines for kissutil's frames") { text in Self.sent.allSatisfy { text.contains("tx " + $0) } }
         client.closeStdin()
-        #expect(await client.wait(timeout: 5), "kissutil did not exit when its input closed")
+        #expect(await client.wait(timeout: 30), "kissutil did not exit within 30 s of its input closing")
         tnc.signal(SIGINT)
-        #expect(await tnc.wait(timeout: 5), "modem tnc did not stop on SIGINT: \(tnc.stderrText)")
+        #expect(await tnc.wait(timeout: 30), "modem tnc did not stop within 30 s of SIGINT: \(tnc.stderrText)")
         #expect(tnc.exitedNormally && tnc.status == 0, "modem tnc exit \(tnc.status): \(tnc.stderrText)")
         // kissutil printed every frame (gen_packets keeps each line's newline: "<0x0a>").
         let received = client.stdoutText
@@ -58,7 +59,7 @@ struct TNCCLITests {
         #expect(tnc.stderrText.contains("stopped:"), "\(tnc.stderrText)")
     }
 
-    @Test("SIGTERM before any client: exit 0 and a valid (empty) --output", .timeLimit(.minutes(1)))
+    @Test("SIGTERM before any client: exit 0 and a valid (empty) --output", .timeLimit(.minutes(2)))
     func sigtermWithoutClients() async throws {
         let dir = try Scratch("TNCCLITests")
         let text = try dir.write("in.txt", "N0CALL>APRS:one\n")
@@ -66,16 +67,16 @@ struct TNCCLITests {
         let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
                                                       "--kiss-port", "0"], in: dir, name: "tnc")
         defer { tnc.kill() }
-        _ = try await tnc.listeningPort()
+        _ = try await tnc.kissPort()
         tnc.signal(SIGTERM)
-        #expect(await tnc.wait(timeout: 5))
+        #expect(await tnc.wait(timeout: 30), "modem tnc did not stop within 30 s of SIGTERM: \(tnc.stderrText)")
         #expect(tnc.exitedNormally && tnc.status == 0, "exit \(tnc.status): \(tnc.stderrText)")
         #expect(try Self.isValidWAV(dir.file("out.wav")))
         #expect(try readBytes(dir.file("out.wav")).count == 44, "no audio was written, only the header")
     }
 
     @Test("A client that sends garbage and vanishes changes nothing for another; --quiet keeps standard error empty",
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(2)))
     func garbageClientThroughTheCLI() async throws {
         let dir = try Scratch("TNCCLITests")
         let text = try dir.write("in.txt", "N0CALL>APRS:one\nN0CALL>APRS:two\n")
@@ -83,7 +84,7 @@ struct TNCCLITests {
         let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "-q", "--input", dir.file("in.wav"), "--kiss-port", "0"],
                                  in: dir, name: "tnc")
         defer { tnc.kill() }
-        let port = try await tnc.listeningPort()   // announced even with -q, because the port was 0
+        let port = try await tnc.kissPort()   // announced even with -q, because the port was 0
         // The good client connects first: with --input, decoding starts at the first connection, and
         // a client that connects after the (fast) decode has nothing left to receive.
         let good = try KISSTestClient(port: port)
@@ -91,31 +92,31 @@ struct TNCCLITests {
         try bad.send([UInt8](repeating: 0x7F, count: 10_000) + [0xC0, 0x00, 0xDB, 0x00, 0xC0])
         bad.close()
         var received: [UInt8] = []
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(30)
         while Date() < deadline, received.filter({ $0 == 0xC0 }).count < 4 {
             good.receive()
             received = good.receivedBytes
             try await Task.sleep(for: .milliseconds(20))
         }
-        #expect(received.filter { $0 == 0xC0 }.count == 4, "two KISS frames expected, got \(received.count) bytes")
+        #expect(received.filter { $0 == 0xC0 }.count == 4, "two KISS frames expected (waited up to 30 s), got \(received.count) bytes")
         #expect(String(decoding: received, as: UTF8.self).contains("one"))
         #expect(String(decoding: received, as: UTF8.self).contains("two"))
         good.close()
         tnc.signal(SIGINT)
-        #expect(await tnc.wait(timeout: 5))
+        #expect(await tnc.wait(timeout: 30), "modem tnc did not stop within 30 s of SIGINT")
         #expect(tnc.exitedNormally && tnc.status == 0, "exit \(tnc.status): \(tnc.stderrText)")
         #expect(tnc.stderrText.split(separator: "\n").count == 1, "\(tnc.stderrText)")
     }
 
     @Test("--device: ALSA's null device, a client's frame is played after channel access; SIGINT exits 0",
           .enabled(if: FileManager.default.fileExists(atPath: "/usr/share/alsa/alsa.conf"), "alsa-lib's configuration is not installed"),
-          .timeLimit(.minutes(1)))
+          .timeLimit(.minutes(2)))
     func nullDevice() async throws {
         let dir = try Scratch("TNCCLITests")
         let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--device", "null", "--kiss-port", "0", "--slottime", "2"],
                                  in: dir, name: "tnc")
         defer { tnc.kill() }
-        let port = try await tnc.listeningPort()
+        let port = try await tnc.kissPort()
         let client = try KISSTestClient(port: port)
         // FEND, data frame on port 0: N0CALL>APRS:null (addresses shifted left, SSID bytes with the end bit).
         var frame: [UInt8] = [0xC0, 0x00]
@@ -126,10 +127,10 @@ struct TNCCLITests {
         frame += Array("null".utf8)
         frame.append(0xC0)
         try client.send(frame)
-        #expect(await tnc.waitForStderr(timeout: 5) { $0.contains("tx N0CALL>APRS:null") }, "\(tnc.stderrText)")
+        try await tnc.awaitStderr("'tx N0CALL>APRS:null'") { $0.contains("tx N0CALL>APRS:null") }
         client.close()
         tnc.signal(SIGINT)
-        #expect(await tnc.wait(timeout: 5), "modem tnc did not stop on SIGINT")
+        #expect(await tnc.wait(timeout: 30), "modem tnc did not stop within 30 s of SIGINT")
         #expect(tnc.exitedNormally && tnc.status == 0, "exit \(tnc.status): \(tnc.stderrText)")
         #expect(tnc.stderrText.contains("1 transmitted"), "\(tnc.stderrText)")
     }
@@ -142,7 +143,7 @@ struct TNCCLITests {
         let holder = try TNCTestListener()
         defer { holder.close() }
         let r = try await modem(["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
-                                 "--kiss-port", String(holder.port)], timeout: 10)
+                                 "--kiss-port", String(holder.port)], timeout: 30)
         #expect(!r.signaled && !r.timedOut && r.status == 1, "\(r)")
         #expect(r.stderrLines.count == 1, "\(r)")
         #expect(r.stderrText.contains("in use") && r.stderrText.contains(String(holder.port)), "\(r)")
@@ -167,7 +168,7 @@ struct TNCCLITests {
         let text = try dir.write("in.txt", "N0CALL>APRS:one\n")
         try await modemTx(["--profile", "bell202", "--framing", "ax25"], input: text, out: dir.file("in.wav"))
         let args = arguments.map { $0 == "IN" ? dir.file("in.wav") : $0 == "MISSING" ? dir.file("missing.wav") : $0 }
-        let r = try await modem(args, timeout: 10)
+        let r = try await modem(args, timeout: 30)
         #expect(!r.signaled && !r.timedOut && r.status == status, "\(r)")
         #expect(r.stdout.isEmpty, "\(r)")
         #expect(r.stderrText.contains(mention), "\(r)")
