@@ -186,6 +186,26 @@ private final class ProcessEndTime: Sendable {
     var date: Date? { when.withLock { $0 } }
 }
 
+/// A TCP socket on a port of 127.0.0.1 that the kernel picks (port 0), listening or only bound.
+private func loopbackSocket(listening: Bool) throws -> (fd: Int32, port: Int) {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let ok = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && (!listening || listen(fd, 1) == 0) && getsockname(fd, $0, &length) == 0
+        }
+    }
+    guard fd >= 0, ok else {
+        let reason = errno
+        if fd >= 0 { Glibc.close(fd) }
+        throw TestSupportError("cannot \(listening ? "listen on" : "bind") 127.0.0.1: errno \(reason)")
+    }
+    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+}
+
 /// A TCP socket bound to a port of 127.0.0.1 but not listening: while it is open no other process
 /// can take the port, and a connection to it is refused (the kernel answers with a reset).
 public final class TCPRefusingPort {
@@ -195,19 +215,7 @@ public final class TCPRefusingPort {
     public let port: Int
     /// Binds a free port of 127.0.0.1 (port 0: the kernel picks one), without listening.
     public init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.fd = fd
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else { throw TestSupportError("cannot bind 127.0.0.1: errno \(errno)") }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try loopbackSocket(listening: false)
     }
     /// Closes the socket.
     public func close() { Glibc.close(fd) }
@@ -221,19 +229,7 @@ public final class TNCTestListener {
     public let port: Int
     /// Listens on a free port of 127.0.0.1.
     public init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.fd = fd
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let ok = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard ok else { throw TestSupportError("cannot listen on 127.0.0.1: errno \(errno)") }
-        port = Int(UInt16(bigEndian: address.sin_port))
+        (fd, port) = try loopbackSocket(listening: true)
     }
     /// Closes the socket.
     public func close() { Glibc.close(fd) }
