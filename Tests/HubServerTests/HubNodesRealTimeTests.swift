@@ -7,7 +7,7 @@ import Testing
 /// scripts/test.sh runs them in a group of their own, one at a time, never sharing the cores with other
 /// tests. Everything else in the scripts waits for events with hang guards only.
 @Suite(.serialized) struct HubNodesRealTimeTests {
-    /// Seed 001's disconnect across nodes: 3 users on node 2, node 2 SIGKILLed, the watcher on node 1 told
+    /// The groups API's disconnect across nodes: 3 users on node 2, node 2 SIGKILLed, the watcher on node 1 told
     /// they went offline within two heartbeats; no ghost stays online; the post made before is kept
     /// (Tests/scripts/hub_ws_scenarios.py --only-kills).
     @Test("a killed node's users offline on the survivor within two heartbeats (real time)",
