@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import ModemTestSupport
 import Testing
 
@@ -103,23 +102,9 @@ struct PairRealTimeTests {
         #expect(pairCode(alone) == nil)
     }
 
-    @Test("two announcers and one listener on the null sink: nobody pairs, and the two pairings are reported as ambiguous (exit 3) (real time)",
+    @Test("two announcers and one listener on the null sink: nobody pairs or trusts anyone; each end exits 3 (ambiguous) or 1 (nothing heard) (real time)",
           .timeLimit(.minutes(3)))
     func twoAnnouncers() async throws {
-        // A known protocol defect, quarantined: an announcer that hears the other's token plays an abort
-        // and gives up, but the other announcer may never hear that abort, keep announcing and pair with
-        // the listener (seen under a CPU hog, and once in a fresh-clone CI run). Only when that happened
-        // (someone printed a code) are the issues reported as known; any other failure fails the test.
-        // docs/messaging.md, "Left"; remove this wrapper once the pairing machine is fixed.
-        final class Flag: Sendable { let value = Atomic<Bool>(false) }
-        let paired = Flag()
-        try await withKnownIssue("pairing: the second announcer's abort is not heard; the first may pair (docs/messaging.md, Left)",
-                                 isIntermittent: true) {
-            try await twoAnnouncersRun { paired.value.store(true, ordering: .sequentiallyConsistent) }
-        } matching: { _ in paired.value.load(ordering: .sequentiallyConsistent) }
-    }
-
-    private func twoAnnouncersRun(somebodyPaired: () -> Void) async throws {
         let (server, stop) = try await startLoop("PairCLI2")
         defer { stop() }
         let keys = try Scratch("PairCLI2")
@@ -130,9 +115,9 @@ struct PairRealTimeTests {
         // The listener first; both announcers start together once its devices are open (it hears
         // from then on), so it hears both tokens before it could finish a pairing with either (seen
         // once in CI: with the second announcer started later, the listener paired with the first).
-        // Starting both announcers before the listener is worse: an announcer that hears the other's
-        // token gives up as ambiguous, and the other, still announcing, then pairs with the listener
-        // (seen here).
+        // (An end that finds the pairing ambiguous keeps playing aborts, after the others' answers, while
+        // the pairing it saw goes on, and both ends of a complete pairing hold their verdict long enough
+        // to hear one: an announcer that stopped is heard, whatever the start order.)
         let listener = try TNCBackgroundProcess("/usr/bin/env", arguments("b", ["--verbose"]), in: keys, name: "b")
         defer { listener.kill() }
         try await listener.awaitStderr("'devices open' from the listener") { $0.contains("modem pair: devices open") }
@@ -148,19 +133,19 @@ struct PairRealTimeTests {
         let rb = ProcessResult(command: "modem pair (listener)", status: listener.status, signaled: !listener.exitedNormally, timedOut: false,
                                stdout: Array(listener.stdoutText.utf8), stderr: Array(listener.stderrText.utf8),
                                seconds: listener.runSeconds ?? 0)
-        if pairCode(rb) != nil || [a1, a2].contains(where: { pairCode($0.stdoutText) != nil }) { somebodyPaired() }
         #expect(pairCode(rb) == nil, "\(rb)")
         #expect(rb.status == 3 || rb.status == 1, "\(rb)")
         for a in [a1, a2] {
             #expect(pairCode(a.stdoutText) == nil, "\(describe(a))")
             #expect(a.exitedNormally && (a.status == 3 || a.status == 1), "\(describe(a))")
         }
-        // Usually all three say so; on a loaded machine a stalled sound server may leave one end with
-        // "no pairing heard" (exit 1), but someone must have seen the two pairings.
+        // Usually someone says "ambiguous" (exit 3). When the two tokens collided on every try (both
+        // announcers started before either could hear the other; the sound server's buffers are long
+        // on a busy machine), nobody heard a pairing at all and every end says so (exit 1): as safe,
+        // and counted in the state machine's simulations (PairingStateMachineTests), not here.
         let ambiguous = (rb.status == 3 && rb.stderrText.contains("ambiguous, pair again") ? 1 : 0)
             + [a1, a2].filter { $0.status == 3 && $0.stderrText.contains("ambiguous, pair again") }.count
-        print("two announcers: exits listener \(rb.status), announcers \(a1.status) \(a2.status)")
-        #expect(ambiguous > 0, "\(rb)\n\(describe(a1))\n\(describe(a2))")
+        print("two announcers: exits listener \(rb.status), announcers \(a1.status) \(a2.status), \(ambiguous) said ambiguous")
         if pairCode(rb) != nil { Issue.record("the listener paired; announcers:\n\(describe(a1))\n\(describe(a2))") }
         // Nothing was trusted by anyone.
         for dir in ["b", "a1", "a2"] {

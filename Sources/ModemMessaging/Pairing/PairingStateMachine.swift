@@ -46,9 +46,12 @@ public struct PairingTiming: Sendable, Hashable {
     public var resendSeconds: Double
     /// The announcer waits this long after the first answer (P1) for a second listener's answer.
     public var collectSeconds: Double
-    /// The listener holds its verdict this long after sending P3 (answers a repeated P2, hears aborts).
+    /// The listener holds its verdict this long after sending P3: it answers a repeated P2 and hears
+    /// the aborts of an end that saw a second pairing. (The announcer, once it heard P3, holds its own
+    /// verdict half a resend interval and 0.5 s, until such an abort would have been heard.)
     public var holdSeconds: Double
-    /// An end that found the pairing ambiguous answers pairing messages with an abort this long.
+    /// An end that found the pairing ambiguous keeps playing aborts until the line has carried no
+    /// pairing message for this long.
     public var abortLingerSeconds: Double
 
     /// Creates timers.
@@ -77,8 +80,15 @@ public struct PairingTiming: Sendable, Hashable {
 /// Both ends share one line and hear themselves: a message this end played is recognised by its bytes
 /// and ignored. Anything that shows a second pairing (another token, a second listener's answer,
 /// someone else's message in our session, an abort) makes the pairing ambiguous: the end trusts
-/// nothing, answers pairing traffic with aborts for a while (so the others stop too) and fails with
+/// nothing, plays aborts for a while (so the others stop too) and fails with
 /// ``PairingFailure/ambiguous``. It never pairs with a key it cannot tie to the token it heard.
+///
+/// Aborts must be heard even by ends busy finishing their own pairing, so an aborting end does not
+/// answer a message the moment it hears it (the message's own addressee answers then, and the two would
+/// collide every time): it plays its aborts half a resend interval (plus jitter) after the last message
+/// it heard, again every resend interval, while the sessions it found ambiguous carry traffic (until
+/// they have been silent for ``PairingTiming/abortLingerSeconds``). Both ends of a complete pairing
+/// hold their verdict long enough to hear such an abort.
 ///
 /// Randomness (the session number, the commitment's opening, the nonce) is drawn at ``init``, from
 /// the generator given, so tests are deterministic.
@@ -102,7 +112,7 @@ public struct PairingStateMachine: Sendable {
     private let session: UInt16
     /// Announcer: r_A; listener: n_B.
     private let randomBytes: [UInt8]
-    /// Draws the jitter added to each resend (0...0.5 s), so two announcers that collided do not
+    /// Draws the jitter added to each resend (0...1 s), so two announcers that collided do not
     /// collide again on every repeat.
     private var jitter: UInt64
 
@@ -132,6 +142,8 @@ public struct PairingStateMachine: Sendable {
     private var chosen: PairingToken?
     private var confirmBytes: [UInt8] = []
     private var abortedSessions: Set<UInt16> = []
+    /// Aborting: when the aborts are played next.
+    private var abortAt: Double?
 
     /// Creates a machine (call ``start(now:)`` next).
     /// - Parameters:
@@ -157,12 +169,14 @@ public struct PairingStateMachine: Sendable {
         jitter = random.next() | 1
     }
 
-    /// The next resend jitter, 0...0.5 s (xorshift64).
+    /// The next resend jitter, 0...1 s (xorshift64): wide enough that two ends whose first messages
+    /// collided (each started before it could hear the other, a sound server's buffers late) seldom
+    /// collide again.
     private mutating func nextJitter() -> Double {
         jitter ^= jitter << 13
         jitter ^= jitter >> 7
         jitter ^= jitter << 17
-        return Double(jitter % 501) / 1000
+        return Double(jitter % 1001) / 1000
     }
 
     /// Whether the machine has finished (paired or failed): the driver may stop.
@@ -202,6 +216,10 @@ public struct PairingStateMachine: Sendable {
         case .idle, .done: return []
         case .aborting(let until):
             if now >= until || now >= deadline { return finish(.ambiguous) }
+            if let a = abortAt, now >= a {
+                abortAt = now + timing.resendSeconds + nextJitter()
+                return abortedSessions.sorted().flatMap { abort($0) }
+            }
             return []
         case .holding(let until):
             if now >= until || now >= deadline { return succeed() }
@@ -226,9 +244,19 @@ public struct PairingStateMachine: Sendable {
         guard !played.contains(bytes), let m = try? PairingMessage(decoding: bytes) else { return [] }
         switch phase {
         case .idle, .done: return []
-        case .aborting:
+        case .aborting(let until):
+            // Another end's aborts say nothing new; anything else is a pairing still going on: its
+            // session is aborted too, after the message's addressee had its turn to answer. Traffic of
+            // the sessions found ambiguous keeps this end aborting; a session heard only now does not
+            // (it is aborted until the linger ends, as before).
             if case .abort = m { return [] }
-            return abort(m.session)
+            if abortedSessions.contains(m.session) {
+                phase = .aborting(until: min(max(until, now + timing.abortLingerSeconds), deadline))
+            }
+            abortedSessions.insert(m.session)
+            let soon = now + abortDelay()
+            if abortAt.map({ $0 > soon }) ?? true { abortAt = soon }
+            return []
         default: break
         }
         switch role {
@@ -264,7 +292,12 @@ public struct PairingStateMachine: Sendable {
         case .confirm(_, let mac):
             guard case .revealing = phase, let k = confirmationKey else { return [] }
             guard PairingCrypto.equal(mac, PairingCrypto.mac(key: k, role: "B")) else { return ambiguous(now) }
-            return succeed()
+            // Complete: hold the verdict until an abort from an end that saw a second pairing would
+            // have been heard: one played ``abortDelay()`` after our P2 (at most half a resend
+            // interval and 0.5 s) comes at most half a resend interval and 0.3 s after P3 did. (An
+            // abort that only answers P3 comes later; the listener, holding longer, still hears it.)
+            phase = .holding(until: min(now + timing.resendSeconds / 2 + 0.5, deadline))
+            return []
         }
     }
 
@@ -332,6 +365,12 @@ public struct PairingStateMachine: Sendable {
 
     // MARK: - Endings
 
+    /// How long after a message an aborting end plays its aborts: half a resend interval (the message's
+    /// addressee answers first) and 0...0.5 s of jitter (two aborting ends do not collide every time).
+    private mutating func abortDelay() -> Double {
+        timing.resendSeconds / 2 + nextJitter() / 2
+    }
+
     private mutating func play(_ bytes: [UInt8]) -> PairingAction {
         played.insert(bytes)
         return .play(bytes)
@@ -351,6 +390,9 @@ public struct PairingStateMachine: Sendable {
         }
         if let other, !sessions.contains(other) { sessions.append(other) }
         for s in sessions { actions += abort(s) }
+        // Played again once the others' answers to what we heard are out of the way, and then every
+        // resend interval while pairing traffic goes on.
+        abortAt = now + abortDelay()
         return actions
     }
 
