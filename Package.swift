@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "ModemLink", targets: ["ModemLink"]),
         .library(name: "ModemBluetooth", targets: ["ModemBluetooth"]),
         .library(name: "ModemSockets", targets: ["ModemSockets"]),
+        .library(name: "ModemTransport", targets: ["ModemTransport"]),
         .library(name: "ModemMessaging", targets: ["ModemMessaging"]),
         // The hub (docs/hub-plan.md): built only when asked for (`swift build --product modem-hub`).
         .executable(name: "modem-hub", targets: ["modem-hub"]),
@@ -71,30 +72,34 @@ let package = Package(
         .target(name: "ModemLinkProtocol", dependencies: ["ModemCodecs"]),
         // LinkTransport: a MessageTransport over the channel protocol's duplex messages, whatever carries
         // the frames (audio in ModemLink, RFCOMM in ModemBluetooth); never DSP, audio or Bluetooth.
-        .target(name: "ModemLinkTransport", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemMessaging"]),
-        .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemMessaging"]),
+        .target(name: "ModemLinkTransport", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemTransport"]),
+        .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTransport"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
-        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemMessaging", "ModemCodecs"]),
+        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemCodecs"]),
         // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
         .target(name: "ModemSockets"),
+        // The seam between messaging sessions and the lines that carry their frames (TCP, the channel
+        // protocol over audio or RFCOMM): MessageTransport and its errors, nothing else.
+        .target(name: "ModemTransport"),
         // Messaging over any link: keys, Noise sessions, pairing, mailbox, data connections; never DSP or audio.
         .target(
             name: "ModemMessaging",
-            dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemSockets", "ModemCrypto"]
+            dependencies: ["ModemTransport", "ModemLinkProtocol", "ModemCodecs", "ModemSockets", "ModemCrypto"]
         ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
-        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemLink", "ModemCrypto"]),
+        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemTransport", "ModemLink", "ModemCrypto"]),
         .target(
             name: "SwiftModem",
             dependencies: [
                 "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLinkTransport", "ModemLink",
-                "ModemBluetooth", "ModemSockets", "ModemMessaging",
+                "ModemBluetooth", "ModemSockets", "ModemTransport", "ModemMessaging",
             ]
         ),
         .executableTarget(
             name: "modem",
             dependencies: [
                 "SwiftModem",
+                "ModemTransport",
                 "ModemMessagingHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -169,12 +174,12 @@ let package = Package(
         .testTarget(
             name: "ModemLinkTests",
             dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
-                           "ModemMessaging", "ModemMessagingHarness"]
+                           "ModemMessaging", "ModemMessagingHarness", "ModemTransport"]
         ),
-        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemMessaging", "ModemCodecs", "ModemTestSupport"]),
+        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemCodecs", "ModemTestSupport"]),
         .testTarget(
             name: "ModemMessagingTests",
-            dependencies: ["ModemMessaging", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport",
+            dependencies: ["ModemMessaging", "ModemTransport", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport",
                            "ModemCrypto", .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
@@ -212,8 +217,9 @@ let package = Package(
             name: "ModemFuzzTargets",
             dependencies: ["ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemCrypto", "HubCore"]
         ),
-        // Replays the seed corpora and the kept crash inputs (Fixtures/fuzz) through every target.
-        .testTarget(name: "ModemFuzzTargetsTests", dependencies: ["ModemFuzzTargets"]),
+        // Replays the seed corpora and the kept crash inputs (Fixtures/fuzz) through every target, and
+        // runs every target on seeded mutations of its seeds (the test command's fuzzing smoke).
+        .testTarget(name: "ModemFuzzTargetsTests", dependencies: ["ModemFuzzTargets", "ModemDSP"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -231,6 +237,13 @@ switch buildPart {
 case "modem":
     package.targets.removeAll { hubTargets.contains($0.name) }
     package.products.removeAll { hubProducts.contains($0.name) }
+    // The test command builds this half in release, so the layers run at the speed users get; the test
+    // targets themselves (assertions, process runners, the simulations' bookkeeping) are compiled
+    // without optimisation, which takes a third of the time. Only in this half: the package as users
+    // and the checks build it (SWIFTMODEM_BUILD unset) carries no such setting.
+    for target in package.targets where target.type == .test {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Onone"])]
+    }
 case "hub":
     let keep = hubTargets.union(["HubCore", "ModemCrypto", "CSodium", "CLibCrypto"])
     package.targets.removeAll { !keep.contains($0.name) }

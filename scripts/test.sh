@@ -12,7 +12,7 @@ work=$(mktemp -d)
 pg_started=""
 hub_build_pid=""
 cleanup() {
-  [[ -n $hub_build_pid ]] && kill "$hub_build_pid" 2>/dev/null
+  if [[ -n $hub_build_pid ]]; then pkill -P "$hub_build_pid" 2>/dev/null; kill "$hub_build_pid" 2>/dev/null; fi
   [[ -n $pg_started ]] && bash scripts/hub-postgres.sh stop >/dev/null 2>&1
   rm -rf "$work"
   return 0
@@ -32,28 +32,29 @@ for v in bt msg hub; do
   ( if bash "scripts/$v-venv.sh" >"$work/$v-venv.log" 2>&1; then echo 0; else echo 1; fi >"$work/$v-venv.status" ) &
 done
 
-# Two builds, each in its own folder (Package.swift's SWIFTMODEM_BUILD): the modem's layers and tests
-# in release (with -enable-testing for @testable imports): the DSP keeps its preconditions but is
-# optimised, so the tests decode at the speed users get (a debug build of the demodulators is 15x
-# slower). The hub's targets and tests in debug: they test protocols, not speed, and a release build of
-# SwiftNIO, Hummingbird, PostgresNIO and AsyncHTTPClient would cost minutes more. The hub's build runs
-# while the modem's tests run (they wait on processes and sound much of the time; no test depends on
-# having the cores to itself, and the real-time tests run last, alone).
+# Two builds, each in its own folder (Package.swift's SWIFTMODEM_BUILD), side by side from the start:
+# - the modem's layers in release (with -enable-testing for @testable imports), so the DSP keeps its
+#   preconditions but is optimised and the tests decode at the speed users get (a debug build of the
+#   demodulators is 15x slower); its test targets unoptimised (Package.swift);
+# - the hub's targets and tests in debug: they test protocols, not speed, and a release build of
+#   SwiftNIO, Hummingbird, PostgresNIO and AsyncHTTPClient would cost minutes more. At a lower priority:
+#   the modem's build comes first, and the hub's goes on while the modem's tests run (they wait on
+#   processes and sound much of the time; no test depends on having the cores to itself, and the
+#   real-time tests run last, alone).
 modem_config=(-c release -Xswiftc -enable-testing --scratch-path .build-tests)
 hub_config=(-c debug --scratch-path .build-hub)
 show_build_failure() {
   grep -E 'error:|warning: unable' "$1" | head -n 40 || tail -n 40 "$1"
   echo "test.sh: the $2 build failed" >&2
 }
-stamp "building the modem's half (release, .build-tests)"
+stamp "building the modem's half (release, .build-tests) and the hub's (debug, .build-hub, in the background)"
+( SWIFTMODEM_BUILD=hub nice -n 10 swift build "${hub_config[@]}" --build-tests >"$work/hub-build.log" 2>&1; echo $? >"$work/hub-build.status" ) &
+hub_build_pid=$!
 if ! SWIFTMODEM_BUILD=modem swift build "${modem_config[@]}" --build-tests >"$work/modem-build.log" 2>&1; then
   show_build_failure "$work/modem-build.log" modem
   exit 1
 fi
 stamp "modem build: $(tail -n 1 "$work/modem-build.log")"
-stamp "building the hub's half (debug, .build-hub) while the modem's tests run"
-( SWIFTMODEM_BUILD=hub nice -n 5 swift build "${hub_config[@]}" --build-tests >"$work/hub-build.log" 2>&1; echo $? >"$work/hub-build.status" ) &
-hub_build_pid=$!
 
 wait_venv() {
   local v=$1 what=$2
@@ -106,16 +107,10 @@ run_tests "modem" modem --skip "LinkTransportTests|Bluetooth|BlueZ|Bumble|$realt
 run_tests "bluetooth" modem --filter "Bluetooth|BlueZ|Bumble" --skip "$realtime" || status=1
 run_tests "link transport" modem --filter "LinkTransportTests" --skip "$realtime" || status=1
 
-# Fuzzing smoke: every parser's libFuzzer target for a few seconds, on an unoptimised sanitizer build
-# (half the build time; scripts/fuzz.sh, docs/fuzzing.md). SWIFTMODEM_FUZZ_SECONDS=0 skips it.
-fuzz_seconds=${SWIFTMODEM_FUZZ_SECONDS:-3}
-if [[ $fuzz_seconds != 0 ]]; then
-  stamp "fuzzing: every target $fuzz_seconds s"
-  if ! SWIFTMODEM_FUZZ_CONFIG=debug bash scripts/fuzz.sh --all --seconds "$fuzz_seconds"; then
-    echo "test.sh: a fuzz target found a crash (see above)" >&2
-    status=1
-  fi
-fi
+# The fuzzing smoke is part of the modem group: every fuzz target on seeded mutations of its seeds
+# (Tests/ModemFuzzTargetsTests). Coverage-guided libFuzzer runs with AddressSanitizer need a build of
+# their own: scripts/fuzz.sh, or SWIFTMODEM_FUZZ_SECONDS=N here to run every target N s at the end.
+fuzz_seconds=${SWIFTMODEM_FUZZ_SECONDS:-0}
 
 # The hub: its build, its venv, a private PostgreSQL cluster for the multi-node tests (stopped on exit).
 while [[ ! -s $work/hub-build.status ]]; do sleep 0.5; done
@@ -139,5 +134,12 @@ run_tests "hub" hub --skip "$realtime" || status=1
 
 run_tests "real time (modem)" modem --filter "$realtime" --no-parallel || status=1
 run_tests "real time (hub)" hub --filter "$realtime" --no-parallel || status=1
+if [[ $fuzz_seconds != 0 ]]; then
+  stamp "fuzzing: every target $fuzz_seconds s (libFuzzer, scripts/fuzz.sh)"
+  if ! bash scripts/fuzz.sh --all --seconds "$fuzz_seconds"; then
+    echo "test.sh: a fuzz target found a crash (see above)" >&2
+    status=1
+  fi
+fi
 stamp "done (exit $status)"
 exit "$status"

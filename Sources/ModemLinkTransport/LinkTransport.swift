@@ -1,8 +1,8 @@
 import ModemLinkProtocol
-import ModemMessaging
+import ModemTransport
 import Synchronization
 
-/// A ``ModemMessaging/MessageTransport`` over the channel protocol in duplex mode: one session frame
+/// A ``ModemTransport/MessageTransport`` over the channel protocol in duplex mode: one session frame
 /// is one duplex message. ``send(_:)`` returns once the peer's link acknowledged the message
 /// (`sendOK`); ``receive()`` gives each message the peer sent, in order, and `.peerHeard` whenever the
 /// link heard any valid frame of the peer (fragments, acknowledgements, polls), so a session's
@@ -45,7 +45,7 @@ public final class LinkTransport: MessageTransport {
     }
 
     /// Sends one frame as one duplex message; returns once the peer's link acknowledged it.
-    /// - Throws: ``ModemMessaging/TransportError`` for an empty or oversized frame, or when the link
+    /// - Throws: ``ModemTransport/TransportError`` for an empty or oversized frame, or when the link
     ///   ended before the acknowledgement.
     public func send(_ frame: [UInt8]) async throws(TransportError) {
         _ = try await engine.sendMessage(frame)

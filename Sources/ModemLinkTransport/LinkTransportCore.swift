@@ -1,7 +1,7 @@
 import Dispatch
 import ModemCodecs
 import ModemLinkProtocol
-import ModemMessaging
+import ModemTransport
 import Synchronization
 
 /// What a ``LinkTransport`` needs of the channel protocol's state machine at its end (the phone's or

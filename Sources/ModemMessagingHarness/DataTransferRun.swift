@@ -2,6 +2,7 @@ import ModemCrypto
 import Foundation
 import ModemLink
 import ModemMessaging
+import ModemTransport
 import Synchronization
 
 /// A transport that counts what the sender puts on the line: each frame handed to the link (its

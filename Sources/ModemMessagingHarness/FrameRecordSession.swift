@@ -1,4 +1,5 @@
 import ModemMessaging
+import ModemTransport
 
 /// A plaintext ``ModemMessaging/RecordSession`` straight over a transport: one record is one frame,
 /// `kind u8 | body`. No handshake, no keys: the harness's stand-in for the Noise session when it

@@ -2,6 +2,7 @@ import Foundation
 import ModemDSP
 import ModemLink
 import ModemMessaging
+import ModemTransport
 import Synchronization
 
 /// What `modem transfer-test` runs.

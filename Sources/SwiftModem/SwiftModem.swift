@@ -14,3 +14,4 @@
 @_exported import ModemPipelines
 @_exported import ModemPlot
 @_exported import ModemTNC
+@_exported import ModemTransport

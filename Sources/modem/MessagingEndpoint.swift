@@ -2,6 +2,7 @@ import Foundation
 import ModemBluetooth
 import ModemLink
 import ModemMessaging
+import ModemTransport
 import Synchronization
 
 /// Opens the session of a messaging command (`mailbox`, `send`, `receive`): `--listen ENDPOINT`

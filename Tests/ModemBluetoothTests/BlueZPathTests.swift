@@ -2,8 +2,8 @@ import Foundation
 @testable import ModemBluetooth
 import ModemLinkProtocol
 import ModemLinkTransport
-import ModemMessaging
 import ModemTestSupport
+import ModemTransport
 import Synchronization
 import Testing
 #if canImport(Glibc)

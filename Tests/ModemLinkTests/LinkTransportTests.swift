@@ -4,6 +4,7 @@ import ModemDSP
 import ModemLink
 import ModemMessaging
 import ModemMessagingHarness
+import ModemTransport
 import Synchronization
 import Testing
 

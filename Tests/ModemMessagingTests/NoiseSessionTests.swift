@@ -4,6 +4,7 @@ import Glibc
 import Clocks
 import ModemCrypto
 import ModemMessaging
+import ModemTransport
 import Synchronization
 import Testing
 

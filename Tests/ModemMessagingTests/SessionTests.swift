@@ -1,6 +1,7 @@
 import ModemCrypto
 import Foundation
 import ModemMessaging
+import ModemTransport
 import Testing
 
 /// Two session machines wired together with no I/O: frames move only when ``pump()`` runs, the

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ModemMessaging
 import ModemSockets
+import ModemTransport
 import Testing
 
 /// A raw TCP client for the transport tests (what a foreign program would do).

@@ -1,6 +1,6 @@
 import ModemLinkProtocol
 import ModemLinkTransport
-import ModemMessaging
+import ModemTransport
 import Synchronization
 
 /// The phone end of link transports over Bluetooth RFCOMM, on our own host stack or the kernel's
@@ -84,7 +84,7 @@ public final class BluetoothLinkPhone: BluetoothPhoneChannelOwner, Sendable {
     }
 
     /// Opens the link once the RFCOMM channel is up (the channel protocol's handshake).
-    /// - Throws: ``ModemMessaging/TransportError`` when the device cannot be reached or did not answer.
+    /// - Throws: ``ModemTransport/TransportError`` when the device cannot be reached or did not answer.
     public func dial() async throws(TransportError) -> LinkTransport {
         try await links.dial(session: UInt8.random(in: 1...255))
     }
@@ -166,7 +166,7 @@ public final class BluetoothLinkDevice: HostClient, @unchecked Sendable {
     public var address: BDAddress? { ownAddress.withLock { $0 } }
 
     /// The next connection (a phone opened a session).
-    /// - Throws: ``ModemMessaging/TransportError`` when the device stopped or the controller failed.
+    /// - Throws: ``ModemTransport/TransportError`` when the device stopped or the controller failed.
     public func accept() async throws(TransportError) -> LinkTransport {
         try await links.accept()
     }

@@ -1,5 +1,5 @@
 import ModemAudio
-import ModemMessaging
+import ModemTransport
 import Synchronization
 
 /// The device end of link transports over audio (a sound card, or an ``AudioPipe`` in tests): a
@@ -69,7 +69,7 @@ public final class LinkDevice: Sendable {
     }
 
     /// The next connection (a phone opened a session).
-    /// - Throws: ``ModemMessaging/TransportError`` when the device stopped or the audio failed.
+    /// - Throws: ``ModemTransport/TransportError`` when the device stopped or the audio failed.
     public func accept() async throws(TransportError) -> LinkTransport {
         try await host.accept()
     }
@@ -133,7 +133,7 @@ public final class LinkPhone: Sendable {
     }
 
     /// Opens the link (the handshake, up to ``LinkConfiguration/handshakeAttempts`` hellos).
-    /// - Throws: ``ModemMessaging/TransportError`` when no device answered or the audio failed.
+    /// - Throws: ``ModemTransport/TransportError`` when no device answered or the audio failed.
     public func dial() async throws(TransportError) -> LinkTransport {
         try await host.dial(session: UInt8.random(in: 1...255))
     }

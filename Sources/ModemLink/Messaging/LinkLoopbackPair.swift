@@ -1,6 +1,6 @@
 import Foundation
 import ModemDSP
-import ModemMessaging
+import ModemTransport
 import Synchronization
 
 /// Both ends of a link transport over the in-memory ``LoopbackMedium`` (two one-way lines with
@@ -71,7 +71,7 @@ public final class LinkLoopbackPair: Sendable {
     }
 
     /// Opens the phone end (the channel protocol's handshake) and returns its transport.
-    /// - Throws: ``ModemMessaging/TransportError`` when no device answered (a muted line).
+    /// - Throws: ``ModemTransport/TransportError`` when no device answered (a muted line).
     public func dial() async throws(TransportError) -> LinkTransport {
         let session = sessionSeed.withLock { UInt8(truncatingIfNeeded: $0.next() % 255 + 1) }
         return try await phoneHost.dial(session: session)

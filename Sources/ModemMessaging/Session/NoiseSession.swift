@@ -1,4 +1,5 @@
 import ModemCrypto
+import ModemTransport
 import Synchronization
 
 /// The running parts of a ``NoiseSession``: the machine behind a mutex, a bounded queue of records

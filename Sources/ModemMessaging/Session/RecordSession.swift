@@ -1,3 +1,4 @@
+import ModemTransport
 /// What the messaging modules (mailbox, data connections) see of a session: an authenticated,
 /// encrypted, ordered exchange of typed records with one trusted peer. The Noise session over a
 /// ``MessageTransport`` implements it; ``InMemorySessionLine`` gives a plaintext pair for tests.

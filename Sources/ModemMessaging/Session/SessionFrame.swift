@@ -1,3 +1,4 @@
+import ModemTransport
 /// The frames of a session on every transport (docs/messaging-plan.md section 3): the first byte is
 /// `0x50 | type` ("session v1" in the high nibble).
 public enum SessionFrameType: UInt8, Sendable, CaseIterable {

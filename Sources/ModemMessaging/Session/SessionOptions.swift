@@ -1,3 +1,4 @@
+import ModemTransport
 /// What a session is for (mixed into the Noise prologue, so two ends must agree).
 public enum SessionService: UInt8, Sendable, Hashable {
     /// The two-party mailbox (seed 000).

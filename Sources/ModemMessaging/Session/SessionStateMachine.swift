@@ -1,5 +1,6 @@
 import ModemCrypto
 import Foundation
+import ModemTransport
 
 /// Which end of a session this is: the initiator dials and sends Noise's first message.
 public enum SessionRole: Sendable, Equatable {

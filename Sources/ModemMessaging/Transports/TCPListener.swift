@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ModemSockets
+import ModemTransport
 import Synchronization
 
 /// A listening TCP socket that hands out ``TCPTransport``s. A connection counts only once it sent

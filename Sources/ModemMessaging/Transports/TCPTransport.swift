@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Dispatch
 import ModemSockets
+import ModemTransport
 import Synchronization
 
 /// One TCP connection under a session: its descriptor, its frame decoder, how it ended. The
