@@ -6,8 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 # Only the modem's half of the package (Package.swift: SWIFTMODEM_BUILD), so a first run neither fetches
-# nor resolves the hub's server packages; the build itself is the same.
-SWIFTMODEM_BUILD=modem swift build -c release --product modem 2>&1 | tail -n 1
+# nor resolves the hub's server packages; the build itself is the same, without debug information.
+SWIFTMODEM_BUILD=modem swift build -c release -debug-info-format none --product modem 2>&1 | tail -n 1
 modem=.build/release/modem
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 if [[ $# -gt 0 ]]; then cp "$1" "$work/in.bin"; else
