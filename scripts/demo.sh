@@ -6,9 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 # Only the modem's half of the package (Package.swift: SWIFTMODEM_BUILD), so a first run neither fetches
-# nor resolves the hub's server packages; the build itself is the same, without debug information.
-SWIFTMODEM_BUILD=modem swift build -c release -debug-info-format none --product modem 2>&1 | tail -n 1
-modem=.build/release/modem
+# nor resolves the hub's server packages; built as the test command builds it (scripts/build-config.sh),
+# so scripts/test.sh afterwards compiles only the tests.
+source scripts/build-config.sh
+SWIFTMODEM_BUILD=modem swift build "${modem_build_config[@]}" --product modem 2>&1 | tail -n 1
+modem=.build-tests/release/modem
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 if [[ $# -gt 0 ]]; then cp "$1" "$work/in.bin"; else
   for i in $(seq 200); do echo "SwiftModem demo line $i: the quick brown fox jumps over the lazy dog 0123456789"; done > "$work/in.bin"
