@@ -3,5 +3,7 @@
 # the layers once). Release, so the DSP runs at the speed users get; with testing enabled, for the
 # tests' @testable imports; no index store and no debug information (nobody browses or steps through
 # these builds; a crash still prints a backtrace with function names): about a fifth less to compile.
+# Every import must be of a declared dependency (--explicit-target-dependency-import-check), so the
+# layers' declared dependencies stay what they import.
 modem_build_config=(-c release -Xswiftc -enable-testing --disable-index-store -debug-info-format none
-                    --scratch-path .build-tests)
+                    --explicit-target-dependency-import-check error --scratch-path .build-tests)
