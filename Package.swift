@@ -39,6 +39,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         // Tests only: a manual clock for protocol timers.
         .package(url: "https://github.com/pointfreeco/swift-clocks", from: "1.0.0"),
+        // Tests only: the one process runner of the tests (ProcessTestSupport), in both halves.
+        .package(url: "https://github.com/swiftlang/swift-subprocess", from: "1.0.2"),
     ] + (buildPart == "modem" ? [] : [
         // The hub only (never a dependency of `modem` or the Modem* libraries; a layering test checks).
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -153,14 +155,20 @@ let package = Package(
         // Tests: one target per layer, the CLI as a process, and what the tests share.
         // Loaded into every test process: SIGPIPE ignored before any test runs (Tests/CTestSignals/signals.c).
         .target(name: "CTestSignals", path: "Tests/CTestSignals"),
+        // Child processes for the tests of both halves, on swift-subprocess: run to completion or in the background.
+        .target(
+            name: "ProcessTestSupport",
+            dependencies: [.product(name: "Subprocess", package: "swift-subprocess")],
+            path: "Tests/ProcessTestSupport"
+        ),
         .target(
             name: "ModemTestSupport",
-            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "CTestSignals"],
+            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "CTestSignals", "ProcessTestSupport"],
             path: "Tests/ModemTestSupport"
         ),
         .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP", "ModemTestSupport"]),
         .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs", "ModemTestSupport"]),
-        .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio", "ModemTestSupport"]),
+        .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio", "ModemTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemPipelinesTests",
             dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTestSupport"]
@@ -170,7 +178,7 @@ let package = Package(
             dependencies: ["ModemTNC", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemTestSupport",
                            .product(name: "Clocks", package: "swift-clocks")]
         ),
-        .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ModemTestSupport"]),
+        .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ModemTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemLinkTests",
             dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
@@ -179,10 +187,10 @@ let package = Package(
         .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemCodecs", "ModemTestSupport"]),
         .testTarget(
             name: "ModemMessagingTests",
-            dependencies: ["ModemMessaging", "ModemTransport", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport",
+            dependencies: ["ModemMessaging", "ModemTransport", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport", "ProcessTestSupport",
                            "ModemCrypto", .product(name: "Clocks", package: "swift-clocks")]
         ),
-        .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport"]),
+        .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "HubTests",
             dependencies: ["HubCore", "HubStore", .product(name: "Logging", package: "swift-log")]
@@ -190,7 +198,7 @@ let package = Package(
         .testTarget(
             name: "HubServerTests",
             dependencies: [
-                "HubCore", "HubStore", "HubServer", "HubTestSupport",
+                "HubCore", "HubStore", "HubServer", "HubTestSupport", "ProcessTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -202,14 +210,14 @@ let package = Package(
         .target(
             name: "HubTestSupport",
             dependencies: [
-                "HubCore", "HubStore", "HubServer",
+                "HubCore", "HubStore", "HubServer", "ProcessTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Tests/HubTestSupport"
         ),
-        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTestSupport"]),
+        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTestSupport", "ProcessTestSupport"]),
 
         // Fuzz targets: every parser of outside bytes, as a registry name -> input -> parse (Fuzz/ runs them
         // under libFuzzer); never HubServer/HubStore (too slow to build with sanitizers).
@@ -245,7 +253,7 @@ case "modem":
         target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Onone"])]
     }
 case "hub":
-    let keep = hubTargets.union(["HubCore", "ModemCrypto", "CSodium", "CLibCrypto"])
+    let keep = hubTargets.union(["HubCore", "ModemCrypto", "CSodium", "CLibCrypto", "ProcessTestSupport"])
     package.targets.removeAll { !keep.contains($0.name) }
     package.products.removeAll { !hubProducts.contains($0.name) }
 case "", "all":

@@ -1,6 +1,7 @@
 import Foundation
 import HubClient
 import HubTestSupport
+import ProcessTestSupport
 import Testing
 
 /// The people's commands as processes (`modem-hub login`, `join`, `listen`, `post`, `unpost`, ...) against
@@ -12,7 +13,7 @@ import Testing
         let hub: LiveHub
         let config: String
         var env: [String: String] { ["XDG_CONFIG_HOME": config] }
-        func run(_ args: [String], timeout: Double = 60) async throws -> TestProcess.Output {
+        func run(_ args: [String], timeout: Double = 60) async throws -> ProcessResult {
             try await TestProcess.run(TestProcess.hubBinary, args, env: env, timeout: timeout)
         }
         var loginFile: String { config + "/swiftmodem/hub-client.json" }
@@ -33,7 +34,7 @@ import Testing
         try await HubClientTests.withHub { hub in
             let s = try Self.session(hub)
             let notYet = try await s.run(["post", "g", "p0"])
-            #expect(notYet.status == 1 && notYet.stderr.contains("not logged in"), "\(notYet)")
+            #expect(notYet.status == 1 && notYet.stderrText.contains("not logged in"), "\(notYet)")
 
             let secretFile = try TestProcess.tempDir() + "/secret"
             try (hub.plain.secret + "\n").write(toFile: secretFile, atomically: true, encoding: .utf8)
@@ -42,13 +43,13 @@ import Testing
             let mode = try FileManager.default.attributesOfItem(atPath: s.loginFile)[.posixPermissions] as? Int
             #expect(mode == 0o600)
             let token = try #require(try s.stored()["credentials"]?["client"]?["accessToken"]?.stringValue)
-            for text in [login.stdout, login.stderr] {
+            for text in [login.stdoutText, login.stderrText] {
                 #expect(!text.contains(hub.plain.secret) && !text.contains(token))
             }
 
             let posted = try await s.run(["post", "g", "p1", "--json", #"{"k":"v","n":1}"#])
             #expect(posted.status == 0, "\(posted)")
-            let echo = try #require(try Self.lines(posted.stdout).first)
+            let echo = try #require(try Self.lines(posted.stdoutText).first)
             #expect(echo["type"] == "post" && echo["pid"] == "p1" && echo["pidload"] == ["k": "v", "n": 1])
 
             // join: its own presence, the kept post, then a post made meanwhile by another client.
@@ -66,7 +67,7 @@ import Testing
             try await other.post(group: "g", pid: "p2", pidload: ["from": "other"])
             let j = try await joined
             #expect(j.status == 0, "\(j)")
-            let events = try Self.lines(j.stdout)
+            let events = try Self.lines(j.stdoutText)
             let me = try #require(events.first { $0["type"] == "hello" }?["user"]?.stringValue)
             #expect(events.contains { $0["type"] == "user" && $0["user"] == .string(me) && $0["group"] == "g" && $0["timestamp"] == 0 })
             #expect(events.contains { $0["type"] == "post" && $0["pid"] == "p1" && $0["user"] == .string(restUser) })
@@ -76,23 +77,23 @@ import Testing
             // listen with the kept device id: the same user, and it is not a member.
             let l = try await s.run(["listen", "g", "--count", "2", "--hello", "--seconds", "30"])
             #expect(l.status == 0, "\(l)")
-            #expect(try Self.lines(l.stdout).first == ["type": "hello", "user": .string(me)])
+            #expect(try Self.lines(l.stdoutText).first == ["type": "hello", "user": .string(me)])
 
             let un = try await s.run(["unpost", "g", "p1"])
             #expect(un.status == 0, "\(un)")
             let listed = try await s.run(["posts", "g"])
-            #expect(try Self.lines(listed.stdout).compactMap { $0["pid"]?.stringValue } == ["p2"])
+            #expect(try Self.lines(listed.stdoutText).compactMap { $0["pid"]?.stringValue } == ["p2"])
             let members = try await s.run(["members", "g"])
-            let m = try Self.lines(members.stdout)
+            let m = try Self.lines(members.stdoutText)
             #expect(m.count == 1 && m.first?["user"] == .string(me) && (m.first?["timestamp"]?.int64Value ?? 0) > 0, "\(members)")
 
             let bad = try await s.run(["post", "g", "p3", "--json", "[1]"])
-            #expect(bad.status == 64 && bad.stderr.contains("--json"))
+            #expect(bad.status == 64 && bad.stderrText.contains("--json"))
             let stranger = try HubClient(baseURL: hub.base, clientID: hub.pw.id, clientSecret: hub.pw.secret)
             try await stranger.authenticateClientCredentials()
             try await stranger.post(group: "g", pid: "p9", pidload: [:])
             let notMine = try await s.run(["unpost", "g", "p9"])
-            #expect(notMine.status == 1 && notMine.stderr.contains("403"), "\(notMine)")
+            #expect(notMine.status == 1 && notMine.stderrText.contains("403"), "\(notMine)")
 
             let out = try await s.run(["logout"])
             #expect(out.status == 0, "\(out)")
@@ -110,13 +111,13 @@ import Testing
             try LiveHub.alicePassword.write(toFile: dir + "/pw", atomically: true, encoding: .utf8)
             let login = try await s.run(["login", "--hub", hub.base, "--client-id", hub.pw.id, "--client-secret-file", dir + "/secret",
                                          "--user", "alice", "--password-file", dir + "/pw"])
-            #expect(login.status == 0 && login.stdout.contains("account alice"), "\(login)")
-            #expect(!login.stdout.contains(LiveHub.alicePassword))
+            #expect(login.status == 0 && login.stdoutText.contains("account alice"), "\(login)")
+            #expect(!login.stdoutText.contains(LiveHub.alicePassword))
             let who = try await s.run(["whoami"])
-            let j = try #require(try Self.lines(who.stdout).first)
+            let j = try #require(try Self.lines(who.stdoutText).first)
             #expect(j["name"] == "alice" && j["kind"] == "account", "\(who)")
             let badLogin = try await s.run(["login", "--hub", "http://127.0.0.1:1", "--client-id", "x", "--client-secret-file", dir + "/secret"])
-            #expect(badLogin.status == 1 && badLogin.stderr.contains("cannot reach"), "\(badLogin)")
+            #expect(badLogin.status == 1 && badLogin.stderrText.contains("cannot reach"), "\(badLogin)")
         }
     }
 
@@ -135,7 +136,7 @@ import Testing
         let dir = try Self.lonelyModem()
         let o = try await TestProcess.run(dir + "/modem", ["hub", "login"], env: ["PATH": "/usr/bin:/bin"])
         #expect(o.status != 0)
-        #expect(o.stderr.contains("swift build --product modem-hub"), "\(o)")
+        #expect(o.stderrText.contains("swift build --product modem-hub"), "\(o)")
     }
 
     @Test("modem hub ARGS runs modem-hub ARGS beside it (arguments, output and exit status are modem-hub's)",
@@ -146,7 +147,7 @@ import Testing
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: dir + "/modem-hub")
         let o = try await TestProcess.run(dir + "/modem", ["hub", "post", "g", "p", "--json", "{\"a b\":1}"], env: ["PATH": "/usr/bin:/bin"])
         #expect(o.status == 7)
-        #expect(o.stdout == "args:post g p --json {\"a b\":1}\n", "\(o)")
+        #expect(o.stdoutText == "args:post g p --json {\"a b\":1}\n", "\(o)")
 
         // The real one beside the built modem (the two may come from different builds: put them side by
         // side): a people's command end to end.
@@ -161,7 +162,7 @@ import Testing
                                                                             "--client-secret-file", secret], env: s.env)
             #expect(login.status == 0, "\(login)")
             let who = try await TestProcess.run(modem, ["hub", "whoami"], env: s.env)
-            #expect(who.status == 0 && who.stdout.contains(hub.plain.id), "\(who)")
+            #expect(who.status == 0 && who.stdoutText.contains(hub.plain.id), "\(who)")
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HubClient
 import HubTestSupport
+import ProcessTestSupport
 import Testing
 
 /// Answers the real hub never gives (a JSend `error`, a body that is not JSON, a list without `limit`),
@@ -41,21 +42,10 @@ import Testing
 
     @Test("JSend error, non-JSON, a list without limit, an unknown status and wrong data are errors naming the problem")
     func oddAnswers() async throws {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        p.arguments = ["python3", "-c", Self.stub]
-        let out = Pipe()
-        p.standardOutput = out
-        try p.run()
+        let stub = try await ChildProcess("/usr/bin/env", ["python3", "-c", Self.stub], name: "the JSend stub server")
         // SIGKILL: the test process may hand its children an ignored SIGTERM.
-        defer { kill(p.processIdentifier, SIGKILL); p.waitUntilExit() }
-        let port: Int = try await withCheckedThrowingContinuation { c in
-            Thread {
-                var line = Data()
-                while let b = try? out.fileHandleForReading.read(upToCount: 1), let byte = b.first, byte != 10 { line.append(byte) }
-                c.resume(with: Result { try #require(Int(String(decoding: line, as: UTF8.self))) })
-            }.start()
-        }
+        defer { stub.kill() }
+        let port = try await stub.announcedNumber(after: "", on: .stdout)
         let c = try HubClient(baseURL: "http://127.0.0.1:\(port)", clientID: "id", clientSecret: "secret")
         try await c.authenticateClientCredentials()
         await #expect(throws: HubClientError.server(status: 500, message: "the database is down")) { try await c.me() }

@@ -1,6 +1,7 @@
 import Foundation
 import HubClient
 import HubTestSupport
+import ProcessTestSupport
 import Testing
 
 /// `allowInvalidCertificates`: a hub on HTTPS with a self-signed certificate made here by openssl.
@@ -15,7 +16,7 @@ import Testing
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem",
             "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
         ])
-        try #require(o.status == 0, "openssl: \(o.stderr)")
+        try #require(o.status == 0, "openssl: \(o.stderrText)")
         let hub = try await LiveHub.start(tls: (dir + "/cert.pem", dir + "/key.pem"))
         do {
             #expect(hub.base.hasPrefix("https://"))

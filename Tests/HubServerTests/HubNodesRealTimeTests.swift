@@ -14,7 +14,7 @@ import Testing
           .enabled(if: HubProcess.postgresPeersAvailable, "needs .build/hub-venv, the built modem-hub and HUB_TEST_POSTGRES_URL"),
           .timeLimit(.minutes(5)))
     func killedNodeUsersGoOffline() async throws {
-        let db = try #require(try HubProcess.freshPostgresDatabase(prefix: "hubkill1_"), "HUB_TEST_POSTGRES_URL is not set")
+        let db = try #require(try await HubProcess.freshPostgresDatabase(prefix: "hubkill1_"), "HUB_TEST_POSTGRES_URL is not set")
         let dir = try HubProcess.tempDir()
         let log = dir + "/kill.log"
         let status = try await HubProcess.runLogged(HubProcess.python, [
@@ -33,7 +33,7 @@ import Testing
           .enabled(if: HubProcess.postgresPeersAvailable, "needs .build/hub-venv, the built modem-hub and HUB_TEST_POSTGRES_URL"),
           .timeLimit(.minutes(5)))
     func killRestartCycles() async throws {
-        let db = try #require(try HubProcess.freshPostgresDatabase(prefix: "hubkill_"), "HUB_TEST_POSTGRES_URL is not set")
+        let db = try #require(try await HubProcess.freshPostgresDatabase(prefix: "hubkill_"), "HUB_TEST_POSTGRES_URL is not set")
         let dir = try HubProcess.tempDir()
         let log = dir + "/kill-cycles.log"
         let status = try await HubProcess.runLogged(HubProcess.python, [

@@ -16,10 +16,10 @@ import Testing
     func noFailuresAndEveryV1AnswerIsJSend() async throws {
         let dir = try HubProcess.tempDir()
         let db = "sqlite:\(dir)/hub.sqlite"
-        let client = try HubProcess.addClient("schemathesis", passwordGrant: false, db: db)
-        let server = try HubProcess.Server(db: db, dir: dir)
+        let client = try await HubProcess.addClient("schemathesis", passwordGrant: false, db: db)
+        let server = try await HubProcess.Server(db: db, dir: dir)
         defer { server.stop() }
-        let token = try HubProcess.ccToken(server.base, client)
+        let token = try await HubProcess.ccToken(server.base, client)
         let har = dir + "/st.har", log = dir + "/st.log"
         let status = try await HubProcess.runLogged(HubProcess.python, [
             "-m", "schemathesis.cli", "run", server.base + "/openapi.yaml",

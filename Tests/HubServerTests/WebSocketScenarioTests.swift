@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Seed 001's five scenarios (join, listen, disconnect, update, post/unpost) driven by WebSocket clients
@@ -12,15 +13,11 @@ import Testing
         var args = [HubProcess.packageRoot + "/Tests/scripts/hub_ws_scenarios.py", HubProcess.binary, "--dir", try HubProcess.tempDir()]
         // The kill (a real-time figure) is HubNodesRealTimeTests' own.
         // A database of its own: its nodes' sweeps must not meet other tests' rows on the shared one.
-        if let pg = try HubProcess.freshPostgresDatabase(prefix: "hubws_") { args += ["--pg", pg, "--kills", "0"] }
-        // Waited for on a thread of its own: the run takes minutes and must not hold a thread of the
-        // test process's small concurrency pool.
-        let arguments = args
-        let o: HubProcess.Output = try await withCheckedThrowingContinuation { continuation in
-            Thread { continuation.resume(with: Result { try HubProcess.run(HubProcess.python, arguments, timeout: 330) }) }.start()
-        }
-        print(o.stdout.split(separator: "\n").suffix(3).joined(separator: "\n"))
-        #expect(o.status == 0, "\(o.stdout.suffix(3000))\(o.stderr.suffix(2000))")
-        #expect(o.stdout.contains(" passed, 0 failed"), "\(o.stdout.suffix(3000))")
+        if let pg = try await HubProcess.freshPostgresDatabase(prefix: "hubws_") { args += ["--pg", pg, "--kills", "0"] }
+        // The run takes minutes; waiting for it holds no thread of the test process's small concurrency pool.
+        let o = try await HubProcess.run(HubProcess.python, args, timeout: 330)
+        print(o.stdoutText.split(separator: "\n").suffix(3).joined(separator: "\n"))
+        #expect(o.status == 0, "\(o.stdoutText.suffix(3000))\(o.stderrText.suffix(2000))")
+        #expect(o.stdoutText.contains(" passed, 0 failed"), "\(o.stdoutText.suffix(3000))")
     }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import ProcessTestSupport
 
 /// Commands run as processes by the hub's tests (the built `modem-hub`, `modem`, openssl).
 public enum TestProcess {
@@ -19,49 +19,12 @@ public enum TestProcess {
         return (hubBinary as NSString).deletingLastPathComponent + "/modem"
     }
 
-    public struct Output: Sendable {
-        public var status: Int32
-        public var stdout: String
-        public var stderr: String
-    }
-
-    /// Runs a command to completion (killed after `timeout` seconds), on a thread of its own so that
-    /// no thread of the test's concurrency pool is held.
-    public static func run(_ exe: String, _ args: [String], env: [String: String] = [:], timeout: Double = 60) async throws -> Output {
-        try await withCheckedThrowingContinuation { continuation in
-            Thread {
-                continuation.resume(with: Result { try runBlocking(exe, args, env: env, timeout: timeout) })
-            }.start()
-        }
-    }
-
-    public static func runBlocking(_ exe: String, _ args: [String], env: [String: String], timeout: Double) throws -> Output {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: exe)
-        p.arguments = args
-        p.environment = ProcessInfo.processInfo.environment.merging(env) { $1 }
-        let out = Pipe(), err = Pipe()
-        p.standardOutput = out
-        p.standardError = err
-        p.standardInput = FileHandle.nullDevice
-        try p.run()
-        // SIGKILL: a child may have inherited an ignored SIGTERM from the test process.
-        let killer = DispatchWorkItem { if p.isRunning { kill(p.processIdentifier, SIGKILL) } }
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout, execute: killer)
-        // Read both pipes at once: a child filling one while we wait on the other would stall.
-        let errData = Mutex<Data>(Data())
-        let done = DispatchSemaphore(value: 0)
-        Thread {
-            let d = err.fileHandleForReading.readDataToEndOfFile()
-            errData.withLock { $0 = d }
-            done.signal()
-        }.start()
-        let o = out.fileHandleForReading.readDataToEndOfFile()
-        done.wait()
-        p.waitUntilExit()
-        killer.cancel()
-        return Output(status: p.terminationStatus, stdout: String(decoding: o, as: UTF8.self),
-                      stderr: String(decoding: errData.withLock { $0 }, as: UTF8.self))
+    /// Runs a command to completion on the tests' runner (``ProcessTestSupport/runProcess(_:_:stdin:stdout:stderr:environment:workingDirectory:timeout:)``):
+    /// the environment with `env`'s changes, standard input /dev/null, standard output and error
+    /// captured, SIGKILL after `timeout` seconds (a hang guard; SIGKILL because a child may have
+    /// inherited an ignored SIGTERM from the test process). Waiting holds no thread.
+    public static func run(_ exe: String, _ args: [String], env: [String: String] = [:], timeout: Double = 60) async throws -> ProcessResult {
+        try await runProcess(exe, args, environment: env, timeout: timeout)
     }
 
     /// A fresh temporary folder.

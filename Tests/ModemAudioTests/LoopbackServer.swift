@@ -1,5 +1,6 @@
 import Foundation
 import ModemAudio
+import ProcessTestSupport
 import Testing
 
 /// A private PulseAudio server with a null sink, started by `scripts/audio-loop.sh` around a suite,
@@ -21,23 +22,15 @@ struct LoopbackServer: Sendable {
             .appendingPathComponent("scripts/audio-loop.sh").path
     }
 
-    /// Runs the script; returns its exit status and standard output.
-    static func runScript(_ command: String, runtimeFolder: String) -> (status: Int32, output: String, errors: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [scriptPath, command]
-        var environment = ProcessInfo.processInfo.environment
-        environment["AUDIO_LOOP_DIR"] = runtimeFolder
-        process.environment = environment
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { return (-1, "", "\(error)") }
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        let errors = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output, errors)
+    /// Runs the script (a 120 s hang guard); returns its exit status, standard output and error.
+    static func runScript(_ command: String, runtimeFolder: String) async -> (status: Int32, output: String, errors: String) {
+        do {
+            let r = try await runProcess("/bin/bash", [scriptPath, command], environment: ["AUDIO_LOOP_DIR": runtimeFolder],
+                                         timeout: 120)
+            return (r.timedOut ? -1 : r.status, r.stdoutText, r.timedOut ? "\(r)" : r.stderrText)
+        } catch {
+            return (-1, "", "\(error)")
+        }
     }
 
     /// Skips the calling test, visibly, when no server runs.
@@ -58,11 +51,11 @@ struct LoopbackServerTrait: SuiteTrait, TestScoping {
                       performing function: @Sendable () async throws -> Void) async throws {
         let folder = FileManager.default.temporaryDirectory
             .appendingPathComponent("ModemAudioTests-pulse-\(UUID().uuidString.prefix(8))").path
-        let started = LoopbackServer.runScript("start", runtimeFolder: folder)
+        let started = await LoopbackServer.runScript("start", runtimeFolder: folder)
         guard started.status == 0,
               let line = started.output.split(separator: "\n").first(where: { $0.hasPrefix("export PULSE_SERVER=") })
         else {
-            _ = LoopbackServer.runScript("stop", runtimeFolder: folder)
+            _ = await LoopbackServer.runScript("stop", runtimeFolder: folder)
             let why = started.errors.trimmingCharacters(in: .whitespacesAndNewlines)
             let reason = "\(LoopbackServer.scriptPath) start failed (status \(started.status))\(why.isEmpty ? "" : ": " + why)"
             try await LoopbackServer.$unavailableReason.withValue(reason) { try await function() }
@@ -72,12 +65,13 @@ struct LoopbackServerTrait: SuiteTrait, TestScoping {
         let previous = getenv("PULSE_SERVER").map { String(cString: $0) }
         setenv("PULSE_SERVER", server.pulseServer, 1)
         ALSADevices.reloadConfiguration()
-        defer {
-            if let previous { setenv("PULSE_SERVER", previous, 1) } else { unsetenv("PULSE_SERVER") }
-            ALSADevices.reloadConfiguration()
-            _ = LoopbackServer.runScript("stop", runtimeFolder: folder)
-        }
-        try await LoopbackServer.$current.withValue(server) { try await function() }
+        var failure: (any Error)?
+        do { try await LoopbackServer.$current.withValue(server) { try await function() } } catch { failure = error }
+        // Stopped after the suite, whether it threw or not (a `defer` cannot wait for the script).
+        if let previous { setenv("PULSE_SERVER", previous, 1) } else { unsetenv("PULSE_SERVER") }
+        ALSADevices.reloadConfiguration()
+        _ = await LoopbackServer.runScript("stop", runtimeFolder: folder)
+        if let failure { throw failure }
     }
 }
 

@@ -15,9 +15,9 @@ import Testing
 @Suite("BluetoothManager against the Bumble peer (real time)", .serialized)
 struct BluetoothManagerRealTimeTests {
     /// The peer, or nil when it is not installed here (CI requires it: then this throws).
-    private func peer(_ arguments: [String]) throws -> BumblePeer? {
+    private func peer(_ arguments: [String]) async throws -> BumblePeer? {
         do {
-            return try BumblePeer.start(arguments)
+            return try await BumblePeer.start(arguments)
         } catch .unavailable(let message) {
             print("skipped: \(message)")
             return nil
@@ -26,7 +26,7 @@ struct BluetoothManagerRealTimeTests {
 
     @Test("error 20 (Bluetooth channel disconnected) within 2 s when the device's controller drops the link, timed from Disconnection Complete (real time)")
     func error20WhenTheLinkDrops() async throws {
-        guard let p = try peer(["--expose-b", "0"]) else { return }
+        guard let p = try await peer(["--expose-b", "0"]) else { return }
         defer { p.stop() }
         let deviceTransport = try HCITransportAddress(parsing: "tcp:127.0.0.1:\(try #require(p.portB))").open()
         // The device is ready (its controller set up: page scan on, the SDP record there) when it says

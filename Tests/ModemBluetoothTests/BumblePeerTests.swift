@@ -8,16 +8,16 @@ import Glibc
 /// The Bumble peer (`scripts/bt-peer.py`) driven by hand-written HCI packets over raw H4/TCP:
 /// proves that the peer's controller answers as the plan says before any of our stack runs on it.
 final class BumblePeerTests: XCTestCase {
-    private func startPeer(_ arguments: [String]) throws -> BumblePeer {
+    private func startPeer(_ arguments: [String]) async throws -> BumblePeer {
         do {
-            return try BumblePeer.start(arguments)
+            return try await BumblePeer.start(arguments)
         } catch .unavailable(let message) {
             throw XCTSkip(message)
         }
     }
 
-    func testResetAddressInquiryAndNamesWithTwoExtraDevices() throws {
-        let peer = try startPeer(["--extra-devices", "2"])
+    func testResetAddressInquiryAndNamesWithTwoExtraDevices() async throws {
+        let peer = try await startPeer(["--extra-devices", "2"])
         defer { peer.stop() }
         XCTAssertEqual(peer.deviceAddress, "00:1B:DC:00:00:0B")
         let client = try H4TestClient(port: peer.port)
@@ -82,8 +82,8 @@ final class BumblePeerTests: XCTestCase {
         XCTAssertEqual(Array(failed[0...3]), [0x04, 0x03, 11, 0x04])
     }
 
-    func testSmallACLBuffersSplitTheDeviceDataAndDisconnectReasonsPassThrough() throws {
-        let peer = try startPeer(["--acl-mtu", "27", "--acl-count", "2"])
+    func testSmallACLBuffersSplitTheDeviceDataAndDisconnectReasonsPassThrough() async throws {
+        let peer = try await startPeer(["--acl-mtu", "27", "--acl-count", "2"])
         defer { peer.stop() }
         var client = try H4TestClient(port: peer.port)
         try client.send([0x01, 0x03, 0x0C, 0x00])
@@ -131,8 +131,8 @@ final class BumblePeerTests: XCTestCase {
         XCTAssertEqual(try client.packet(until: { $0[1] == 0x0F }), [0x04, 0x0F, 0x04, 0x00, 0x01, 0x06, 0x04])
         let disconnected = try client.packet(until: { $0[1] == 0x05 })
         XCTAssertEqual(disconnected, [0x04, 0x05, 0x04, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x16])
-        XCTAssertEqual(peer.waitForLine(startingWith: "PEER-LINK down", timeout: H4TestClient.guardSeconds),
-                       "PEER-LINK down address=\(peer.hostAddress) reason=0x13")
+        let down = await peer.waitForLine(startingWith: "PEER-LINK down", timeout: H4TestClient.guardSeconds)
+        XCTAssertEqual(down, "PEER-LINK down address=\(peer.hostAddress) reason=0x13")
 
         // Disconnect of a handle that is gone: Command Status 0x02 (unknown connection identifier).
         try client.sendCommand(0x0406, [UInt8(handle & 0xFF), UInt8(handle >> 8), 0x13])
@@ -163,8 +163,8 @@ final class BumblePeerTests: XCTestCase {
         XCTAssertEqual(reset, [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
     }
 
-    func testExposeBServesTheDeviceAddressOnASecondPort() throws {
-        let peer = try startPeer(["--expose-b", "0"])
+    func testExposeBServesTheDeviceAddressOnASecondPort() async throws {
+        let peer = try await startPeer(["--expose-b", "0"])
         defer { peer.stop() }
         let portB = try XCTUnwrap(peer.portB)
         XCTAssertNotEqual(portB, peer.port)

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Files that are not (whole) audio: `modem rx` must refuse them cleanly and quickly.

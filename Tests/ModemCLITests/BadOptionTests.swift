@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Wrong command lines: a non-zero status below 124, nothing on stdout, a message naming the problem.

@@ -1,16 +1,16 @@
 import Foundation
 import ModemTestSupport
+import ProcessTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Starts the Bumble peer, or nil when it is not installed here (CI requires it: then this throws).
-private func peer(_ arguments: [String]) throws -> BumblePeer? {
-    let result = Result { () throws(BumblePeerError) -> BumblePeer in try BumblePeer.start(arguments) }
-    switch result {
-    case .success(let peer): return peer
-    case .failure(let error):
+private func peer(_ arguments: [String]) async throws -> BumblePeer? {
+    do {
+        return try await BumblePeer.start(arguments)
+    } catch {
         if case .unavailable(let message) = error, !BumblePeer.isRequired {
             print("skipped: \(message)")
             return nil
@@ -29,7 +29,7 @@ private func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
 struct BluetoothCLITests {
     @Test("bt scan finds three devices with their names")
     func scan() async throws {
-        guard let p = try peer(["--extra-devices", "2"]) else { return }
+        guard let p = try await peer(["--extra-devices", "2"]) else { return }
         defer { p.stop() }
         let r = try await modem(["bt", "scan", "--hci", "tcp:127.0.0.1:\(p.port)", "--seconds", "2"], timeout: 30)
         #expect(r.status == 0, "\(r)")
@@ -41,7 +41,7 @@ struct BluetoothCLITests {
 
     @Test("bt connect: 100 KB echoed byte-exact through SDP and RFCOMM, roomy and 27-byte x 2 ACL buffers", arguments: [[String](), ["--acl-mtu", "27", "--acl-count", "2"]])
     func echo(_ options: [String]) async throws {
-        guard let p = try peer(options) else { return }
+        guard let p = try await peer(options) else { return }
         defer { p.stop() }
         let scratch = try Scratch("bt-echo")
         let payload = randomBytes(100_000, seed: 9)
@@ -63,7 +63,7 @@ struct BluetoothCLITests {
             print("skipped: tshark is not installed")
             return
         }
-        guard let p = try peer([]) else { return }
+        guard let p = try await peer([]) else { return }
         defer { p.stop() }
         let scratch = try Scratch("bt-tshark")
         let payload = randomBytes(5_000, seed: 21)
@@ -103,7 +103,7 @@ struct BluetoothCLITests {
 
     @Test("bt connect: the device drops the link mid-transfer (ACL, RFCOMM DISC, link loss)", arguments: ["acl", "dlc", "linkloss"])
     func drop(_ mode: String) async throws {
-        guard let p = try peer(["--drop-after", "5000", "--drop-mode", mode]) else { return }
+        guard let p = try await peer(["--drop-after", "5000", "--drop-mode", mode]) else { return }
         defer { p.stop() }
         let scratch = try Scratch("bt-drop")
         let payload = randomBytes(20_000, seed: 3)
@@ -119,7 +119,7 @@ struct BluetoothCLITests {
 
     @Test("the controller closes its H4 socket mid-transfer: bt connect exits 1 naming it, every byte that arrived written")
     func controllerSocketCloses() async throws {
-        guard let p = try peer(["--drop-after", "5000", "--drop-mode", "socket"]) else { return }
+        guard let p = try await peer(["--drop-after", "5000", "--drop-mode", "socket"]) else { return }
         defer { p.stop() }
         let scratch = try Scratch("bt-socket")
         let payload = randomBytes(20_000, seed: 6)
@@ -134,12 +134,12 @@ struct BluetoothCLITests {
 
     @Test("link-test over RFCOMM, our stack on both ends: 200 of 200 in master-slave and duplex", arguments: ["master-slave", "duplex"])
     func linkTest(_ mode: String) async throws {
-        guard let p = try peer(["--expose-b", "0"]) else { return }   // port 0: the peer picks a free one
+        guard let p = try await peer(["--expose-b", "0"]) else { return }   // port 0: the peer picks a free one
         defer { p.stop() }
         let scratch = try Scratch("bt-link-test")
-        let device = try TNCBackgroundProcess(try Paths.modem(), ["bt", "device", "--hci", "tcp:127.0.0.1:\(p.portB!)", "--name", "Bars Device"],
+        let device = try await TNCBackgroundProcess(try Paths.modem(), ["bt", "device", "--hci", "tcp:127.0.0.1:\(p.portB!)", "--name", "Bars Device"],
                                               in: scratch, name: "device")
-        defer { device.signal(SIGTERM); device.process.waitUntilExit() }
+        defer { device.stop(SIGTERM) }
         // Its controller is discoverable and connectable, its Serial Port record published.
         try await device.awaitStderr("the device's 'discoverable' line") { $0.contains(": discoverable") }
         let r = try await modem(["link-test", "--channel", "bluetooth", "--hci", "tcp:127.0.0.1:\(p.port)", "--address", "00:1B:DC:00:00:0B",
@@ -156,7 +156,7 @@ struct BluetoothCLITests {
     private func runDevice(port: UInt16, until done: () -> Bool, _ what: String,
                            logged: (String) -> Bool = { _ in true }) async throws -> String {
         let scratch = try Scratch("bt-device")
-        let device = try TNCBackgroundProcess(try Paths.modem(), ["bt", "device", "--hci", "tcp:127.0.0.1:\(port)", "--name", "Bars Device"],
+        let device = try await TNCBackgroundProcess(try Paths.modem(), ["bt", "device", "--hci", "tcp:127.0.0.1:\(port)", "--name", "Bars Device"],
                                               in: scratch, name: "device")
         let deadline = Date().addingTimeInterval(60)
         while !done() && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
@@ -166,13 +166,13 @@ struct BluetoothCLITests {
             Issue.record("the device did not log \(what) within 30 s: \(device.stderrText)")
         }
         device.signal(SIGTERM)
-        device.process.waitUntilExit()
+        try await device.awaitExit("exit after SIGTERM")
         return device.stderrText
     }
 
     @Test("Bumble pages our bt device, finds its Serial Port record by SDP, opens RFCOMM, writes and closes")
     func bumbleConnectsToOurDevice() async throws {
-        guard let p = try peer(["--connect-to-host"]) else { return }
+        guard let p = try await peer(["--connect-to-host"]) else { return }
         defer { p.stop() }
         let log = try await runDevice(port: p.port, until: {
             p.lines.contains { $0 == "PEER-RFCOMM done" || $0.hasPrefix("PEER-RFCOMM error=") }
@@ -190,7 +190,7 @@ struct BluetoothCLITests {
 
     @Test("our bt device answers Bumble's hand-made RFCOMM frames: UA, RPN, RLS, Test, NSC for an unknown type, UA for DISC")
     func rawRFCOMMAnswers() async throws {
-        guard let p = try peer(["--raw-rfcomm"]) else { return }
+        guard let p = try await peer(["--raw-rfcomm"]) else { return }
         defer { p.stop() }
         _ = try await runDevice(port: p.port, until: { p.lines.contains { $0.hasPrefix("PEER-RAW ") } }, "the raw RFCOMM script")
         let lines = p.lines
@@ -213,7 +213,7 @@ struct BluetoothCLITests {
 
     @Test("bt connect to a device that asks for authentication: Secure Simple Pairing (just works), then the echo")
     func pairing() async throws {
-        guard let p = try peer(["--pair"]) else { return }
+        guard let p = try await peer(["--pair"]) else { return }
         defer { p.stop() }
         let scratch = try Scratch("bt-pair")
         let payload = randomBytes(10_000, seed: 5)
@@ -222,7 +222,7 @@ struct BluetoothCLITests {
                                 stdinFile: input, timeout: 60)
         #expect(r.status == 0, "\(r)")
         #expect(r.stdout == payload, "\(r.stdout.count) of \(payload.count) bytes came back")
-        #expect(p.waitForLine(startingWith: "PEER-PAIR ", timeout: 30) == "PEER-PAIR ok address=\(p.hostAddress)",
+        #expect(await p.waitForLine(startingWith: "PEER-PAIR ", timeout: 30) == "PEER-PAIR ok address=\(p.hostAddress)",
                 "no 'PEER-PAIR ok' line from the peer within 30 s: \(p.lines)")
     }
 
@@ -248,7 +248,7 @@ struct BluetoothRealTimeTests {
     @Test("bt connect to a device that never tops up RFCOMM credits: gives up after the 10 s credit timeout, naming it, exit 4 (real time)",
           .timeLimit(.minutes(2)))
     func noCredits() async throws {
-        guard let p = try peer(["--no-credits"]) else { return }
+        guard let p = try await peer(["--no-credits"]) else { return }
         defer { p.stop() }
         let scratch = try Scratch("bt-nocredits")
         let payload = randomBytes(20_000, seed: 4)

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import ProcessTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -23,7 +24,7 @@ struct HostileResult: CustomStringConvertible {
     }
 }
 
-/// Runs `modem` with standard input from a pipe (fed `stdinBytes`, then closed unless
+/// Runs `modem` on the tests' runner (``ProcessTestSupport/ChildProcess``) with standard input from a pipe (fed `stdinBytes`, then closed unless
 /// `holdStdinOpen`), standard output to `stdoutPath` (else captured); with `signalWhen`, sends
 /// SIGTERM as soon as the process has its SIGTERM handler and `signalWhen(stdinRead)` holds, where
 /// `stdinRead` says every byte fed was read (the event "it is now blocked on its input"; needs
@@ -31,70 +32,37 @@ struct HostileResult: CustomStringConvertible {
 func runHostile(_ arguments: [String], stdinBytes: [UInt8] = [], holdStdinOpen: Bool = false, stdoutPath: String? = nil,
                 signalWhen: (@Sendable (_ stdinRead: Bool) -> Bool)? = nil, timeout: Double = 30) async throws -> HostileResult {
     precondition(signalWhen == nil || holdStdinOpen, "runHostile: a signal condition needs holdStdinOpen")
-    let dir = try Scratch("ModemCLITests-hostile")
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: try Paths.modem())
-    process.arguments = arguments
-    let input = Pipe()
-    process.standardInput = input
-    let outPath = stdoutPath ?? dir.file("stdout")
-    if stdoutPath == nil { _ = FileManager.default.createFile(atPath: outPath, contents: nil) }
-    let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    let errPath = dir.file("stderr")
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    process.standardOutput = out
-    process.standardError = err
-    // The end is timed here, on Foundation's thread: the test's own polling may be starved when
-    // many tests run at once.
-    let ended = EndTime()
-    process.terminationHandler = { _ in ended.mark() }
-    try process.run()
-    let writer = input.fileHandleForWriting
-    let writerFD = writer.fileDescriptor
-    // The child may exit before it has read everything: a write to its closed pipe must fail with
-    // EPIPE here, not kill the test runner with SIGPIPE.
-    signal(SIGPIPE, SIG_IGN)
-    let fed = EndTime()
-    let feed = Thread {
-        if !stdinBytes.isEmpty { try? writer.write(contentsOf: Data(stdinBytes)) }
-        fed.mark()
-        if !holdStdinOpen { try? writer.close() }
-    }
-    feed.start()
-    // The signal and the time limit come from a thread of their own, so they are on time even when
-    // the tests' shared threads are all busy.
+    let child = try await ChildProcess(try Paths.modem(), arguments, stdin: .pipe,
+                                       stdout: stdoutPath.map { .file($0) } ?? .capture)
+    // The child may exit before it has read everything: the write then fails with EPIPE.
+    if !stdinBytes.isEmpty { child.writeStdin(stdinBytes) }
+    if !holdStdinOpen { child.closeStdin() }
     let begin = Date()
-    let pid = process.processIdentifier
-    let signalled = EndTime(), killed = EndTime(), neverReady = EndTime()
-    let timer = Thread {
-        if let ready = signalWhen {
-            // Polled: the process has its handlers (a loaded machine may take a while to start it)
-            // and the condition holds (e.g. it read all it was given and waits for more).
-            while !ended.isMarked, Date().timeIntervalSince(begin) < timeout,
-                  !(catchesSIGTERM(pid) && ready(fed.isMarked && bytesUnread(writerFD) == 0)) {
-                Thread.sleep(forTimeInterval: 0.01)
-            }
-            if !ended.isMarked {
-                if Date().timeIntervalSince(begin) >= timeout { neverReady.mark() } else { kill(pid, SIGTERM); signalled.mark() }
-            }
+    let deadline = begin.addingTimeInterval(timeout)
+    var signalledAt: Date?
+    var neverReady = false
+    if let ready = signalWhen {
+        // Polled every 10 ms (a wait woken at once by the child's end): the process has its handlers
+        // (a loaded machine may take a while to start it) and the condition holds (e.g. it read all
+        // it was given and waits for more); neither has an event of its own.
+        while child.endedAt == nil, Date() < deadline,
+              !(catchesSIGTERM(child.pid) && ready(child.stdinDrained)) {
+            _ = await child.wait(timeout: 0.01)
         }
-        while !ended.isMarked {
-            if Date().timeIntervalSince(begin) > timeout { kill(pid, SIGKILL); killed.mark(); break }
-            Thread.sleep(forTimeInterval: 0.01)
+        if child.endedAt == nil {
+            if Date() >= deadline { neverReady = true } else { child.signal(SIGTERM); signalledAt = Date() }
         }
     }
-    timer.start()
-    while process.isRunning { try? await Task.sleep(for: .milliseconds(10)) }
-    process.waitUntilExit()
-    let hung = killed.isMarked
-    let seconds = ended.date().timeIntervalSince(signalWhen == nil ? begin : signalled.date())
-    if holdStdinOpen { try? writer.close() }
-    try? out.close()
-    try? err.close()
-    return HostileResult(status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-                         hung: hung, neverReady: neverReady.isMarked, stdout: stdoutPath == nil ? try readBytes(outPath) : [],
-                         stderr: String(decoding: try readBytes(errPath), as: UTF8.self), secondsToEnd: seconds)
+    let ended = await child.wait(timeout: max(0, deadline.timeIntervalSinceNow))
+    if !ended {
+        child.signal(SIGKILL)
+        _ = await child.wait(timeout: 60)
+    }
+    if holdStdinOpen { child.closeStdin() }
+    let result = child.result(timedOut: !ended)
+    let seconds = (child.endedAt ?? Date()).timeIntervalSince(signalledAt ?? child.startedAt)
+    return HostileResult(status: result.status, signaled: result.signaled, hung: !ended, neverReady: neverReady,
+                         stdout: result.stdout, stderr: result.stderrText, secondsToEnd: seconds)
 }
 
 /// Bytes written into the pipe or FIFO `fd` (either end) and not read yet, or -1 when it cannot be told.

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Channel impairments other than noise: each alone must leave a 1200-baud transmission

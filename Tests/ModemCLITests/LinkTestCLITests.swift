@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// The JSON line `modem link-test --json` prints, as a dictionary of numbers.
@@ -72,20 +73,13 @@ struct LinkTestCLITests {
 
     @Test("through ALSA (a private PulseAudio null sink): master-slave exchanges complete on the shared line")
     func alsa() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("LinkCLITests-pulse-\(UUID().uuidString.prefix(8))").path
-        let script = Paths.packageRoot + "/scripts/audio-loop.sh"
-        let started = try await runProcess("/usr/bin/env", ["AUDIO_LOOP_DIR=\(folder)", "bash", script, "start"])
-        defer { _ = try? Process.run(URL(fileURLWithPath: "/usr/bin/env"), arguments: ["AUDIO_LOOP_DIR=\(folder)", "bash", script, "stop"]).waitUntilExit() }
-        guard started.status == 0, let line = started.stdoutText.split(separator: "\n").first(where: { $0.hasPrefix("export PULSE_SERVER=") }) else {
-            print("SKIPPED: no loopback sound server: \(started.stderrText)")
-            try Test.cancel("no loopback sound server")
+        try await withLoop("LinkCLITests") { server in
+            let r = try await runProcess("/usr/bin/env", [server, try Paths.modem(), "link-test", "--channel", "alsa", "--device", "default",
+                                                          "--count", "2", "--size", "32", "--seed", "2", "--json"], timeout: 120)
+            #expect(r.status == 0, "\(r)")
+            let s = try summary(r)
+            expectHonest(s)
+            #expect(s["completed"] == 2, "\(s)")
         }
-        let server = String(line.dropFirst("export ".count))
-        let r = try await runProcess("/usr/bin/env", [server, try Paths.modem(), "link-test", "--channel", "alsa", "--device", "default",
-                                                      "--count", "2", "--size", "32", "--seed", "2", "--json"], timeout: 120)
-        #expect(r.status == 0, "\(r)")
-        let s = try summary(r)
-        expectHonest(s)
-        #expect(s["completed"] == 2, "\(s)")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ModemTestSupport
+import ProcessTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -198,7 +199,7 @@ struct MailboxCLITests {
         let dir = try Scratch("MailboxCLITests")
         let keys = try await Self.makeKeys(dir)
         let modemPath = try Paths.modem()
-        let lonely = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0",
+        let lonely = try await TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0",
                                                           "--keys", keys.a], in: dir, name: "lonely", stdinPipe: true)
         defer { lonely.kill() }
         // It prints the port once it listens, after its SIGINT handler is in place: no peer has come.
@@ -207,11 +208,11 @@ struct MailboxCLITests {
         #expect(await lonely.wait(timeout: 30), "still running 30 s after SIGINT: \(lonely.stderrText)")
         #expect(lonely.status == 2 && lonely.stderrText.contains("connect failed FAIL_USER_CANCELED"), "\(lonely.status) \(lonely.stderrText)")
 
-        let alice = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0", "--name", "alice",
+        let alice = try await TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0", "--name", "alice",
                                                          "--keys", keys.a], in: dir, name: "alice", stdinPipe: true)
         defer { alice.kill() }
         let port = try await alice.messagingPort()
-        let bob = try TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(port)", "--name", "bob",
+        let bob = try await TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(port)", "--name", "bob",
                                                        "--keys", keys.b], in: dir, name: "bob", stdinPipe: true)
         defer { bob.kill() }
         try await bob.awaitStderr("'connected to alice'") { $0.contains("connected to alice") }
@@ -280,11 +281,11 @@ struct MailboxRealTimeTests {
         let dir = try Scratch("MailboxCLITests")
         let keys = try await MailboxCLITests.makeKeys(dir)
         let modemPath = try Paths.modem()
-        let alice = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0", "--name", "alice",
+        let alice = try await TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0", "--name", "alice",
                                                          "--keys", keys.a, "--keepalive", "2"], in: dir, name: "alice", stdinPipe: true)
         defer { alice.kill() }
         let port = try await alice.messagingPort()
-        let bob = try TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(port)", "--name", "bob",
+        let bob = try await TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(port)", "--name", "bob",
                                                        "--keys", keys.b, "--keepalive", "2"], in: dir, name: "bob", stdinPipe: true)
         defer { bob.kill() }
         try await alice.awaitStderr("'connected to bob'") { $0.contains("connected to bob") }
@@ -332,11 +333,11 @@ struct MailboxRealTimeTests {
         let keys = try await MailboxCLITests.makeKeys(dir)
         let modemPath = try Paths.modem()
         let relayFile = try dir.write("relay.py", Self.relayScript)
-        let alice = try TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0", "--name", "alice",
+        let alice = try await TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0", "--name", "alice",
                                                          "--keys", keys.a, "--keepalive", "1"], in: dir, name: "alice", stdinPipe: true)
         defer { alice.kill() }
         let port = try await alice.messagingPort()
-        let relay = try TNCBackgroundProcess(Paths.tool("python3")!, [relayFile, String(port), dir.file("cut")],
+        let relay = try await TNCBackgroundProcess(Paths.tool("python3")!, [relayFile, String(port), dir.file("cut")],
                                              in: dir, name: "relay")
         defer { relay.kill() }
         var relayPort: Int?
@@ -345,7 +346,7 @@ struct MailboxRealTimeTests {
             relayPort = Int(line.dropFirst("ready ".count))
             return relayPort != nil
         }
-        let bob = try TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(relayPort!)", "--name", "bob",
+        let bob = try await TNCBackgroundProcess(modemPath, ["mailbox", "--to", "tcp:127.0.0.1:\(relayPort!)", "--name", "bob",
                                                        "--keys", keys.b, "--keepalive", "1"], in: dir, name: "bob", stdinPipe: true)
         defer { bob.kill() }
         try await alice.awaitStderr("'connected to bob'") { $0.contains("connected to bob") }

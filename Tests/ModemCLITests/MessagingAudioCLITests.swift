@@ -1,5 +1,6 @@
 import Foundation
 import ModemTestSupport
+import ProcessTestSupport
 import Testing
 
 /// Messaging over sound: `modem receive --listen audio:default` and `modem send --to audio:default`
@@ -12,24 +13,24 @@ import Testing
 struct MessagingAudioRealTimeTests {
     @Test("a 300-byte file goes from send to receive over audio:default, byte-exact (real time)", .timeLimit(.minutes(5)))
     func fileOverTheNullSink() async throws {
-        let (server, stop) = try await startLoop("MessagingAudio")
-        defer { stop() }
-        let dir = try Scratch("MessagingAudioCLITests")
-        let (ka, kb) = try await TransferCLITests.trustedKeys(dir)
-        let data = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
-        let source = try dir.write("small.bin", data)
-        let modemPath = try Paths.modem()
-        let rx = try TNCBackgroundProcess("/usr/bin/env", [server, modemPath, "receive", "--listen", "audio:default", "--dir", dir.file("in"),
-                                                           "--accept-all", "--keys", kb, "--name", "bob"], in: dir, name: "rx")
-        defer { rx.kill() }
-        try await rx.awaitStderr("'listening on audio:default' from the receiver") { $0.contains("listening on audio:default") }
-        let send = try await runProcess("/usr/bin/env", [server, modemPath, "send", "--to", "audio:default", source, "--keys", ka,
-                                                         "--name", "alice"], timeout: 120)
-        #expect(await rx.wait(timeout: 120), "the receiver still runs 120 s after the send ended: \(rx.stderrText)")
-        print("send over audio:default: \(String(format: "%.1f", send.seconds)) s, exit \(send.status)")
-        #expect(send.status == 0, "\(send)\nreceiver: \(rx.stderrText)")
-        #expect(rx.exitedNormally && rx.status == 0, "exit \(rx.status): \(rx.stderrText)")
-        #expect(rx.stdoutText.hasPrefix("received small.bin 300 sha256 "), "\(rx.stdoutText)\n\(rx.stderrText)")
-        #expect(try readBytes(dir.file("in/small.bin")) == data)
+        try await withLoop("MessagingAudio") { server in
+            let dir = try Scratch("MessagingAudioCLITests")
+            let (ka, kb) = try await TransferCLITests.trustedKeys(dir)
+            let data = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            let source = try dir.write("small.bin", data)
+            let modemPath = try Paths.modem()
+            let rx = try await TNCBackgroundProcess("/usr/bin/env", [server, modemPath, "receive", "--listen", "audio:default", "--dir", dir.file("in"),
+                                                               "--accept-all", "--keys", kb, "--name", "bob"], in: dir, name: "rx")
+            defer { rx.kill() }
+            try await rx.awaitStderr("'listening on audio:default' from the receiver") { $0.contains("listening on audio:default") }
+            let send = try await runProcess("/usr/bin/env", [server, modemPath, "send", "--to", "audio:default", source, "--keys", ka,
+                                                             "--name", "alice"], timeout: 120)
+            #expect(await rx.wait(timeout: 120), "the receiver still runs 120 s after the send ended: \(rx.stderrText)")
+            print("send over audio:default: \(String(format: "%.1f", send.seconds)) s, exit \(send.status)")
+            #expect(send.status == 0, "\(send)\nreceiver: \(rx.stderrText)")
+            #expect(rx.exitedNormally && rx.status == 0, "exit \(rx.status): \(rx.stderrText)")
+            #expect(rx.stdoutText.hasPrefix("received small.bin 300 sha256 "), "\(rx.stdoutText)\n\(rx.stderrText)")
+            #expect(try readBytes(dir.file("in/small.bin")) == data)
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import ModemTestSupport
+import ProcessTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -12,9 +13,9 @@ import Glibc
 @Suite("modem send / receive over Bluetooth RFCOMM (Bumble's two controllers)", .serialized)
 struct MessagingBluetoothCLITests {
     /// Starts the Bumble peer with controller B exposed, or nil when it is not installed here.
-    private func peer() throws -> BumblePeer? {
+    private func peer() async throws -> BumblePeer? {
         do {
-            return try BumblePeer.start(["--expose-b", "0"])
+            return try await BumblePeer.start(["--expose-b", "0"])
         } catch {
             if case .unavailable(let message) = error, !BumblePeer.isRequired {
                 print("skipped: \(message)")
@@ -27,7 +28,7 @@ struct MessagingBluetoothCLITests {
     @Test("a 100 KB file from send --to bt:ADDR_B (controller A) to receive --listen bt:ADDR_B (controller B), byte-exact",
           .timeLimit(.minutes(2)))
     func fileOverRFCOMM() async throws {
-        guard let p = try peer() else { return }
+        guard let p = try await peer() else { return }
         defer { p.stop() }
         let dir = try Scratch("MessagingBluetoothCLITests")
         let (ka, kb) = try await TransferCLITests.trustedKeys(dir)
@@ -36,7 +37,7 @@ struct MessagingBluetoothCLITests {
         try random.close()
         let source = try dir.write("f.bin", data)
         let addressB = p.deviceAddress   // our device on controller B answers at controller B's address
-        let rx = try TNCBackgroundProcess(try Paths.modem(), ["receive", "--listen", "bt:\(addressB)", "--hci", "tcp:127.0.0.1:\(p.portB!)",
+        let rx = try await TNCBackgroundProcess(try Paths.modem(), ["receive", "--listen", "bt:\(addressB)", "--hci", "tcp:127.0.0.1:\(p.portB!)",
                                                               "--dir", dir.file("in"), "--accept-all", "--keys", kb, "--name", "bob"],
                                           in: dir, name: "rx")
         defer { rx.kill() }
@@ -68,7 +69,7 @@ struct MessagingBluetoothCLITests {
             #expect(kernel.status == 1, "\(kernel)")
             #expect(kernel.stderrText.contains("no Bluetooth") && kernel.stderrText.contains("EAFNOSUPPORT"), "\(kernel.stderrText)")
         }
-        guard let p = try peer() else { return }
+        guard let p = try await peer() else { return }
         defer { p.stop() }
         let r = try await modem(["receive", "--listen", "bt:00:1B:DC:00:00:99", "--hci", "tcp:127.0.0.1:\(p.portB!)",
                                  "--dir", dir.file("in"), "--keys", dir.file("k")], timeout: 30)

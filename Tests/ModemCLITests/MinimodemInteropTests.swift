@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// modem and minimodem 0.24 as separate processes, each decoding what the other sends.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ModemTestSupport
+import ProcessTestSupport
 
 /// White Gaussian noise from `modem impair --snr` (full-band SNR, seeded), 1200 baud, 1000 bytes.
 ///

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Packet radio through the CLI, against Dire Wolf's tools run as separate processes.

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Our own `modem tx` → WAV file → `modem rx`, across framings, baud rates, sample rates, sample

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Standard output is the data channel: decoded bytes and nothing else, diagnostics or not.

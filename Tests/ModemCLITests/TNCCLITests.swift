@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ModemTestSupport
+import ProcessTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,12 +31,12 @@ struct TNCCLITests {
         let messages = try dir.write("messages.txt", Self.lines.joined(separator: "\n") + "\n")
         let g = try await runProcess(Self.genPackets!, ["-r", "44100", "-o", dir.file("in.wav"), messages])
         #expect(g.succeeded, "\(g)")
-        let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
+        let tnc = try await TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
                                                       "--kiss-port", "0"], in: dir, name: "tnc")
         defer { tnc.kill() }
         let port = try await tnc.kissPort()
         // kissutil exits when its standard input closes: keep the pipe open until the TNC has sent.
-        let client = try TNCBackgroundProcess(Self.kissutil!, ["-p", String(port)], in: dir, name: "kissutil", stdinPipe: true)
+        let client = try await TNCBackgroundProcess(Self.kissutil!, ["-p", String(port)], in: dir, name: "kissutil", stdinPipe: true)
         defer { client.kill() }
         try await tnc.awaitStderr("'input ended'") { $0.contains("input ended") }
         // kissutil has printed every frame of the input before it sends its own.
@@ -64,7 +65,7 @@ struct TNCCLITests {
         let dir = try Scratch("TNCCLITests")
         let text = try dir.write("in.txt", "N0CALL>APRS:one\n")
         try await modemTx(["--profile", "bell202", "--framing", "ax25", "--rate", "22050"], input: text, out: dir.file("in.wav"))
-        let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
+        let tnc = try await TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
                                                       "--kiss-port", "0"], in: dir, name: "tnc")
         defer { tnc.kill() }
         _ = try await tnc.kissPort()
@@ -81,7 +82,7 @@ struct TNCCLITests {
         let dir = try Scratch("TNCCLITests")
         let text = try dir.write("in.txt", "N0CALL>APRS:one\nN0CALL>APRS:two\n")
         try await modemTx(["--profile", "bell202", "--framing", "ax25"], input: text, out: dir.file("in.wav"))
-        let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "-q", "--input", dir.file("in.wav"), "--kiss-port", "0"],
+        let tnc = try await TNCBackgroundProcess(try Paths.modem(), ["tnc", "-q", "--input", dir.file("in.wav"), "--kiss-port", "0"],
                                  in: dir, name: "tnc")
         defer { tnc.kill() }
         let port = try await tnc.kissPort()   // announced even with -q, because the port was 0
@@ -113,7 +114,7 @@ struct TNCCLITests {
           .timeLimit(.minutes(2)))
     func nullDevice() async throws {
         let dir = try Scratch("TNCCLITests")
-        let tnc = try TNCBackgroundProcess(try Paths.modem(), ["tnc", "--device", "null", "--kiss-port", "0", "--slottime", "2"],
+        let tnc = try await TNCBackgroundProcess(try Paths.modem(), ["tnc", "--device", "null", "--kiss-port", "0", "--slottime", "2"],
                                  in: dir, name: "tnc")
         defer { tnc.kill() }
         let port = try await tnc.kissPort()

@@ -1,4 +1,5 @@
 import ModemTestSupport
+import ProcessTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

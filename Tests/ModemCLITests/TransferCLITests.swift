@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ModemTestSupport
+import ProcessTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,7 +29,7 @@ struct TransferCLITests {
     /// `listening on` line: from then on it accepts).
     static func startReceiver(_ dir: Scratch, into folder: String, keys: String, extra: [String] = [],
                               name: String = "rx") async throws -> (rx: TNCBackgroundProcess, port: Int) {
-        let rx = try TNCBackgroundProcess(try Paths.modem(), ["receive", "--listen", "tcp:127.0.0.1:0", "--dir", folder,
+        let rx = try await TNCBackgroundProcess(try Paths.modem(), ["receive", "--listen", "tcp:127.0.0.1:0", "--dir", folder,
                                                               "--keys", keys, "--name", "bob"] + extra, in: dir, name: name)
         do {
             return (rx, try await rx.messagingPort())
@@ -80,7 +81,7 @@ struct TransferCLITests {
         let first = Task { try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka], timeout: 60) }
         // Kill the receiver once 16 MiB of the partial file are written: watched from a thread of its
         // own, so the kill is on time even when the tests' shared threads are all busy.
-        let pid = rx.process.processIdentifier
+        let pid = rx.pid
         let killedAt = EndTime(), stopWatching = EndTime(), watcherDone = EndTime()
         let partial = inbox + "/.modem-partial"
         let watcher = Thread {

@@ -2,6 +2,7 @@ import Clocks
 import ModemCrypto
 import Foundation
 import ModemMessaging
+import ProcessTestSupport
 import Testing
 
 /// The independent Noise peer (Python `noiseprotocol`, Tests/scripts/noise_peer.py) in the venv that
@@ -36,15 +37,10 @@ struct NoiseInteropTests {
 
         var generator = SystemRandomNumberGenerator()
         let bodies: [[UInt8]] = [Array("one".utf8), [], (0..<60_000).map { _ in UInt8.random(in: 0...255, using: &generator) }, [0]]
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: NoisePeer.python)
-        process.arguments = [messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
-                             hexString(Array(pythonKey.rawRepresentation)), hexString(try keys.publicKey()),
-                             String(SessionService.mailbox.rawValue)] + bodies.map { $0.isEmpty ? "" : hexString($0) }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
+        let process = try await ChildProcess(NoisePeer.python, [
+            messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
+            hexString(Array(pythonKey.rawRepresentation)), hexString(try keys.publicKey()),
+            String(SessionService.mailbox.rawValue)] + bodies.map { $0.isEmpty ? "" : hexString($0) })
 
         let session = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
                                                        options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: SessionClock(TestClock())))
@@ -63,9 +59,9 @@ struct NoiseInteropTests {
                 end = e
             }
         }
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(text)")
+        try await process.awaitExit("noise_peer.py's end")
+        let text = process.stdoutText + process.stderrText
+        #expect(process.status == 0, "\(text)")
         #expect(text.contains("HS2 from swift") && text.contains("accepted by swift") && text.contains("echoes ok: 4") && text.contains("closed"), "\(text)")
         #expect(received == bodies)
         #expect(end == .otherUserQuit)
@@ -78,14 +74,9 @@ struct NoiseInteropTests {
         let keys = try KeyStore(folder: temporaryKeysPath("pyu"))
         let listener = try TCPListener(host: "127.0.0.1", port: 0)
         defer { listener.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: NoisePeer.python)
-        process.arguments = [messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
-                             hexString(Array(X25519PrivateKey().rawRepresentation)), hexString(try keys.publicKey()), "1", "00"]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
+        let process = try await ChildProcess(NoisePeer.python, [
+            messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
+            hexString(Array(X25519PrivateKey().rawRepresentation)), hexString(try keys.publicKey()), "1", "00"])
         do {
             _ = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
                                                  options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: SessionClock(TestClock())))
@@ -93,9 +84,9 @@ struct NoiseInteropTests {
         } catch let failure as SessionFailure {
             #expect(failure.seedName == "FAIL_INVALID_AUTHORIZATION")
         }
-        process.waitUntilExit()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus != 0)
+        try await process.awaitExit("noise_peer.py's end")
+        let text = process.stdoutText + process.stderrText
+        #expect(process.status != 0)
         #expect(text.contains("expected ACCEPT, got kind 0x02"), "\(text)")  // our REJECT, nothing else
     }
 }

@@ -1,5 +1,6 @@
 import Testing
 import Foundation
+import ProcessTestSupport
 @testable import ModemPlot
 
 /// The PNG encoder (filters, chunks, zlib compression), checked with a separate decoder and with Python's zlib.
@@ -94,7 +95,7 @@ import Foundation
 
     /// A second opinion from zlib itself, when Python is around.
     @Test(.enabled(if: SpectrogramTestTools.executable("python3") != nil, "python3 is not installed: skipped"))
-    func zlibAgrees() throws {
+    func zlibAgrees() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("png-zlib-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -112,16 +113,8 @@ import Foundation
             i += 12 + n
         print(len(zlib.decompress(idat)))
         """
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: SpectrogramTestTools.executable("python3")!)
-        p.arguments = ["-c", script, path]
-        let out = Pipe()
-        p.standardOutput = out
-        p.standardError = Pipe()
-        try p.run()
-        p.waitUntilExit()
-        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(p.terminationStatus == 0)
-        #expect(text.trimmingCharacters(in: .whitespacesAndNewlines) == String((120 * 3 + 1) * 40))
+        let r = try await runProcess(SpectrogramTestTools.executable("python3")!, ["-c", script, path], timeout: 120)
+        #expect(r.succeeded, "\(r)")
+        #expect(r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == String((120 * 3 + 1) * 40))
     }
 }

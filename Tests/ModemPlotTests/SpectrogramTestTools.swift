@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 
 /// Helpers for the analysis and spectrogram tests: temporary directories, a tiny WAV writer,
 /// synthetic FSK, and running peer tools.
@@ -54,20 +55,12 @@ enum SpectrogramTestTools {
         }
     }
 
-    /// Runs a program, feeding `input` to its standard input; returns its exit status.
+    /// Runs a program, feeding `input` to its standard input (its output is read and dropped; a 120 s
+    /// hang guard); returns its exit status.
     @discardableResult
-    static func run(_ program: String, _ arguments: [String], input: Data = Data()) throws -> Int32 {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: program)
-        p.arguments = arguments
-        let stdin = Pipe()
-        p.standardInput = stdin
-        p.standardOutput = FileHandle.nullDevice
-        p.standardError = FileHandle.nullDevice
-        try p.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        p.waitUntilExit()
-        return p.terminationStatus
+    static func run(_ program: String, _ arguments: [String], input: Data = Data()) async throws -> Int32 {
+        let r = try await runProcess(program, arguments, stdin: .bytes([UInt8](input)), timeout: 120)
+        guard !r.timedOut else { throw ChildProcessError("\(r)") }
+        return r.status
     }
 }

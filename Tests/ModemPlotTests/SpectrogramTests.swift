@@ -186,21 +186,21 @@ import ModemDSP
 
     static let minimodem = SpectrogramTestTools.executable("minimodem")
 
-    static func minimodemFile(_ mode: String, in dir: URL, rate: Int? = nil) throws -> String {
+    static func minimodemFile(_ mode: String, in dir: URL, rate: Int? = nil) async throws -> String {
         let path = dir.appendingPathComponent("mm-\(mode)-\(rate ?? 48000).wav").path
         var args = ["--tx", mode, "-f", path]
         if let rate { args += ["-R", String(rate)] }
         let text = Data(String(repeating: "The quick brown fox jumps over the lazy dog 0123456789. ", count: 3).utf8)
-        let status = try SpectrogramTestTools.run(minimodem!, args, input: text)
+        let status = try await SpectrogramTestTools.run(minimodem!, args, input: text)
         #expect(status == 0)
         return path
     }
 
     @Test(.enabled(if: minimodem != nil, "minimodem is not installed: skipped"))
-    func minimodem1200() throws {
+    func minimodem1200() async throws {
         let dir = try SpectrogramTestTools.temporaryDirectory("mm1200")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = try Self.minimodemFile("1200", in: dir)
+        let path = try await Self.minimodemFile("1200", in: dir)
         let report = try analyzeFile(path: path)
         let a = report.analysis
         #expect(abs((a.markFrequency ?? 0) / 1200 - 1) < 0.02)
@@ -211,15 +211,15 @@ import ModemDSP
     }
 
     @Test(.enabled(if: minimodem != nil, "minimodem is not installed: skipped"))
-    func minimodem300AndRTTY() throws {
+    func minimodem300AndRTTY() async throws {
         let dir = try SpectrogramTestTools.temporaryDirectory("mm300")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let bell103 = try analyzeFile(path: try Self.minimodemFile("300", in: dir, rate: 8000)).analysis
+        let bell103 = try analyzeFile(path: try await Self.minimodemFile("300", in: dir, rate: 8000)).analysis
         #expect(abs((bell103.markFrequency ?? 0) / 1270 - 1) < 0.02)
         #expect(abs((bell103.spaceFrequency ?? 0) / 1070 - 1) < 0.02)
         #expect(abs((bell103.measuredBaudRate ?? 0) / 300 - 1) < 0.03)
         #expect(bell103.profile?.name == "bell103")
-        let rtty = try analyzeFile(path: try Self.minimodemFile("rtty", in: dir, rate: 8000)).analysis
+        let rtty = try analyzeFile(path: try await Self.minimodemFile("rtty", in: dir, rate: 8000)).analysis
         #expect(abs((rtty.markFrequency ?? 0) / 1585 - 1) < 0.02)
         #expect(abs((rtty.spaceFrequency ?? 0) / 1415 - 1) < 0.02)
         #expect(abs((rtty.measuredBaudRate ?? 0) / 45.45 - 1) < 0.03)
@@ -228,10 +228,10 @@ import ModemDSP
     }
 
     @Test(.enabled(if: minimodem != nil, "minimodem is not installed: skipped"))
-    func minimodem4800() throws {
+    func minimodem4800() async throws {
         let dir = try SpectrogramTestTools.temporaryDirectory("mm4800")
         defer { try? FileManager.default.removeItem(at: dir) }
-        let path = try Self.minimodemFile("4800", in: dir)
+        let path = try await Self.minimodemFile("4800", in: dir)
         let report = try analyzeFile(path: path)
         let a = report.analysis
         #expect(abs((a.markFrequency ?? 0) / 3000 - 1) < 0.02)

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import ProcessTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,8 +21,9 @@ public enum BumblePeerError: Error, CustomStringConvertible, Sendable {
 }
 
 /// The project's Bumble peer (`scripts/bt-peer.py`, docs/bluetooth-plan.md section 14) as a child
-/// process: started with `--port 0` (the script picks a free port and names it in its READY line),
-/// its stdout collected line by line, terminated by pid when stopped or released.
+/// process on the tests' runner (``ProcessTestSupport/ChildProcess``): started with `--port 0` (the
+/// script picks a free port and names it in its READY line), its output collected as it comes,
+/// terminated when stopped or released.
 ///
 /// The Python is `$SWIFTMODEM_BT_PYTHON`, else `<package root>/.build/bt-venv/bin/python` (made by
 /// `scripts/bt-venv.sh`). When it is missing, ``start(_:readyTimeout:)`` throws
@@ -42,8 +43,7 @@ public final class BumblePeer {
     /// The peer's process id.
     public let pid: Int32
 
-    private let process: Process
-    private let output: PeerOutput
+    private let process: ChildProcess
 
     /// The package root, from this file's path (`<root>/Tests/ModemTestSupport/BumblePeer.swift`).
     public static let packageRoot: String = URL(fileURLWithPath: #filePath)
@@ -61,142 +61,85 @@ public final class BumblePeer {
     /// Starts `scripts/bt-peer.py --port 0` plus `arguments` (e.g. `["--extra-devices", "2"]`) and
     /// waits for its READY line (which names the ports it got); `readyTimeout` seconds is a hang guard,
     /// far above the second or two Python and Bumble take to start on a busy machine.
-    public static func start(_ arguments: [String] = [], readyTimeout: Double = 120) throws(BumblePeerError) -> BumblePeer {
+    public static func start(_ arguments: [String] = [], readyTimeout: Double = 120) async throws(BumblePeerError) -> BumblePeer {
         let python = Self.python
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw unavailable("no Python at \(python); run scripts/bt-venv.sh (needs python3-venv) or set SWIFTMODEM_BT_PYTHON")
         }
         let script = packageRoot + "/scripts/bt-peer.py"
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-u", script, "--port", "0"] + arguments
-        let stdout = Pipe(), stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        do { try process.run() } catch { throw unavailable("cannot run \(python): \(error)") }
-        try? stdout.fileHandleForWriting.close()
-        try? stderr.fileHandleForWriting.close()
-
-        let output = PeerOutput()
-        output.drain(stdout.fileHandleForReading.fileDescriptor, into: \.lines)
-        output.drain(stderr.fileHandleForReading.fileDescriptor, into: \.errors)
-
-        let deadline = Date().addingTimeInterval(readyTimeout)
-        var ready: String?
-        while ready == nil {
-            ready = output.lines.first { $0.hasPrefix("READY ") }
-            if ready != nil { break }
-            if !process.isRunning || Date() > deadline {
-                let running = process.isRunning
-                terminate(process)
-                let errors = output.errors.suffix(15).joined(separator: "\n")
-                if !running, errors.contains("No module named") {
-                    throw unavailable("\(python) has no Bumble (run scripts/bt-venv.sh):\n\(errors)")
-                }
-                throw .failed(running ? "no READY line within \(readyTimeout) s; stderr:\n\(errors)"
-                                      : "exited (status \(process.terminationStatus)) before READY; stderr:\n\(errors)")
+        let process: ChildProcess
+        do {
+            process = try await ChildProcess(python, ["-u", script, "--port", "0"] + arguments, name: "the Bumble peer")
+        } catch {
+            throw unavailable("cannot run \(python): \(error)")
+        }
+        let found = await process.waitFor(.stdout, timeout: readyTimeout) { text in
+            lines(text, ended: false).contains { $0.hasPrefix("READY ") }
+        }
+        guard found, let ready = lines(process.stdoutText, ended: false).first(where: { $0.hasPrefix("READY ") }) else {
+            let running = process.endedAt == nil
+            process.stop(SIGTERM, timeout: 2)
+            let errors = lines(process.stderrText, ended: true).suffix(15).joined(separator: "\n")
+            if !running, errors.contains("No module named") {
+                throw unavailable("\(python) has no Bumble (run scripts/bt-venv.sh):\n\(errors)")
             }
-            usleep(20_000)
+            throw .failed(running ? "no READY line within \(readyTimeout) s; stderr:\n\(errors)"
+                                  : "exited (status \(process.status)) before READY; stderr:\n\(errors)")
         }
         var fields: [String: String] = [:]
-        for part in ready!.split(separator: " ").dropFirst() {
+        for part in ready.split(separator: " ").dropFirst() {
             let pair = part.split(separator: "=", maxSplits: 1)
             if pair.count == 2 { fields[String(pair[0])] = String(pair[1]) }
         }
         guard let port = fields["port"].flatMap({ UInt16($0) }), let host = fields["host_addr"],
               let device = fields["device_addr"] else {
-            terminate(process)
-            throw .failed("a READY line without port, host_addr or device_addr: \(ready!)")
+            process.stop(SIGTERM, timeout: 2)
+            throw .failed("a READY line without port, host_addr or device_addr: \(ready)")
         }
-        return BumblePeer(process: process, output: output, port: port, portB: fields["port_b"].flatMap { UInt16($0) },
+        return BumblePeer(process: process, port: port, portB: fields["port_b"].flatMap { UInt16($0) },
                           hostAddress: host, deviceAddress: device, echoAddress: fields["echo_addr"])
     }
 
-    private init(process: Process, output: PeerOutput, port: UInt16, portB: UInt16?, hostAddress: String,
+    private init(process: ChildProcess, port: UInt16, portB: UInt16?, hostAddress: String,
                  deviceAddress: String, echoAddress: String?) {
         self.process = process
-        self.output = output
         self.port = port
         self.portB = portB
         self.hostAddress = hostAddress
         self.deviceAddress = deviceAddress
         self.echoAddress = echoAddress
-        self.pid = process.processIdentifier
+        self.pid = process.pid
     }
 
-    deinit { Self.terminate(process) }
+    deinit { stop() }
 
     /// Every stdout line so far (READY, PEER-LINK, PEER-RFCOMM, PEER-ANSWER, ...).
-    public var lines: [String] { output.lines }
+    public var lines: [String] { Self.lines(process.stdoutText, ended: process.endedAt != nil) }
 
     /// Every stderr line so far (Bumble's warnings; everything with `--verbose`).
-    public var errorLines: [String] { output.errors }
+    public var errorLines: [String] { Self.lines(process.stderrText, ended: process.endedAt != nil) }
 
-    /// Waits for a stdout line starting with `prefix` (the event), polling every 20 ms; returns the first
-    /// such line, or nil after `timeout` seconds (a hang guard: give one far above the expected wait).
-    public func waitForLine(startingWith prefix: String, timeout: Double) -> String? {
-        let deadline = Date().addingTimeInterval(timeout)
-        repeat {
-            if let line = output.lines.first(where: { $0.hasPrefix(prefix) }) { return line }
-            usleep(20_000)
-        } while Date() < deadline
-        return nil
+    /// Waits for a stdout line starting with `prefix` (the event: woken by each new output); returns the
+    /// first such line, or nil after `timeout` seconds (a hang guard: give one far above the expected wait).
+    public func waitForLine(startingWith prefix: String, timeout: Double) async -> String? {
+        _ = await process.waitFor(.stdout, timeout: timeout) { text in
+            Self.lines(text, ended: false).contains { $0.hasPrefix(prefix) }
+        }
+        return lines.first { $0.hasPrefix(prefix) }
     }
 
     /// Ends the peer (SIGTERM, then SIGKILL after 2 s) and waits for it.
-    public func stop() { Self.terminate(process) }
+    public func stop() { process.stop(SIGTERM, timeout: 2) }
 
-    private static func terminate(_ process: Process) {
-        guard process.isRunning else { return }
-        let pid = process.processIdentifier
-        kill(pid, SIGTERM)
-        let deadline = Date().addingTimeInterval(2)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
+    /// The whole lines of `text`; the last, unfinished one too once the stream `ended`.
+    private static func lines(_ text: String, ended: Bool) -> [String] {
+        var parts = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let last = parts.removeLast()
+        if ended && !last.isEmpty { parts.append(last) }
+        return parts
     }
 
     private static func unavailable(_ message: String) -> BumblePeerError {
         isRequired ? .failed(message + " (SWIFTMODEM_REQUIRE_BUMBLE=1)") : .unavailable(message)
-    }
-}
-
-/// The peer's stdout and stderr lines, filled by one reader thread per pipe.
-private final class PeerOutput: Sendable {
-    struct Lines: Sendable {
-        var lines: [String] = []
-        var errors: [String] = []
-    }
-    private let state = Mutex(Lines())
-
-    var lines: [String] { state.withLock { $0.lines } }
-    var errors: [String] { state.withLock { $0.errors } }
-
-    /// Reads `fd` (a dup of it, so the Pipe's own handle may close) until EOF, splitting lines.
-    func drain(_ fd: Int32, into keyPath: WritableKeyPath<Lines, [String]> & Sendable) {
-        let own = dup(fd)
-        guard own >= 0 else { return }
-        let thread = Thread { [self] in
-            var pending: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let n = buffer.withUnsafeMutableBytes { read(own, $0.baseAddress, $0.count) }
-                if n < 0, errno == EINTR { continue }
-                if n <= 0 { break }
-                pending += buffer[0..<n]
-                while let newline = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[..<newline], as: UTF8.self)
-                    pending.removeSubrange(...newline)
-                    state.withLock { $0[keyPath: keyPath].append(line) }
-                }
-            }
-            if !pending.isEmpty {
-                let line = String(decoding: pending, as: UTF8.self)
-                state.withLock { $0[keyPath: keyPath].append(line) }
-            }
-            close(own)
-        }
-        thread.start()
     }
 }

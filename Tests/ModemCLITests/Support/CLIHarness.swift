@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import ModemTestSupport
+import ProcessTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -85,34 +86,6 @@ struct HarnessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// What a finished child process did.
-struct ProcessResult: Sendable, CustomStringConvertible {
-    var command: String
-    /// Exit status when it exited; the signal number when ``signaled``.
-    var status: Int32
-    var signaled: Bool
-    /// Killed by us after the time limit.
-    var timedOut: Bool
-    var stdout: [UInt8]
-    var stderr: [UInt8]
-    var seconds: Double
-
-    var stderrText: String { String(decoding: stderr, as: UTF8.self) }
-    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
-    /// Non-empty lines of standard error.
-    var stderrLines: [Substring] { stderrText.split(separator: "\n", omittingEmptySubsequences: true) }
-    /// Exited by itself with status 0.
-    var succeeded: Bool { !signaled && !timedOut && status == 0 }
-
-    var description: String {
-        let how = timedOut ? "timed out (killed)" : signaled ? "killed by signal \(status)" : "exit \(status)"
-        var s = "`\(command)`: \(how) after \(String(format: "%.2f", seconds)) s, stdout \(stdout.count) bytes"
-        let err = stderrText.trimmingCharacters(in: .whitespacesAndNewlines)
-        if !err.isEmpty { s += ", stderr:\n" + String(err.prefix(1500)) }
-        return s
-    }
-}
-
 /// A private temporary folder, removed when dropped.
 final class Scratch: Sendable {
     let path: String
@@ -146,58 +119,12 @@ func readBytes(_ path: String) throws -> [UInt8] {
     [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
 }
 
-/// Runs `executable` with `arguments` as a separate process: standard input from `stdinFile`
-/// (else /dev/null), standard output and error captured in files (no pipe can fill up), killed
-/// after `timeout` seconds.
+/// Runs `executable` with `arguments` to completion on the tests' runner (``ProcessTestSupport/runProcess(_:_:stdin:stdout:stderr:environment:workingDirectory:timeout:)``):
+/// standard input from `stdinFile` (else /dev/null), standard output and error captured, killed
+/// after `timeout` seconds (a hang guard).
 func runProcess(_ executable: String, _ arguments: [String], stdinFile: String? = nil,
                 timeout: Double = 30) async throws -> ProcessResult {
-    let scratch = try Scratch("ModemCLITests-proc")
-    let outPath = scratch.file("stdout"), errPath = scratch.file("stderr")
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let outHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    let errHandle = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    let inHandle: FileHandle
-    if let stdinFile {
-        inHandle = try FileHandle(forReadingFrom: URL(fileURLWithPath: stdinFile))
-    } else {
-        inHandle = FileHandle.nullDevice
-    }
-    defer {
-        try? outHandle.close()
-        try? errHandle.close()
-        if stdinFile != nil { try? inHandle.close() }
-    }
-
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    process.standardInput = inHandle
-    process.standardOutput = outHandle
-    process.standardError = errHandle
-    let command = ([URL(fileURLWithPath: executable).lastPathComponent] + arguments)
-        .map { $0.contains(" ") || $0.isEmpty ? "'\($0)'" : $0 }.joined(separator: " ")
-    let start = Date()
-    try process.run()
-    var timedOut = false
-    while process.isRunning {
-        if Date().timeIntervalSince(start) > timeout {
-            timedOut = true
-            kill(process.processIdentifier, SIGKILL)
-            break
-        }
-        try? await Task.sleep(for: .milliseconds(4))
-    }
-    process.waitUntilExit()
-    let seconds = Date().timeIntervalSince(start)
-    return ProcessResult(
-        command: command,
-        status: process.terminationStatus,
-        signaled: process.terminationReason == .uncaughtSignal,
-        timedOut: timedOut,
-        stdout: try readBytes(outPath),
-        stderr: try readBytes(errPath),
-        seconds: seconds)
+    try await runProcess(executable, arguments, stdin: stdinFile.map { .file($0) } ?? .none, timeout: timeout)
 }
 
 /// Runs the `modem` binary.
@@ -278,10 +205,10 @@ enum Texts {
 }
 
 extension TNCBackgroundProcess {
-    /// Starts a background process whose output files live in `dir` (kept as long as the process object).
-    convenience init(_ executable: String, _ arguments: [String], in dir: Scratch, name: String, stdinPipe: Bool = false) throws {
-        try self.init(executable, arguments, directory: dir.path, name: name, stdinPipe: stdinPipe)
-        // Its output files stay readable while it is: the folder lives as long as this object.
+    /// Starts a background process named `name` in messages, with standard input from a pipe when
+    /// `stdinPipe` (else /dev/null); the folder `dir` is kept as long as the process object.
+    convenience init(_ executable: String, _ arguments: [String], in dir: Scratch, name: String, stdinPipe: Bool = false) async throws {
+        try await self.init(executable, arguments, name: name, stdin: stdinPipe ? .pipe : .none)
         keepAlive = dir
     }
 }
