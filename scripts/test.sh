@@ -41,11 +41,11 @@ done
 #   the modem's build comes first, and the hub's goes on while the modem's tests run (they wait on
 #   processes and sound much of the time; no test depends on having the cores to itself, and the
 #   real-time tests run last, alone).
-# Neither build writes an index store or debug information (scripts/build-config.sh, shared with the
-# demo, whose build is the modem's half without its tests).
+# Neither build writes debug information (scripts/build-config.sh, shared with the demo, whose build is
+# the modem's half without its tests).
 source scripts/build-config.sh
 modem_config=("${modem_build_config[@]}")
-hub_config=(-c debug --disable-index-store -debug-info-format none --scratch-path .build-hub)
+hub_config=(-c debug -debug-info-format none --scratch-path .build-hub)
 show_build_failure() {
   grep -E 'error:|warning: unable' "$1" | head -n 40 || tail -n 40 "$1"
   echo "test.sh: the $2 build failed" >&2
