@@ -111,9 +111,21 @@ enum HubProcess {
         /// What it wrote so far (standard output, then standard error).
         func log() -> String { process.stdoutText + process.stderrText }
 
-        /// SIGTERM and wait (a graceful stop; SIGKILL after a 60 s hang guard); returns the exit status.
-        @discardableResult func stop() -> Int32 {
+        /// SIGTERM and wait for the end (a graceful stop; SIGKILL after a 60 s hang guard), blocking
+        /// the caller (for `defer`). The exit status may not be read yet when this returns: a test that
+        /// checks it uses ``stopAndWait()``.
+        func stop() {
             process.stop(SIGTERM)
+        }
+
+        /// SIGTERM, then waits until the child is reaped and its exit status known (SIGKILL after a
+        /// 60 s hang guard); returns the exit status.
+        func stopAndWait() async -> Int32 {
+            process.signal(SIGTERM)
+            if await !process.wait(timeout: 60) {
+                process.signal(SIGKILL)
+                _ = await process.wait(timeout: 60)
+            }
             return process.status
         }
     }

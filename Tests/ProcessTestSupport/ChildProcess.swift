@@ -287,7 +287,8 @@ public final class ChildProcess: Sendable {
     public func kill() { stop(SIGKILL) }
 
     /// Sends `s` (e.g. SIGTERM) and waits for its end, blocking the caller (for `defer`); after `timeout`
-    /// seconds (a hang guard) it gets SIGKILL.
+    /// seconds (a hang guard) it gets SIGKILL. The child's exit status is read when it is reaped, which
+    /// may be just after this returns: read ``status`` after ``wait(timeout:)`` returned true.
     public func stop(_ s: Int32, timeout: Double = 60) {
         signal(s)
         if !awaitEndBlocking(timeout: timeout) {
