@@ -245,13 +245,6 @@ switch buildPart {
 case "modem":
     package.targets.removeAll { hubTargets.contains($0.name) }
     package.products.removeAll { hubProducts.contains($0.name) }
-    // The test command builds this half in release, so the layers run at the speed users get; the test
-    // targets themselves (assertions, process runners, the simulations' bookkeeping) are compiled
-    // without optimisation, which takes a third of the time. Only in this half: the package as users
-    // and the checks build it (SWIFTMODEM_BUILD unset) carries no such setting.
-    for target in package.targets where target.type == .test {
-        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-Onone"])]
-    }
 case "hub":
     let keep = hubTargets.union(["HubCore", "ModemCrypto", "CSodium", "CLibCrypto", "ProcessTestSupport"])
     package.targets.removeAll { !keep.contains($0.name) }

@@ -35,7 +35,7 @@ done
 # Two builds, each in its own folder (Package.swift's SWIFTMODEM_BUILD), side by side from the start:
 # - the modem's layers in release (with -enable-testing for @testable imports), so the DSP keeps its
 #   preconditions but is optimised and the tests decode at the speed users get (a debug build of the
-#   demodulators is 15x slower); its test targets unoptimised (Package.swift);
+#   demodulators is 15x slower);
 # - the hub's targets and tests in debug: they test protocols, not speed, and a release build of
 #   SwiftNIO, Hummingbird, PostgresNIO and AsyncHTTPClient would cost minutes more. At a lower priority:
 #   the modem's build comes first, and the hub's goes on while the modem's tests run (they wait on
