@@ -2,7 +2,8 @@
 # Sets up and runs the whole test suite: unit tests per layer, round trips, interoperability with
 # minimodem, Dire Wolf, Bumble, Python noiseprotocol and OAuth2/WebSocket clients as separate processes,
 # seeded-noise tests, ALSA loopback tests through a private PulseAudio null sink (started by the tests
-# themselves via scripts/audio-loop.sh), bad input, and a short run of every fuzz target.
+# themselves via scripts/audio-loop.sh), bad input, and every fuzz target on seeded mutations of its
+# seeds (libFuzzer itself: scripts/fuzz.sh).
 # Exits non-zero when a build or any test fails. How the suite is organised: docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
