@@ -40,7 +40,7 @@ done
 # - the hub's targets and tests in debug: they test protocols, not speed, and a release build of
 #   SwiftNIO, Hummingbird, PostgresNIO and AsyncHTTPClient would cost minutes more. Under nice 10 (which
 #   SwiftPM's compiler processes were seen not to keep: Benchmarks/README.md, second pass):
-#   the modem's build comes first, and the hub's goes on while the modem's tests run (they wait on
+#   it goes on while the modem's tests run (they wait on
 #   processes and sound much of the time; no test depends on having the cores to itself, and the
 #   real-time tests run last, alone).
 # Neither build writes debug information (scripts/build-config.sh, shared with the demo, whose build is
