@@ -222,18 +222,25 @@ struct MailboxCLITests {
         #expect(bob.status == 0 && bob.stderrText.contains("disconnected END_USER_QUIT"), "\(bob.status) \(bob.stderrText)")
         #expect(alice.status == 0 && alice.stderrText.contains("disconnected END_OTHER_USER_QUIT"), "\(alice.status) \(alice.stderrText)")
     }
+}
 
-    @Test("a peer whose output is blocked stalls the sender: its sends stop and its memory stays under 64 MiB",
+/// The mailbox cases whose point is a real-time figure: how soon a killed peer and a cut line are
+/// reported. scripts/test.sh runs the `RealTimeTests` suites in a group of their own, one at a
+/// time, so they do not share the cores with other tests; everything but the figure is
+/// event-driven, and the bounds are generous.
+@Suite("modem mailbox CLI (real time)", .serialized)
+struct MailboxRealTimeTests {
+    @Test("a peer whose output is blocked stalls the sender: its sends stop and its memory stays under 64 MiB (real time)",
           .timeLimit(.minutes(2)))
     func blockedReader() async throws {
         let dir = try Scratch("MailboxCLITests")
-        let keys = try await Self.makeKeys(dir)
+        let keys = try await MailboxCLITests.makeKeys(dir)
         let modemPath = try Paths.modem()
         // Alice has 100 MB to send; bob's standard output is a FIFO that nobody reads (the reader only
         // holds it open), his input stays open. Once bob is connected, alice's count of confirmed
         // chunks must come to a stop: it is read when it has not moved for 2 s (polled), then again
         // 2 s later. A stop seen too early can only make the second reading differ, never hide a
-        // sender that goes on.
+        // sender that goes on. "Stopped" is judged by the clock, so this lives with the real-time tests.
         let script = """
         cd '\(dir.path)'
         mkfifo out.fifo
@@ -257,7 +264,7 @@ struct MailboxCLITests {
         touch release; wait
         echo "$s1 $s2 $r1 $r2"
         """
-        let run = try await Self.bash(script)
+        let run = try await MailboxCLITests.bash(script)
         let numbers = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
         try #require(numbers.count == 4, "\(run) alice: \(aErr.prefix(300))")
@@ -267,14 +274,7 @@ struct MailboxCLITests {
         #expect(sent2 == sent1, "sends went on while bob could not write: \(sent1) then \(sent2)")
         #expect(max(rss1, rss2) < 65_536, "alice's resident memory: \(rss1) then \(rss2) KiB")
     }
-}
 
-/// The mailbox cases whose point is a real-time figure: how soon a killed peer and a cut line are
-/// reported. scripts/test.sh runs the `RealTimeTests` suites in a group of their own, one at a
-/// time, so they do not share the cores with other tests; everything but the figure is
-/// event-driven, and the bounds are generous.
-@Suite("modem mailbox CLI (real time)", .serialized)
-struct MailboxRealTimeTests {
     @Test("a peer killed with SIGKILL is reported as END_OTHER_USER_LOST within keepalive + 2 s, exit 1 (real time)",
           .timeLimit(.minutes(2)))
     func killedPeer() async throws {
