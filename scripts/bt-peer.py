@@ -57,8 +57,21 @@ PAGE_TIMEOUT_CAP = 1.0  # seconds: a virtual page timeout need not last the conf
 INQUIRY_CAP = 1.0  # seconds: every device answers at once, so an inquiry ends after this
 
 
+# A hang guard for each awaited exchange, far above the milliseconds each takes (a busy machine in
+# CI runs compilers beside the tests): only a peer that never answers runs into it.
+GUARD = 30.0  # seconds
+
+
 def say(line):
     print(line, flush=True)
+
+
+async def step(awaitable, what):
+    """Awaits one exchange under the hang guard; a timeout names what was awaited."""
+    try:
+        return await asyncio.wait_for(awaitable, GUARD)
+    except asyncio.TimeoutError:
+        raise TimeoutError(f'no {what} within {GUARD:.0f} s') from None
 
 
 def event(code, parameters):
@@ -452,7 +465,7 @@ class EchoDevice:
 
     async def pair(self, connection):
         try:
-            await asyncio.wait_for(connection.authenticate(), 10)
+            await asyncio.wait_for(connection.authenticate(), GUARD)
             say(f'PEER-PAIR ok address={text(connection.peer_address)}')
         except Exception as error:  # reported, the peer keeps running
             say(f'PEER-PAIR failed address={text(connection.peer_address)} error={error!r}')
@@ -482,13 +495,13 @@ class EchoDevice:
     async def drop(self, dlc, connection):
         mode = self.options.drop_mode
         try:
-            await asyncio.wait_for(dlc.drain(), 10)
+            await asyncio.wait_for(dlc.drain(), GUARD)
             await asyncio.sleep(0.1)
             say(f'PEER-DROP mode={mode} after={self.options.drop_after}')
             if mode == 'acl':
                 await connection.disconnect(reason=0x13)
             elif mode == 'dlc':
-                await asyncio.wait_for(dlc.disconnect(), 5)
+                await asyncio.wait_for(dlc.disconnect(), GUARD)
             elif mode == 'socket':
                 server = self.host_controller.host  # controller A's H4 server: its TCP client goes
                 if isinstance(server, H4Server) and server.writer is not None:
@@ -531,24 +544,18 @@ class EchoDevice:
             multiplexer = await client.start()
             dlc = await multiplexer.open_dlc(channel)
             received = bytearray()
-            got_line = asyncio.Event()
 
             def on_data(data):
                 received.extend(data)
-                if b'\n' in received:
-                    got_line.set()
 
             dlc.sink = on_data
             line = b'hello from Bumble\n'
             dlc.write(line)
+            await step(dlc.drain(), 'the line going out (RFCOMM credits)')
             say(f'PEER-RFCOMM sent={line.hex()}')
-            try:
-                await asyncio.wait_for(got_line.wait(), 5)
-            except asyncio.TimeoutError:
-                pass
             say(f'PEER-RFCOMM received={bytes(received).hex()}')
-            await asyncio.wait_for(dlc.disconnect(), 5)
-            await asyncio.wait_for(multiplexer.disconnect(), 5)
+            await step(dlc.disconnect(), 'UA for DISC on the DLC')
+            await step(multiplexer.disconnect(), 'UA for DISC on DLCI 0')
             await close_l2cap(multiplexer.l2cap_channel)
             await connection.disconnect()
             say('PEER-RFCOMM done')
@@ -584,7 +591,7 @@ class EchoDevice:
             for frame in raw_rfcomm_script():
                 channel.send_pdu(frame)
                 try:
-                    await asyncio.wait_for(answers.get(), 2)
+                    await asyncio.wait_for(answers.get(), GUARD)
                 except asyncio.TimeoutError:
                     say(f'PEER-NO-ANSWER hex={frame.hex()}')
             await asyncio.sleep(0.2)
@@ -599,7 +606,7 @@ async def close_l2cap(channel):
     """Closes the L2CAP channel of an RFCOMM session unless the host already did: after the UA for
     DISC on DLCI 0 a responder may close it itself (BlueZ does), and both ways are fine."""
     if channel.state == l2cap.ClassicChannel.State.OPEN:
-        await asyncio.wait_for(channel.disconnect(), 5)
+        await step(channel.disconnect(), 'the L2CAP disconnection response')
     else:
         say(f'PEER-L2CAP already closed by the host (state {channel.state.name})')
 

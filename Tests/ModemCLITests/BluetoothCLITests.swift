@@ -181,7 +181,7 @@ struct BluetoothCLITests {
         #expect(lines.contains("PEER-RFCOMM connected address=\(p.hostAddress)"), "\(lines)")
         #expect(lines.contains("PEER-RFCOMM channel=1"), "Bumble's SDP search found no channel 1: \(lines)")
         #expect(lines.contains { $0.hasPrefix("PEER-RFCOMM sent=") }, "the DLC did not open: \(lines)")
-        #expect(lines.contains("PEER-RFCOMM done"), "\(lines)")
+        #expect(lines.contains("PEER-RFCOMM done"), "\(lines)\nour device: \(log)\nthe peer's warnings: \(p.errorLines)")
         #expect(!lines.contains { $0.contains("error=") }, "\(lines)")
         // Our device saw the phone connect and then close the channel, in the phone's terms.
         #expect(log.contains("connected: \(p.deviceAddress), RFCOMM channel 1"), "\(log)")
