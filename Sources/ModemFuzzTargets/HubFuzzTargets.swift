@@ -1,3 +1,4 @@
+import Foundation
 import HubCore
 
 /// Targets for HubCore: what HTTP clients and socket clients send to the hub, parsed by its pure values.
@@ -62,6 +63,9 @@ enum HubFuzzTargets {
             if let object = try? JSONObjectText(validating: text, maxBytes: 1 << 20, maxMembers: 1 << 20) {
                 precondition((try? JSONObjectText(validating: object.text, maxBytes: 1 << 20, maxMembers: 1 << 20)) == object,
                              "JSON: validated text does not validate again")
+                // Whatever the hub accepts, every client must read back (Foundation's parser here).
+                precondition((try? JSONSerialization.jsonObject(with: Data(object.text.utf8))) != nil,
+                             "JSON: the hub accepts text that Foundation's JSONSerialization refuses")
             }
             if let members = try? JSONObjectMembers(parsing: text, maxBytes: 1 << 20) {
                 for name in members.values.keys { _ = members.string(name) }

@@ -124,6 +124,9 @@ import Testing
                                   ("{\"pid\":\"ok\",\"pidload\":[1]}", "pidload"), ("{\"pid\":\"ok\"}", "pidload"),
                                   ("{\"pid\":\"ok\",\"pidload\":{},\"x\":1}", "x"), ("{\"pidload\":{}}", "pid"),
                                   ("{\"pid\":\"ok\",\"pidload\":{\"x\":\"\(String(repeating: "y", count: 20_000))\"}}", "pidload"),
+                                  // Numbers that no 64-bit floating-point value holds: no client could read them back.
+                                  ("{\"pid\":\"ok\",\"pidload\":{\"n\":1e999999}}", "pidload"),
+                                  ("{\"pid\":\"ok\",\"pidload\":{\"a\":[-1e400]}}", "pidload"),
                                   ("[]", nil), ("not json", nil), ("", nil)] as [(String, String?)] {
                 let bad = try await c.json(.post, "/v1/groups/g1/posts", token: u.alice, body)
                 #expect(bad.status == 400 && bad.jsendStatus == "fail" && bad.data["field"] as? String == field,
@@ -158,7 +161,8 @@ import Testing
             // A new userload shows in the listing; a bad one is refused and leaves the old in place.
             #expect(try await c.json(.put, "/v1/users/me/userload", token: u.plain, "{}").status == 200)
             #expect(try await c.json(.get, "/v1/groups/room/members", token: u.pw).text.contains("\"user\":\"\(u.plainUser)\",\"timestamp\":0,\"userload\":{}"))
-            for body in ["[]", "\"x\"", "{", "", "{\"x\":\"\(String(repeating: "y", count: 20_000))\"}"] {
+            for body in ["[]", "\"x\"", "{", "", "{\"x\":\"\(String(repeating: "y", count: 20_000))\"}", "{\"n\":1e999999}",
+                         "{\"n\":\(String(repeating: "9", count: 400))}"] {
                 let bad = try await c.json(.put, "/v1/users/me/userload", token: u.plain, body)
                 #expect(bad.status == 400 && bad.jsendStatus == "fail", "\(body.prefix(20)): \(bad.status) \(bad.text.prefix(200))")
             }

@@ -178,6 +178,11 @@ struct PresenceMachineTests {
             (#"{"op":"post","group":"g","pid":"p","pidload":[1]}"#, "object"),
             (#"{"op":"fly"}"#, "unknown op"),
             (#"{"op":"join","group":"g","x":1}"#, "unknown member"),
+            // Numbers no client can read back (no 64-bit floating-point value holds them): refused in
+            // every payload, naming the payload, and the socket stays open.
+            (#"{"op":"update","userload":{"n":1e999999}}"#, "\"userload\": invalid JSON at byte 5: number out of range"),
+            (#"{"op":"post","group":"g","pid":"p","pidload":{"a":[{"b":-1e400}]}}"#, "\"pidload\": invalid JSON"),
+            (#"{"op":"post","group":"g","pid":"p","pidload":{"n":\#(String(repeating: "9", count: 400))}}"#, "number out of range"),
         ]
         for (text, fragment) in cases {
             #expect(throws: ClientOpError.self) { try ClientOp.parse(text) }

@@ -15,7 +15,7 @@ public struct JSONObjectText: Sendable, Hashable, CustomStringConvertible {
                 maxMembers: Int = PresenceLimits.maxPayloadMembers) throws(JSONTextError) {
         let bytes = Array(text.utf8)
         guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count, maxBytes) }
-        var scanner = JSONScanner(bytes)
+        var scanner = JSONScanner(bytes, checksNumbers: true)
         let range = try scanner.topLevelValue()
         guard bytes[range.lowerBound] == UInt8(ascii: "{") else { throw .notAnObject }
         guard scanner.topLevelMembers <= maxMembers else { throw .tooManyMembers(scanner.topLevelMembers, maxMembers) }
@@ -54,7 +54,9 @@ public struct JSONObjectMembers: Sendable {
     /// Member name (unescaped) -> the value's exact text.
     public let values: [String: String]
 
-    /// Parses `text`: it must be one JSON object; duplicate names are refused.
+    /// Parses `text`: it must be one JSON object; duplicate names are refused. Numbers are checked
+    /// for syntax only: a payload among the values is checked in full by ``JSONObjectText``, so that
+    /// its refusal can name the member.
     public init(parsing text: String, maxBytes: Int) throws(JSONTextError) {
         let bytes = Array(text.utf8)
         guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count, maxBytes) }
@@ -99,10 +101,15 @@ struct JSONScanner {
     static let maxDepth = 64
     let b: [UInt8]
     var i = 0
+    /// Whether numbers must also fit a 64-bit floating-point value (payloads), not only be well formed.
+    let checksNumbers: Bool
     /// Members of the outermost object seen by `value(depth: 0)`.
     var topLevelMembers = 0
 
-    init(_ bytes: [UInt8]) { b = bytes }
+    init(_ bytes: [UInt8], checksNumbers: Bool = false) {
+        b = bytes
+        self.checksNumbers = checksNumbers
+    }
 
     mutating func topLevelValue() throws(JSONTextError) -> Range<Int> {
         skipSpace()
@@ -209,6 +216,13 @@ struct JSONScanner {
             if peek == UInt8(ascii: "+") || peek == UInt8(ascii: "-") { i += 1 }
             guard let x = peek, isDigit(x) else { throw .invalid("digit expected", offset: i) }
             while let x = peek, isDigit(x) { i += 1 }
+        }
+        // RFC 8259 leaves the range to implementations; every client reads numbers as IEEE doubles
+        // (Foundation's decoders and Python's json refuse or turn into infinity what none holds), so
+        // the hub refuses such a number where it enters instead of storing what nobody can read back.
+        guard checksNumbers else { return }
+        guard let value = Double(String(decoding: b[start..<i], as: UTF8.self)), value.isFinite else {
+            throw .invalid("number out of range (no 64-bit floating-point value holds it)", offset: start)
         }
     }
 
