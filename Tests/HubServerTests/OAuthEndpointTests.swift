@@ -2,7 +2,9 @@ import Foundation
 import HTTPTypes
 import HubCore
 import HubServer
+import HubStore
 import Hummingbird
+import HummingbirdBcrypt
 import HummingbirdTesting
 import Testing
 
@@ -172,6 +174,47 @@ import Testing
             #expect(locked.status == 429 && locked[.retryAfter] != nil)
             h.clock.advance(seconds: 61)
             #expect(try await c.form("/oauth/token", "grant_type=password&username=alice&password=correct+horse+battery", auth: auth).status == 200)
+        }
+    }
+
+    /// bcrypt reads 72 bytes and stops at NUL; the hub's pre-hash makes every byte count, and hashes of
+    /// the older kind (bcrypt of the password itself) still log in and are stored anew.
+    @Test func everyByteOfAPasswordCounts() async throws {
+        let h = try await Harness.make()
+        let auth = Harness.basic(h.pw.id, h.pw.secret)
+        @Sendable func encoded(_ s: String) -> String {
+            s.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? s
+        }
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz0123456789")
+        let hundred = String((0..<100).map { alphabet[$0 % alphabet.count] })
+        let seventyThree = String(hundred.prefix(73))
+        let accounts = [("nul", "a\u{0}bcdefghij"), ("hundred", hundred), ("seventythree", seventyThree)]
+        for (name, password) in accounts {
+            try await h.store.createUser(UserRecord(id: "u_\(name)", name: name, passwordBcrypt: try await h.authority.hashPassword(password),
+                                                    contact: nil, confirmed: true, createdMs: 0))
+        }
+        // An account whose hash was made before the pre-hash: bcrypt of the password itself.
+        let legacy = "legacy password 1"
+        try await h.store.createUser(UserRecord(id: "u_legacy", name: "legacy", passwordBcrypt: Bcrypt.hash(legacy, cost: 4),
+                                                contact: nil, confirmed: true, createdMs: 0))
+        try await h.test(.router) { c in
+            func status(_ user: String, _ password: String) async throws -> Int {
+                try await c.form("/oauth/token", "grant_type=password&username=\(user)&password=\(encoded(password))", auth: auth).status
+            }
+            #expect(try await status("nul", "a\u{0}bcdefghij") == 200)
+            #expect(try await status("nul", "a") == 400, "the password must not end at its NUL")
+            #expect(try await status("hundred", hundred) == 200)
+            #expect(try await status("hundred", String(hundred.prefix(72))) == 400, "the first 72 bytes are not the password")
+            #expect(try await status("hundred", String(hundred.prefix(72)) + "zzz") == 400)
+            #expect(try await status("seventythree", seventyThree) == 200)
+            #expect(try await status("seventythree", String(seventyThree.dropLast()) + "!") == 400, "the 73rd character counts")
+            h.clock.advance(seconds: 61)
+            // The older kind still logs in, and is then stored as the new kind (which still logs in).
+            #expect(try await status("legacy", legacy) == 200)
+            let stored = try #require(try await h.store.user(name: "legacy")).passwordBcrypt
+            #expect(stored.hasPrefix(PasswordHashing.prefix), "\(stored.prefix(16))")
+            #expect(try await status("legacy", legacy) == 200)
+            #expect(try await status("legacy", "legacy password 2") == 400)
         }
     }
 

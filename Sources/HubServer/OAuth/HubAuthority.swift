@@ -56,18 +56,23 @@ public final class HubAuthority: Sendable {
 
     // MARK: passwords (bcrypt on the thread pool, never on an event loop)
 
-    /// bcrypt of `password` at the configured cost, computed on NIO's thread pool.
+    /// The hash stored for `password`: bcrypt at the configured cost of its pre-hash, so that every
+    /// byte counts (``PasswordHashing``), computed on NIO's thread pool.
     public func hashPassword(_ password: String) async throws -> String {
         let cost = settings.bcryptCost
-        return try await NIOThreadPool.singleton.runIfActive { Bcrypt.hash(password, cost: cost) }
+        return try await NIOThreadPool.singleton.runIfActive {
+            PasswordHashing.prefix + Bcrypt.hash(PasswordHashing.prehash(password), cost: cost)
+        }
     }
 
-    /// Checks `password` against a bcrypt hash on NIO's thread pool; with no hash (an unknown user) it
+    /// Checks `password` against a stored hash on NIO's thread pool; with no hash (an unknown user) it
     /// checks against a decoy so the time taken does not tell which names exist, and answers false.
+    /// A hash of the older kind (bcrypt of the password itself) still verifies.
     public func verifyPassword(_ password: String, hash: String?) async throws -> Bool {
         try await NIOThreadPool.singleton.runIfActive {
-            guard let hash else { _ = Bcrypt.verify(password, hash: HubAuthority.decoyHash); return false }
-            return Bcrypt.verify(password, hash: hash)
+            let (prehashed, bcrypt) = PasswordHashing.parse(stored: hash ?? HubAuthority.decoyHash)
+            let ok = Bcrypt.verify(prehashed ? PasswordHashing.prehash(password) : password, hash: bcrypt)
+            return hash != nil && ok
         }
     }
 
@@ -118,6 +123,11 @@ public final class HubAuthority: Sendable {
             guard let user, ok, user.confirmed else {
                 limiters.withLock { $0.passwordUserFailures.record(username, nowMs: now) }
                 throw OAuthError(.invalidGrant, "wrong username or password")
+            }
+            if !PasswordHashing.parse(stored: user.passwordBcrypt).prehashed {
+                // A hash of the older kind (bcrypt of the password itself): stored anew, so that from
+                // now on every byte of the password counts.
+                try await store.setPassword(userID: user.id, bcrypt: try await hashPassword(password))
             }
             return try await issuePair(client: client, subject: user.id)
         case .refreshToken(let presented):
@@ -219,5 +229,5 @@ public final class HubAuthority: Sendable {
     }
 
     /// A bcrypt hash of a random password, verified against for unknown usernames.
-    static let decoyHash = Bcrypt.hash(HubTokens.base64url(HubTokens.randomBytes(16)), cost: 12)
+    static let decoyHash = PasswordHashing.prefix + Bcrypt.hash(HubTokens.base64url(HubTokens.randomBytes(16)), cost: 12)
 }
