@@ -184,6 +184,28 @@ enum StoreEngines {
         #expect(DatabaseLocation.postgres(url: "postgres://u:secret@h/d").redacted.contains("secret") == false)
     }
 
+    @Test("a new SQLite database and the folders made for it are the owner's only (it holds password and token hashes)")
+    func newDatabaseIsOwnerOnly() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("hubperm-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let path = root + "/a/b/hub.sqlite"
+        let store = try await SQLHubStore.open(.sqlite(path: path), logger: Logger(label: "test"), nowMs: 0)
+        try await store.createUser(UserRecord(id: "u_1", name: "one", passwordBcrypt: "x", contact: nil, confirmed: true, createdMs: 0))
+        func mode(_ p: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: p)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+        }
+        for dir in [root + "/a", root + "/a/b"] {
+            let m = try mode(dir)
+            #expect(m == 0o700, "\(dir): \(String(m, radix: 8))")
+        }
+        for file in [path, path + "-wal", path + "-shm"] where FileManager.default.fileExists(atPath: file) {
+            let m = try mode(file)
+            #expect(m == 0o600, "\(file): \(String(m, radix: 8))")
+        }
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"))
+        try await store.close()
+    }
+
     @Test func placeholdersAreRenumberedForSQLite() async throws {
         let db = try await SQLiteEngine.open(path: ":memory:")
         // Out of order and repeated placeholders, and a '$1' inside a literal that must stay text.

@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import Logging
 import NIOCore
 import SQLiteNIO
@@ -13,14 +16,21 @@ public final class SQLiteEngine: SQLDatabase {
     private init(connection: SQLiteConnection) { self.connection = connection }
 
     /// Opens (creating when missing) the database file at `path`, or an in-memory database for ":memory:".
-    /// The parent folder is created when missing.
+    /// The parent folder is created when missing. What is created is its owner's only (folders 0700, the
+    /// file 0600, and so its WAL and shared-memory files, which SQLite gives the database file's mode):
+    /// it holds password and token hashes.
     public static func open(path: String, logger: Logger = Logger(label: "modem-hub.sqlite")) async throws -> SQLiteEngine {
         let storage: SQLiteConnection.Storage
         if path == ":memory:" {
             storage = .memory
         } else {
             let dir = (path as NSString).deletingLastPathComponent
-            if !dir.isEmpty { try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+            if !dir.isEmpty {
+                try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true,
+                                                         attributes: [.posixPermissions: 0o700])
+            }
+            let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+            if fd >= 0 { Glibc.close(fd) }  // a new, empty file: SQLite makes it a database
             storage = .file(path: path)
         }
         let conn: SQLiteConnection
