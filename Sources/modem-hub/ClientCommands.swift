@@ -188,13 +188,15 @@ struct WhoAmI: AsyncParsableCommand {
 struct EventOptions: ParsableArguments {
     @Argument(help: "The groups.") var groups: [String]
     @Option(help: "Stop after this many events (the hello not counted).") var count: Int?
-    @Option(help: "Stop after this many seconds.") var seconds: Double?
+    @Option(parsing: .unconditional, help: "Stop after this many seconds (at most a year).") var seconds: Double?
     @Flag(name: .customLong("hello"), help: "Also print the hello event (the socket's user id).") var printHello = false
 
     func validate() throws {
         guard !groups.isEmpty else { throw ValidationError("name at least one group") }
         if let count, count < 1 { throw ValidationError("--count must be 1 or more") }
-        if let seconds, !(seconds > 0) { throw ValidationError("--seconds must be more than 0") }
+        if let seconds, !(seconds > 0 && seconds <= 31_536_000) {
+            throw ValidationError("--seconds must be more than 0 and at most 31536000 (a year), not \(seconds)")
+        }
     }
 }
 

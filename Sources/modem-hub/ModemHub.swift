@@ -57,7 +57,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Address to listen on, HOST:PORT (port 0: one the kernel picks). Once listening, prints 'modem-hub: listening on HOST:PORT' on standard error.") var listen = "127.0.0.1:8080"
     @Option(help: "sqlite:PATH (default $XDG_DATA_HOME/swiftmodem/hub.sqlite) or postgres://USER@HOST:PORT/DB.") var db: String?
     @Option(help: "This node's name (default: the host name).") var node: String?
-    @Option(help: "Seconds between node heartbeats.") var heartbeat: Double = 5
+    @Option(parsing: .unconditional, help: "Seconds between node heartbeats (0.1 to 3600).") var heartbeat: Double = 5
     @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
     @Option(name: .customLong("tls-key"), help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Issuer URL in the metadata (default: scheme and listen address).") var issuer: String?
@@ -73,7 +73,10 @@ struct Serve: AsyncParsableCommand {
         else { throw fail("--listen takes HOST:PORT, got '\(listen)'", Exit.usage) }
         var host = String(listen[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        guard heartbeat > 0, heartbeat <= 3600 else { throw fail("--heartbeat must be 0 to 3600 seconds", Exit.usage) }
+        // At least 0.1 s: each beat is a database write, and presence needs a few beats to settle.
+        guard heartbeat.isFinite, (0.1...3600).contains(heartbeat) else {
+            throw fail("--heartbeat must be 0.1 to 3600 seconds, not \(heartbeat)", Exit.usage)
+        }
         guard (10...86400).contains(accessTTL) else { throw fail("--access-ttl must be 10 to 86400 seconds", Exit.usage) }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw fail("--tls-cert and --tls-key go together", Exit.usage) }
         for f in [tlsCert, tlsKey].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: f) {
