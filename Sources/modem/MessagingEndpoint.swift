@@ -25,19 +25,11 @@ func openSession(listen: String?, to: String?, hci: String?, options: SessionOpt
             }
             defer { listener.close() }
             if port == 0 { printError("listening on \(Endpoint.tcp(host: host, port: listener.port))") }
-            let transport: TCPTransport
-            do {
-                transport = try await withTaskCancellationHandler {
-                    try await listener.accept()
-                } onCancel: {
-                    listener.close()
-                }
-            } catch {
-                if Task.isCancelled { throw SessionFailure.userCanceled }
-                throw SessionFailure.networkUnavailable(String(describing: error))
+            return try await withTaskCancellationHandler {
+                try await acceptFirstSession(listener, options: options)
+            } onCancel: {
+                listener.close()
             }
-            listener.close()
-            return try await NoiseSession.establish(over: transport, initiator: false, options: options)
         }
         let transport = try await dialWithPatience(host: host, port: port)
         return try await NoiseSession.establish(over: transport, initiator: true, options: options)
@@ -46,6 +38,73 @@ func openSession(listen: String?, to: String?, hci: String?, options: SessionOpt
             throw SessionFailure.networkUnavailable("\(endpoint) endpoints are not built yet (use tcp:HOST:PORT)")
         }
         return try await NoiseSession.establish(over: transport, initiator: !listening, options: options)
+    }
+}
+
+/// Handshakes at once on one listener at most; more connections wait in the kernel's backlog.
+let maximumPendingHandshakes = 8
+
+/// Serves `listener` until one connection completes its handshake: each connection's handshake runs
+/// beside the others, so a stray connection (a port scan, the magic and then silence, junk, a peer
+/// whose key is not trusted) neither holds the listener nor ends it. Each failed handshake is logged
+/// with the peer's address and the reason; the listener's own rate limit (per address) answers a
+/// flood with NOPE before any cryptography. The listener closes once a session is up.
+func acceptFirstSession(_ listener: TCPListener, options: SessionOptions) async throws -> NoiseSession {
+    enum Outcome: Sendable {
+        case accepted(TCPTransport)
+        case acceptFailed(TransportError)
+        case established(NoiseSession, Int)
+        case failed(String, SessionFailure, Int)
+    }
+    let pending = Mutex<[Int: TCPTransport]>([:])
+    defer { listener.close() }
+    return try await withThrowingTaskGroup(of: Outcome.self) { group in
+        @Sendable func accept() async -> Outcome {
+            do { return .accepted(try await listener.accept()) } catch { return .acceptFailed(error) }
+        }
+        // However the wait ends, handshakes still under way end at once (their connections closed under
+        // them), so the group does not wait out their handshake timeouts.
+        defer { for transport in pending.withLock({ p in defer { p.removeAll() }; return Array(p.values) }) { transport.abort() } }
+        group.addTask { await accept() }
+        var next = 0, failures = 0
+        while let outcome = try await group.next() {
+            switch outcome {
+            case .accepted(let transport):
+                let id = next
+                next += 1
+                let room = pending.withLock { p in
+                    guard p.count < maximumPendingHandshakes else { return false }
+                    p[id] = transport
+                    return true
+                }
+                if room {
+                    group.addTask {
+                        do throws(SessionFailure) {
+                            return .established(try await NoiseSession.establish(over: transport, initiator: false, options: options), id)
+                        } catch {
+                            return .failed(transport.peerAddress, error, id)
+                        }
+                    }
+                } else {
+                    printError("modem: a connection from \(transport.peerAddress) dropped: \(maximumPendingHandshakes) handshakes are under way")
+                    await transport.close()
+                }
+                group.addTask { await accept() }
+            case .acceptFailed(let error):
+                if Task.isCancelled { throw SessionFailure.userCanceled }
+                throw SessionFailure.networkUnavailable(error.description)
+            case .established(let session, let id):
+                listener.close()
+                pending.withLock { _ = $0.removeValue(forKey: id) }
+                if failures > 0 { printError("modem: \(failures) connection\(failures == 1 ? "" : "s") failed before this one") }
+                return session
+            case .failed(let peer, let failure, let id):
+                pending.withLock { _ = $0.removeValue(forKey: id) }
+                failures += 1
+                printError("modem: a connection from \(peer) failed its handshake (\(failure)); still listening")
+            }
+        }
+        throw SessionFailure.networkUnavailable("the listener stopped")
     }
 }
 

@@ -86,32 +86,68 @@ struct MailboxCLITests {
         }
     }
 
-    @Test("an untrusted key fails with FAIL_INVALID_AUTHORIZATION before any chunk, exit 2 on both sides",
+    @Test("an untrusted key fails with FAIL_INVALID_AUTHORIZATION before any chunk (exit 2); the listener logs it and keeps serving: the trusted peer then gets its session",
           .timeLimit(.minutes(2)))
     func untrustedKey() async throws {
         let dir = try Scratch("MailboxCLITests")
         let keys = try await Self.makeKeys(dir)
         let modemPath = try Paths.modem()
         try dir.write("a.in", "secret from alice\n")
+        try dir.write("b.in", "hello from bob\n")
         try dir.write("c.in", "secret from the stranger\n")
         let script = """
         cd '\(dir.path)'
         timeout 60 '\(modemPath)' mailbox --listen tcp:127.0.0.1:0 --name alice --keys '\(keys.a)' < a.in > a.out 2> a.err & ap=$!
         wait_for "alice's listening line" has_port a.err
         timeout 60 '\(modemPath)' mailbox --to tcp:127.0.0.1:$(listen_port a.err) --name mallory --keys '\(keys.stranger)' < c.in > c.out 2> c.err; crc=$?
+        wait_for "alice's log of the stranger's failed handshake" grep -q 'failed its handshake' a.err
+        timeout 60 '\(modemPath)' mailbox --to tcp:127.0.0.1:$(listen_port a.err) --name bob --keys '\(keys.b)' < b.in > b.out 2> b.err; brc=$?
         wait $ap; arc=$?
-        echo "$arc $crc"
+        echo "$arc $crc $brc"
         """
         let run = try await Self.bash(script)
         let codes = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
         let cErr = (try? String(contentsOfFile: dir.file("c.err"), encoding: .utf8)) ?? ""
-        #expect(codes == [2, 2], "exit codes \(codes); alice:\n\(aErr)\nstranger:\n\(cErr)")
+        #expect(codes == [0, 2, 0], "exit codes alice, stranger, bob: \(codes); alice:\n\(aErr)\nstranger:\n\(cErr)")
         #expect(cErr.contains("connect failed FAIL_INVALID_AUTHORIZATION"), "\(cErr)")
-        #expect(aErr.contains("connect failed FAIL_INVALID_AUTHORIZATION"), "\(aErr)")
-        #expect(try readBytes(dir.file("a.out")).isEmpty)
+        #expect(aErr.contains("failed its handshake (FAIL_INVALID_AUTHORIZATION"), "\(aErr)")
         #expect(try readBytes(dir.file("c.out")).isEmpty)
-        #expect(!aErr.contains("connected to") && !cErr.contains("connected to"))
+        #expect(!cErr.contains("connected to"))
+        // The stranger saw nothing of alice's; bob and alice had their session.
+        #expect(aErr.contains("connected to bob"), "\(aErr)")
+        #expect(String(decoding: try readBytes(dir.file("a.out")), as: UTF8.self).contains("hello from bob"))
+        #expect(String(decoding: try readBytes(dir.file("b.out")), as: UTF8.self).contains("secret from alice"))
+    }
+
+    @Test("stray connections (the magic and then silence; the magic and then junk) neither end nor hold the listener: the real peer gets its session",
+          .timeLimit(.minutes(2)))
+    func strayConnections() async throws {
+        let dir = try Scratch("MailboxCLITests")
+        let keys = try await Self.makeKeys(dir)
+        let modemPath = try Paths.modem()
+        try dir.write("a.in", "secret from alice\n")
+        try dir.write("b.in", "hello from bob\n")
+        let script = """
+        cd '\(dir.path)'
+        timeout 60 '\(modemPath)' mailbox --listen tcp:127.0.0.1:0 --name alice --keys '\(keys.a)' < a.in > a.out 2> a.err & ap=$!
+        wait_for "alice's listening line" has_port a.err
+        port=$(listen_port a.err)
+        exec 3<>/dev/tcp/127.0.0.1/$port; printf 'SMsg' >&3
+        exec 4<>/dev/tcp/127.0.0.1/$port; printf 'SMsg\\377\\377\\377\\377\\377\\377' >&4
+        wait_for "alice's log of the junk's failed handshake" grep -q 'failed its handshake' a.err
+        timeout 60 '\(modemPath)' mailbox --to tcp:127.0.0.1:$port --name bob --keys '\(keys.b)' < b.in > b.out 2> b.err; brc=$?
+        wait $ap; arc=$?
+        exec 3>&- 4>&-
+        echo "$arc $brc"
+        """
+        let run = try await Self.bash(script)
+        let codes = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
+        #expect(codes == [0, 0], "exit codes alice, bob: \(codes); alice:\n\(aErr)\n\(run.stderrText)")
+        #expect(aErr.contains("failed its handshake") && aErr.contains("still listening"), "\(aErr)")
+        #expect(aErr.contains("connected to bob"), "\(aErr)")
+        #expect(String(decoding: try readBytes(dir.file("a.out")), as: UTF8.self).contains("hello from bob"))
     }
 
     @Test("inputs that ended before the session opened are still delivered; no --name; both exit 0",
@@ -148,6 +184,14 @@ struct MailboxCLITests {
         #expect(badEndpoint.status == 64 && badEndpoint.stderrText.contains("--to"), "\(badEndpoint)")
         let badKeepalive = try await modem(["mailbox", "--to", "tcp:127.0.0.1:2", "--keepalive", "0"])
         #expect(badKeepalive.status == 64 && badKeepalive.stderrText.contains("--keepalive"), "\(badKeepalive)")
+        // Durations no timer can hold, and negative ones: the same range check where they are parsed (they
+        // used to crash once a peer connected), and a negative value is the option's, not a missing one.
+        for (option, value) in [("--keepalive", "1e16"), ("--keepalive", "1e300"), ("--keepalive", "-1"), ("--keepalive", "nan"),
+                                ("--max-seconds", "1e20"), ("--max-seconds", "-5"), ("--max-seconds", "inf")] {
+            let r = try await modem(["mailbox", "--to", "tcp:127.0.0.1:2", option, value])
+            #expect(r.status == 64 && r.stderrText.contains("\(option) must be") && r.stderrText.contains("seconds"),
+                    "\(option) \(value): \(r)")
+        }
         let card = try dir.write("bad.vcf", "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Old\r\nEND:VCARD\r\n")
         let badContact = try await modem(["mailbox", "--to", "tcp:127.0.0.1:1", "--contact", card, "--keys", dir.file("k")])
         #expect(badContact.status == 2, "\(badContact)")
