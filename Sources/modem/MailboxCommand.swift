@@ -42,7 +42,7 @@ struct MailboxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Our user name as the peer sees it (default: $USER@hostname).", valueName: "user"))
     var name: String?
 
-    @Option(name: .long, help: ArgumentHelp("Keepalive interval in seconds; the peer is lost after twice this of silence (default: 10 on TCP, 30 on links).", valueName: "seconds"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Keepalive interval in seconds (0.1 to 86400); the peer is lost after twice this of silence (default: 10 on TCP, 30 on links).", valueName: "seconds"))
     var keepalive: Double?
 
     @Option(name: .long, help: ArgumentHelp("The keys folder (default: $XDG_DATA_HOME/swiftmodem/keys).", valueName: "dir"))
@@ -51,19 +51,19 @@ struct MailboxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("A vCard 4.0 file to give the peer.", valueName: "file"))
     var contact: String?
 
-    @Option(name: .customLong("max-bytes"), help: ArgumentHelp("Chunk bytes (sent + received) after which the session ends.", valueName: "n"))
+    @Option(name: .customLong("max-bytes"), parsing: .unconditional, help: ArgumentHelp("Chunk bytes (sent + received) after which the session ends.", valueName: "n"))
     var maxBytes: Int = 10_000_000
 
-    @Option(name: .customLong("max-seconds"), help: ArgumentHelp("Seconds after which the session ends.", valueName: "s"))
+    @Option(name: .customLong("max-seconds"), parsing: .unconditional, help: ArgumentHelp("Seconds after which the session ends (at most a year).", valueName: "s"))
     var maxSeconds: Double = 3600
 
     @Option(name: .long, help: ArgumentHelp("For bt: endpoints, the controller of our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN.", valueName: "spec"))
     var hci: String?
 
     func validate() throws {
-        if let keepalive, !(keepalive > 0 && keepalive.isFinite) { throw ValidationError("--keepalive must be a positive number of seconds") }
+        if let keepalive { try checkSeconds(keepalive, "--keepalive", in: 0.1...86400) }
         guard maxBytes > 0 else { throw ValidationError("--max-bytes must be positive") }
-        guard maxSeconds > 0, maxSeconds.isFinite else { throw ValidationError("--max-seconds must be a positive number of seconds") }
+        try checkSeconds(maxSeconds, "--max-seconds", in: 0.001...maximumSeconds, note: " (a year)")
         if let name, name.isEmpty || name.utf8.count > 64 { throw ValidationError("--name must be 1 to 64 bytes") }
         do {
             _ = try parseSessionEndpoint(listen: listen, to: to, hci: hci)

@@ -88,6 +88,14 @@ let supportedSampleRates = 8000...192_000
 /// sample count would overflow, and no run of this tool is meant to last longer.)
 let maximumSeconds: Double = 365 * 86400
 
+/// The one range check of a duration option, where it is parsed: `value` must be a finite number of
+/// seconds in `range` (a usage error naming the option, the range and the value otherwise).
+func checkSeconds(_ value: Double, _ option: String, in range: ClosedRange<Double>, note: String = "") throws {
+    guard value.isFinite, range.contains(value) else {
+        throw ValidationError("\(option) must be \(range.lowerBound.formatted) to \(range.upperBound.formatted) seconds\(note), not \(value.formatted)")
+    }
+}
+
 extension Double {
     /// The number without a trailing ".0" when it is whole.
     var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }

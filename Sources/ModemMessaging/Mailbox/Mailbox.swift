@@ -138,7 +138,8 @@ public actor Mailbox {
         timer = Task { [weak self] in
             guard seconds.isFinite, seconds >= 0 else { return }
             var wait = seconds
-            while (try? await Task.sleep(for: .seconds(wait))) != nil {
+            // At most a day at a time: Duration.seconds traps past Int64 seconds, and the loop ticks again anyway.
+            while (try? await Task.sleep(for: .seconds(min(wait, 86400)))) != nil {
                 guard let self, let next = await self.timeTick() else { return }
                 wait = next
             }

@@ -377,7 +377,7 @@ public struct MailboxStateMachine: Sendable {
     }
 
     private func formatSeconds(_ seconds: Double) -> String {
-        seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
+        seconds == seconds.rounded() && abs(seconds) < 1e15 ? "\(Int(seconds)) s" : "\(seconds) s"
     }
 }
 

@@ -435,9 +435,9 @@ public struct SessionStateMachine: Sendable {
     private func ourTLV() -> SessionTLV {
         var tlv = SessionTLV()
         tlv.add(SessionTLV.Field.userName, Array(configuration.userName.utf8.prefix(64)))
-        tlv.add(SessionTLV.Field.keepalive, .bigEndian(UInt32(clamping: Int((configuration.keepalive * 1000).rounded()))))
-        let bytes = UInt64(configuration.limits.bytes ?? 0)
-        let seconds = UInt32(clamping: Int((configuration.limits.seconds ?? 0).rounded()))
+        tlv.add(SessionTLV.Field.keepalive, .bigEndian(Self.clampedUInt32(configuration.keepalive * 1000)))
+        let bytes = UInt64(clamping: configuration.limits.bytes ?? 0)
+        let seconds = Self.clampedUInt32(configuration.limits.seconds ?? 0)
         tlv.add(SessionTLV.Field.limits, .bigEndian(bytes) + .bigEndian(seconds))
         tlv.add(SessionTLV.Field.version, Array(configuration.version.utf8.prefix(64)))
         return tlv
@@ -566,6 +566,12 @@ public struct SessionStateMachine: Sendable {
 
     static func seconds(_ value: Double) -> String {
         let tenths = (value * 10).rounded() / 10
-        return tenths == tenths.rounded() ? String(Int(tenths)) : String(tenths)
+        return tenths == tenths.rounded() && abs(tenths) < 1e15 ? String(Int(tenths)) : String(tenths)
+    }
+
+    /// `value` rounded into 0...UInt32.max (a field of the TLV), whatever the Double (never traps).
+    static func clampedUInt32(_ value: Double) -> UInt32 {
+        guard !value.isNaN else { return 0 }
+        return UInt32(min(max(value.rounded(), 0), Double(UInt32.max)))
     }
 }
