@@ -19,6 +19,8 @@ struct ReceiveCommand: AsyncParsableCommand {
         One line per file on standard output: received NAME BYTES sha256 HEX in S s
         Once it listens, one line on standard error: listening on ENDPOINT (tcp: with port 0 names the
         port it got; audio: and bt: print it when the device end is up).
+        Exit status: 0 when no file failed (one declined here is no failure), 1 when one failed or was
+        cut off, 130 or 143 when interrupted by SIGINT or SIGTERM.
         """
     )
 
@@ -65,6 +67,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         }
         defer { stopWatch.cancel() }
         var bar = ProgressLine(enabled: true)
+        var failed = 0  // files that failed here or were cut off (a file declined here is no failure)
         for await event in connections.events {
             switch event {
             case .offered(_, let metadata) where !metadata.isEmpty:
@@ -79,12 +82,19 @@ struct ReceiveCommand: AsyncParsableCommand {
             case .channelFailed(_, _, let name, let reason):
                 bar.clear()
                 printError("modem receive: \(printable(name)): \(reason)")
+                if reason != .declined { failed += 1 }
             case .sessionEnded(let end):
                 bar.clear()
                 printError("modem receive: session ended (\(end.seedName))")
             default:
                 break
             }
+        }
+        // Exit 0 only when nothing failed: an interrupted receive exits 128 + the signal, a failed file 1.
+        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if failed > 0 {
+            printError("modem receive: \(failed) file\(failed == 1 ? "" : "s") not received")
+            throw ExitCode(1)
         }
     }
 }
@@ -123,7 +133,7 @@ struct SendCommand: AsyncParsableCommand {
     @Argument(help: ArgumentHelp("The files to send.", valueName: "file"))
     var files: [String] = []
 
-    @Option(name: .customLong("as"), help: ArgumentHelp("The name to offer the file under (one file only).", valueName: "name"))
+    @Option(name: .customLong("as"), help: ArgumentHelp("The name to offer the file under (one file only; at most 4096 bytes).", valueName: "name"))
     var asName: String?
 
     @Option(name: .long, help: ArgumentHelp("Text sent with the offer (at most 4096 bytes).", valueName: "text"))
@@ -140,6 +150,9 @@ struct SendCommand: AsyncParsableCommand {
     func validate() throws {
         guard !files.isEmpty else { throw ValidationError("name at least one file to send") }
         if asName != nil, files.count != 1 { throw ValidationError("--as names one file; \(files.count) were given") }
+        if let asName, asName.isEmpty || asName.utf8.count > DataMessage.maximumName {
+            throw ValidationError("--as: a name of 1 to \(DataMessage.maximumName) bytes, not \(asName.utf8.count)")
+        }
         if let metadata, metadata.utf8.count > DataMessage.maximumMetadata {
             throw ValidationError("--metadata: \(DataError.metadataTooLarge(metadata.utf8.count, DataMessage.maximumMetadata))")
         }

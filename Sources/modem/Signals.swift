@@ -12,8 +12,15 @@ let stopRequested = Atomic<Bool>(false)
 /// a sound device) cannot poll ``stopRequested``.
 let stopGraceSeconds = 2.0
 
-/// Exit status after an interruption (128 + SIGINT, as shells report it).
-let interruptedStatus: Int32 = 130
+/// The signal that asked for the stop (SIGINT or SIGTERM; 0 before one came).
+let stopSignal = Atomic<Int32>(0)
+
+/// Exit status after an interruption: 128 + the signal's number, as shells report it (130 for
+/// SIGINT, 143 for SIGTERM).
+var interruptedStatus: Int32 {
+    let signal = stopSignal.load(ordering: .relaxed)
+    return 128 + (signal == 0 ? SIGINT : signal)
+}
 
 /// Installs handlers so SIGINT and SIGTERM request a clean stop instead of killing the process.
 ///
@@ -22,10 +29,12 @@ let interruptedStatus: Int32 = 130
 /// thread also interrupts the calling thread, the one running the command, with SIGUSR2.) A second signal ends the process at once, and a watchdog ends it
 /// ``stopGraceSeconds`` after the first when it has not stopped by then (removing temporary
 /// output files), so the signal always works whatever the process is blocked in. Either way the
-/// exit status is 130.
+/// exit status is 128 + the signal's number (130 for SIGINT, 143 for SIGTERM).
 func installStopHandlers() {
-    let handler: @convention(c) (Int32) -> Void = { _ in
-        if stopRequested.exchange(true, ordering: .relaxed) { _exit(interruptedStatus) }
+    let handler: @convention(c) (Int32) -> Void = { signal in
+        // The first signal names the status; it is stored before the stop shows.
+        _ = stopSignal.compareExchange(expected: 0, desired: signal, ordering: .relaxed)
+        if stopRequested.exchange(true, ordering: .relaxed) { _exit(128 + signal) }
     }
     var action = sigaction()
     action.__sigaction_handler.sa_handler = handler

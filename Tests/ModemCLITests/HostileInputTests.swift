@@ -272,7 +272,7 @@ struct HostileInputTests {
         #expect(r.stderrLines.count == 1, "\(r)")
     }
 
-    @Test("SIGTERM stops commands blocked on a pipe that stays open: status 130 within 3 s",
+    @Test("SIGTERM stops commands blocked on a pipe that stays open: status 143 (128 + SIGTERM) within 3 s",
           arguments: [["rx", "--baud", "1200", "-"], ["tx", "--baud", "1200", "--out", "OUT"],
                       ["tx", "--baud", "1200", "--framing", "ax25", "--out", "OUT"], ["rx", "--baud", "1200", "FIFO"]])
     func signalWhileBlocked(_ template: [String]) async throws {
@@ -285,14 +285,14 @@ struct HostileInputTests {
         let r = try await runHostile(args, stdinBytes: Array("RI".utf8), holdStdinOpen: true,
                                      signalWhen: { stdinRead in fifo?.drained ?? stdinRead }, timeout: 60)
         #expect(!r.hung && !r.signaled, "\(r)")
-        #expect(r.status == 130, "\(r)")
+        #expect(r.status == 143, "\(r)")
         #expect(r.secondsToEnd < 3, "\(r)")
         #expect(try readBytes(out) == Array("precious\n".utf8), "an interrupted command replaced its output")
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.hasPrefix(".") }.isEmpty,
                 "a temporary file was left behind")
     }
 
-    @Test("An interrupted file decode exits 130, not 0")
+    @Test("An interrupted file decode exits 143 after SIGTERM, not 0")
     func interruptedDecode() async throws {
         let dir = try Scratch()
         let txt = try dir.write("in.txt", Texts.words(600))
@@ -303,7 +303,7 @@ struct HostileInputTests {
         let bytes = try readBytes(wav)
         let r = try await runHostile(["rx", "-q", "--baud", "50", "-"], stdinBytes: Array(bytes.prefix(200_000)), holdStdinOpen: true,
                                      signalWhen: { stdinRead in stdinRead }, timeout: 60)
-        #expect(r.status == 130 && !r.signaled, "\(r)")
+        #expect(r.status == 143 && !r.signaled, "\(r)")
     }
 
     // MARK: Absurd option values

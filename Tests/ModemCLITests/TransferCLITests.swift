@@ -163,7 +163,7 @@ struct TransferCLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("in")).filter { $0 != ".modem-partial" }.isEmpty)
     }
 
-    @Test("4097 bytes of metadata, --as with two files, no files: usage errors (64) before any connection")
+    @Test("4097 bytes of metadata, --as with two files or a name over 4096 bytes, no files: usage errors (64) before any connection")
     func usageErrors() async throws {
         let dir = try Scratch("TransferCLITests")
         let source = try dir.write("x.bin", [1])
@@ -172,6 +172,9 @@ struct TransferCLITests {
         #expect(big.stderrText.contains("metadata of 4097 bytes is over the limit of 4096 bytes"), "\(big.stderrText)")
         let two = try await modem(["send", "--to", "tcp:127.0.0.1:9", source, source, "--as", "y"])
         #expect(two.status == 64 && two.stderrText.contains("--as"), "\(two)")
+        // A name the receiver would drop (over 4096 bytes) used to hang both ends: a usage error.
+        let longName = try await modem(["send", "--to", "tcp:127.0.0.1:9", source, "--as", String(repeating: "n", count: 4097)])
+        #expect(longName.status == 64 && longName.stderrText.contains("--as") && longName.stderrText.contains("4096"), "\(longName)")
         let none = try await modem(["send", "--to", "tcp:127.0.0.1:9"])
         #expect(none.status == 64, "\(none)")
         let missing = try await modem(["send", "--to", "tcp:127.0.0.1:9", dir.file("nope.bin")])

@@ -157,6 +157,17 @@ struct DataStateMachineTests {
         guard case .channel(.opened(let bc, let bch, .stream, _, _, _, "s", _)) = opened.first else { Issue.record("\(opened)"); return }
         #expect(bc == inB && !bch.local && bch.number == ch.number)
         #expect(throws: DataError.self) { try a.openChannel(c2, kind: .stream) }
+        // A name the peer would drop (over 4096 bytes) is refused before anything is sent; 4096 goes.
+        #expect(throws: DataError.invalidState("a name of 4097 bytes is over the limit of 4096 bytes")) {
+            try a.openChannel(c1, kind: .file, blockSize: 4096, fileKey: Array(repeating: 7, count: 16), name: String(repeating: "n", count: 4097))
+        }
+        let (_, longest) = try a.openChannel(c1, kind: .file, blockSize: 4096, fileKey: Array(repeating: 7, count: 16),
+                                             name: String(repeating: "n", count: 4096))
+        let arrived = deliver(longest, to: &b)
+        guard case .channel(.opened(_, _, .file, _, _, _, _, let name)) = arrived.first else {
+            Issue.record("the 4096-byte name did not arrive: \(arrived)"); return
+        }
+        #expect(name.utf8.count == 4096)
         let stray = DataMessage.data(conn: 1, channel: 99, block: 0, offset: 0, last: false, hash: nil, bytes: [1]).encoded()
         #expect(b.input(kind: stray.kind, body: stray.body).isEmpty)
 

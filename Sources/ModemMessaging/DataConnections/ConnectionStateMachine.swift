@@ -186,6 +186,11 @@ public struct ConnectionStateMachine: Sendable {
         guard description.utf8.count <= DataMessage.maximumDescription else {
             throw .invalidState("a channel description is limited to \(DataMessage.maximumDescription) bytes")
         }
+        // The peer drops a channel whose name is over the limit, so the opener would wait for an answer
+        // that never comes: refused here, before anything is sent.
+        guard name.utf8.count <= DataMessage.maximumName else {
+            throw .invalidState("a name of \(name.utf8.count) bytes is over the limit of \(DataMessage.maximumName) bytes")
+        }
         guard c.nextChannel < 0x7FFF else { throw .invalidState("no channel numbers left on \(id)") }
         let ch = ChannelID(local: true, number: c.nextChannel)
         connections[id]!.nextChannel += 1
