@@ -109,5 +109,15 @@ import Testing
         #expect(try await HubProcess.run(HubProcess.binary, ["serve", "--listen", "nonsense", "--db", db]).status == 64)
         #expect(try await HubProcess.run(HubProcess.binary, ["serve", "--tls-cert", dir + "/pw", "--db", db]).status == 64)
         #expect(try await HubProcess.run(HubProcess.binary, ["serve", "--no-such-option"]).status == 64)
+        // Durations: one range check where each is parsed (a heartbeat of a microsecond burned a core;
+        // --seconds 1e300 crashed after 10 s); a negative value is the option's, not a missing one.
+        for heartbeat in ["0.000001", "0", "-1", "1e300", "nan"] {
+            let r = try await HubProcess.run(HubProcess.binary, ["serve", "--heartbeat", heartbeat, "--db", db])
+            #expect(r.status == 64 && r.stderrText.contains("--heartbeat must be 0.1 to 3600 seconds"), "\(heartbeat): \(r.stderrText)")
+        }
+        for seconds in ["1e300", "-1", "0"] {
+            let r = try await HubProcess.run(HubProcess.binary, ["listen", "g", "--seconds", seconds])
+            #expect(r.status == 64 && r.stderrText.contains("--seconds must be more than 0 and at most 31536000"), "\(seconds): \(r.stderrText)")
+        }
     }
 }
