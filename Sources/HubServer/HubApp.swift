@@ -24,6 +24,8 @@ public struct HubServerSettings: Sendable {
     /// `--code-hook CMD`: codes are delivered by running CMD.
     public var codeHook: String?
     public var authority = HubAuthority.Settings()
+    /// Caps on connections and the deadlines for request heads and idle connections.
+    public var connections = ConnectionLimits()
     public init() {}
 
     /// The issuer URL (RFC 8414): `--issuer` or the scheme and listen address.
@@ -61,9 +63,12 @@ public struct HubPluginContext: Sendable {
     public let store: SQLHubStore
     public let settings: HubServerSettings
     public let logger: Logger
+    /// The connections the server's guard let in and what it refused or closed (settings.connections).
+    public let connectionCounts: ConnectionCounts
 
     public init(authority: HubAuthority, store: SQLHubStore, settings: HubServerSettings, logger: Logger) {
         self.authority = authority; self.store = store; self.settings = settings; self.logger = logger
+        connectionCounts = ConnectionCounts(limits: settings.connections)
     }
 
     /// The principal of a bare Bearer token (for the WebSocket upgrade), nil when refused.
@@ -108,7 +113,8 @@ public enum HubApp {
         let wsConfig = plugins.lazy.compactMap(\.webSocketConfiguration).first ?? WebSocketServerConfiguration()
         // A declined upgrade under /v1 answers 401 (no or bad token) or 404, JSend (UpgradeRefusal).
         let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [UpgradeRefusalHandler()])
-        var base = HTTPServerBuilder.http1WebSocketUpgrade(configuration: .init(http1: http1, ws: wsConfig)) { request, channel, _ in
+        let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) async throws
+            -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { request, channel, _ in
             for p in plugins {
                 let answer = await p.shouldUpgrade(request, context: context)
                 if case .upgrade = answer { return answer }
@@ -118,14 +124,25 @@ public enum HubApp {
             }
             return .dontUpgrade
         }
+        var tls: TLSConfiguration?
         if let cert = s.tlsCertPath {
             guard let key = s.tlsKeyPath else { throw HubConfigError("--tls-cert needs --tls-key") }
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
             let pkey = try NIOSSLPrivateKey(file: key, format: .pem)
-            let tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(pkey))
-            base = try .tls(base, tlsConfiguration: tls)
+            tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(pkey))
         } else if s.tlsKeyPath != nil {
             throw HubConfigError("--tls-key needs --tls-cert")
+        }
+        // Every connection passes the guard first (caps, head and idle deadlines, answers to bad heads).
+        let counts = context.connectionCounts
+        let tlsConfiguration = tls
+        let base = HTTPServerBuilder { responder in
+            let http = HTTP1WebSocketUpgradeChannel(responder: responder, configuration: .init(http1: http1, ws: wsConfig),
+                                                    shouldUpgrade: shouldUpgrade)
+            if let tlsConfiguration {
+                return GuardedChildChannel(base: try TLSChannel(http, tlsConfiguration: tlsConfiguration), counts: counts, plaintext: false)
+            }
+            return GuardedChildChannel(base: http, counts: counts, plaintext: true)
         }
         var services: [any Service] = []
         for p in plugins { services += p.services(context: context) }

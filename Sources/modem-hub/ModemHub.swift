@@ -62,6 +62,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("tls-key"), help: "PEM private key for --tls-cert.") var tlsKey: String?
     @Option(help: "Issuer URL in the metadata (default: scheme and listen address).") var issuer: String?
     @Option(name: .customLong("access-ttl"), help: "Access token lifetime in seconds.") var accessTTL = 600
+    @Option(name: .customLong("head-timeout"), parsing: .unconditional,
+            help: "Seconds a request head may take to arrive, however slowly its bytes come (1 to 300).") var headTimeout: Double = 10
+    @Option(name: .customLong("idle-timeout"), parsing: .unconditional,
+            help: "Seconds a connection may stay silent between requests or as a WebSocket (5 to 3600).") var idleTimeout: Double = 75
+    @Option(name: .customLong("max-connections-per-address"), parsing: .unconditional,
+            help: "Connections at once from one remote address; loopback is not counted (1 to 100000).") var maxConnectionsPerAddress = 256
     @Flag(name: .customLong("log-codes"), help: "Write confirmation and reset codes to the log (development only).") var logCodes = false
     @Option(name: .customLong("code-hook"), help: "Shell command that delivers codes (HUB_CODE, HUB_USER, HUB_PURPOSE, HUB_CONTACT in its environment).") var codeHook: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
@@ -78,6 +84,15 @@ struct Serve: AsyncParsableCommand {
             throw fail("--heartbeat must be 0.1 to 3600 seconds, not \(heartbeat)", Exit.usage)
         }
         guard (10...86400).contains(accessTTL) else { throw fail("--access-ttl must be 10 to 86400 seconds", Exit.usage) }
+        guard headTimeout.isFinite, (1...300).contains(headTimeout) else {
+            throw fail("--head-timeout must be 1 to 300 seconds, not \(headTimeout)", Exit.usage)
+        }
+        guard idleTimeout.isFinite, (5...3600).contains(idleTimeout) else {
+            throw fail("--idle-timeout must be 5 to 3600 seconds, not \(idleTimeout)", Exit.usage)
+        }
+        guard (1...100_000).contains(maxConnectionsPerAddress) else {
+            throw fail("--max-connections-per-address must be 1 to 100000", Exit.usage)
+        }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw fail("--tls-cert and --tls-key go together", Exit.usage) }
         for f in [tlsCert, tlsKey].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: f) {
             throw fail("cannot read \(f)", Exit.usage)
@@ -110,6 +125,11 @@ struct Serve: AsyncParsableCommand {
         settings.logCodes = logCodes
         settings.codeHook = codeHook
         settings.authority.accessTTL = accessTTL
+        settings.connections.headTimeout = headTimeout
+        settings.connections.idleTimeout = idleTimeout
+        settings.connections.maximumPerAddress = maxConnectionsPerAddress
+        // Descriptors: the hard limit is what a server may hold; the guard caps connections below it.
+        ConnectionLimits.raiseDescriptorLimit()
 
         let store = try await openStore(location, logger: logger)
         let authority = HubAuthority(store: store, settings: settings.authority, logger: logger)

@@ -45,8 +45,9 @@ public final class LiveHub: Sendable {
     /// The base URL, `http(s)://127.0.0.1:PORT`.
     public var base: String { "\(scheme)://127.0.0.1:\(port)" }
 
-    /// Starts the hub and returns once it listens. `tls`: PEM certificate and key files.
-    public static func start(tls: (cert: String, key: String)? = nil) async throws -> LiveHub {
+    /// Starts the hub and returns once it listens. `tls`: PEM certificate and key files; `connections`:
+    /// the caps and deadlines of its connection guard.
+    public static func start(tls: (cert: String, key: String)? = nil, connections: ConnectionLimits = ConnectionLimits()) async throws -> LiveHub {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hublive-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         var logger = Logger(label: "hub-live")
@@ -70,6 +71,7 @@ public final class LiveHub: Sendable {
         settings.port = 0
         settings.tlsCertPath = tls?.cert
         settings.tlsKeyPath = tls?.key
+        settings.connections = connections
         let context = HubPluginContext(authority: authority, store: store, settings: settings, logger: logger)
         let plugins: [any HubPlugin] = [GroupsPlugin(nodeName: "live-\(UUID().uuidString.prefix(8))", heartbeat: .seconds(5))]
         let inbox = CodeInbox()
@@ -87,11 +89,14 @@ public final class LiveHub: Sendable {
             throw LiveHubError("the hub did not start")
         }
         return LiveHub(store: store, clock: clock, inbox: inbox, plain: made[0], pw: made[1], port: port,
-                       scheme: tls == nil ? "http" : "https", directory: dir, group: group, running: running)
+                       scheme: tls == nil ? "http" : "https", directory: dir, group: group, running: running,
+                       connectionCounts: context.connectionCounts)
     }
 
     private init(store: SQLHubStore, clock: ManualClock, inbox: CodeInbox, plain: (String, String), pw: (String, String), port: Int,
-                 scheme: String, directory: String, group: ServiceGroup, running: Task<Void, any Error>) {
+                 scheme: String, directory: String, group: ServiceGroup, running: Task<Void, any Error>,
+                 connectionCounts: ConnectionCounts) {
+        self.connectionCounts = connectionCounts
         self.store = store
         self.clock = clock
         self.inboxStorage = inbox
@@ -104,6 +109,8 @@ public final class LiveHub: Sendable {
         self.running = running
     }
     private let inboxStorage: CodeInbox
+    /// What the connection guard let in, refused and closed.
+    public let connectionCounts: ConnectionCounts
 
     /// The codes the hub "sent".
     public var codes: CodeInbox { inboxStorage }

@@ -1,0 +1,163 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+import HubTestSupport
+@testable import HubServer
+import Testing
+
+/// A plain TCP client for hostile connections: blocking calls with poll-based hang guards.
+private final class RawClient {
+    let fd: Int32
+
+    init(port: Int) throws {
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_in()
+        addr.sin_family = sa_family_t(AF_INET)
+        addr.sin_port = in_port_t(UInt16(port).bigEndian)
+        addr.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard r == 0 else { Glibc.close(fd); throw RawClientError("connect: \(String(cString: strerror(errno)))") }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        var off = 0
+        while off < bytes.count {
+            let n = bytes[off...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if n <= 0 { return }
+            off += n
+        }
+    }
+
+    func send(_ text: String) { send(Array(text.utf8)) }
+
+    /// Everything the server sends until it closes the connection; nil when it is still open after
+    /// `guardSeconds` (a hang guard far above the deadlines under test).
+    func readUntilClosed(guardSeconds: Double) -> String? {
+        read(until: { _ in false }, guardSeconds: guardSeconds).flatMap { $0.closed ? $0.text : nil }
+    }
+
+    /// What the server sent until `done` holds for it or the connection closed; nil after `guardSeconds`.
+    func read(until done: (String) -> Bool, guardSeconds: Double) -> (text: String, closed: Bool)? {
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let end = Date().addingTimeInterval(guardSeconds)
+        while Date() < end {
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&p, 1, Int32(max(1, end.timeIntervalSinceNow * 1000)))
+            if ready <= 0 { continue }
+            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            if n <= 0 { return (String(decoding: out, as: UTF8.self), true) }
+            out += buffer[0..<n]
+            let text = String(decoding: out, as: UTF8.self)
+            if done(text) { return (text, false) }
+        }
+        return nil
+    }
+}
+
+struct RawClientError: Error, CustomStringConvertible {
+    let description: String
+    init(_ d: String) { description = d }
+}
+
+/// The connection guard (connection exhaustion without logging in): bad heads are answered and closed,
+/// heads that never finish and idle connections are closed at their deadlines, the hub keeps answering.
+@Suite("hub connection guard", .serialized)
+struct ConnectionGuardTests {
+    /// Runs `body` against a live hub with short deadlines (head 1 s, idle 1.5 s), stopped afterwards.
+    static func withHub(_ body: (LiveHub) async throws -> Void) async throws {
+        let hub = try await LiveHub.start(connections: limits)
+        do {
+            try await body(hub)
+        } catch {
+            await hub.stop()
+            throw error
+        }
+        await hub.stop()
+    }
+
+    static var limits: ConnectionLimits {
+        var l = ConnectionLimits()
+        l.headTimeout = 1
+        l.idleTimeout = 1.5
+        return l
+    }
+
+    @Test("a bad request line, HTTP/0.9, garbage: 400 and a close; a 100 KB header: 431 and a close")
+    func badHeadsAreAnsweredAndClosed() async throws {
+        try await Self.withHub { hub in
+            for (request, status) in [("FOO / HTTP/1.1\r\n\r\n", "400"), ("GET /\r\n\r\n", "400"), ("\u{1}\u{2}garbage\r\n\r\n", "400"),
+                                      ("GET / HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "a", count: 100_000))\r\n\r\n", "431")] {
+                let c = try RawClient(port: hub.port)
+                c.send(request)
+                let answer = try #require(c.readUntilClosed(guardSeconds: 30), "\(request.prefix(20)): still open after 30 s")
+                #expect(answer.hasPrefix("HTTP/1.1 \(status) "), "\(request.prefix(20)): \(answer.prefix(80))")
+                #expect(answer.contains("Connection: close"), "\(answer.prefix(200))")
+            }
+            #expect(hub.connectionCounts.snapshot.badHeads == 4)
+        }
+    }
+
+    @Test("idle sockets and slowloris heads (a byte at a time) are closed at the head deadline while the hub keeps answering")
+    func idleAndSlowConnectionsAreClosed() async throws {
+        try await Self.withHub { hub in
+            let idle = try (0..<200).map { _ in try RawClient(port: hub.port) }
+            let slow = try (0..<20).map { _ in try RawClient(port: hub.port) }
+            for c in slow { c.send("GET /.well-known/oauth-authorization-server HTTP/1.1\r\n") }
+            // The hub answers others meanwhile (timed by Benchmarks/hub-connection-flood.py, not here).
+            let probe = try RawClient(port: hub.port)
+            probe.send("GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            let answer = try #require(probe.readUntilClosed(guardSeconds: 30))
+            #expect(answer.hasPrefix("HTTP/1.1 200 "), "\(answer.prefix(80))")
+            // A byte now and then does not keep a head alive: every flood socket is closed by the hub.
+            for c in slow { c.send("H") }
+            for c in idle + slow {
+                #expect(c.readUntilClosed(guardSeconds: 30) == "", "a flood socket got an answer or stayed open past 30 s")
+            }
+            #expect(hub.connectionCounts.snapshot.headTimeouts >= 220, "\(hub.connectionCounts.snapshot)")
+        }
+    }
+
+    @Test("a kept-alive connection: closed after the idle deadline; the next head gets its own deadline")
+    func keepAliveDeadlines() async throws {
+        try await Self.withHub { hub in
+            let request = "GET /.well-known/oauth-authorization-server HTTP/1.1\r\nHost: x\r\n\r\n"
+            // One answered request, then silence: closed (the answer arrived first).
+            let quiet = try RawClient(port: hub.port)
+            quiet.send(request)
+            let answered = try #require(quiet.readUntilClosed(guardSeconds: 30))
+            #expect(answered.hasPrefix("HTTP/1.1 200 ") && answered.components(separatedBy: "HTTP/1.1 ").count == 2, "\(answered.prefix(80))")
+            #expect(hub.connectionCounts.snapshot.idleTimeouts >= 1, "\(hub.connectionCounts.snapshot)")
+            // One answered request, then the start of a head that never ends: closed at that head's deadline.
+            let slow = try RawClient(port: hub.port)
+            slow.send(request)
+            let first = try #require(slow.read(until: { $0.hasSuffix("}") }, guardSeconds: 30), "no answer within 30 s")
+            #expect(!first.closed && first.text.hasPrefix("HTTP/1.1 200 "), "\(first.text.prefix(80))")
+            let headTimeouts = hub.connectionCounts.snapshot.headTimeouts
+            slow.send("GET / HTTP/1.1\r\nHost: x\r\n")
+            #expect(slow.readUntilClosed(guardSeconds: 30) == "", "still open 30 s after a head was started")
+            #expect(hub.connectionCounts.snapshot.headTimeouts == headTimeouts + 1, "\(hub.connectionCounts.snapshot)")
+        }
+    }
+
+    @Test("caps: connections over the total or over one remote address's share are refused; loopback is not counted per address")
+    func caps() {
+        var limits = ConnectionLimits()
+        limits.maximumConnections = 3
+        limits.maximumPerAddress = 2
+        let counts = ConnectionCounts(limits: limits)
+        #expect(counts.admit("192.0.2.1") && counts.admit("192.0.2.1"))
+        #expect(!counts.admit("192.0.2.1"), "a third from one address")
+        #expect(counts.admit(nil), "loopback: only the total counts")
+        #expect(!counts.admit("192.0.2.2"), "over the total")
+        counts.release("192.0.2.1")
+        #expect(counts.admit("192.0.2.2"))
+        #expect(counts.snapshot.open == 3 && counts.snapshot.refused == 2)
+        #expect(ConnectionLimits().effectiveMaximumConnections >= 16)
+    }
+}
