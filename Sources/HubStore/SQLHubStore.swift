@@ -47,8 +47,11 @@ public final class SQLHubStore: HubAuthStore {
                    contact: r[3].text, confirmed: r[4].bool, createdMs: r[5].int ?? 0)
     }
 
+    /// The account named `name`, whatever the case of its letters: names that differ only in case are
+    /// one name (`alice` and `ALICE` cannot both exist; either logs in to the one account).
     public func user(name: String) async throws -> UserRecord? {
-        try await db.first("SELECT \(Self.userColumns) FROM users WHERE name = $1", [.text(name)]).map(Self.user)
+        try await db.first("SELECT \(Self.userColumns) FROM users WHERE lower(name) = lower($1) ORDER BY confirmed DESC, created_ms LIMIT 1",
+                           [.text(name)]).map(Self.user)
     }
 
     public func user(id: String) async throws -> UserRecord? {
@@ -56,7 +59,7 @@ public final class SQLHubStore: HubAuthStore {
     }
 
     public func deletePendingUser(name: String) async throws {
-        try await db.query("DELETE FROM users WHERE name = $1 AND confirmed = 0", [.text(name)])
+        try await db.query("DELETE FROM users WHERE lower(name) = lower($1) AND confirmed = 0", [.text(name)])
     }
 
     public func confirmUser(name: String) async throws {

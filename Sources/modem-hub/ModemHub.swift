@@ -253,7 +253,9 @@ struct ClientCommand: AsyncParsableCommand {
         @Option(help: "sqlite:PATH or postgres://...") var db: String?
 
         func run() async throws {
-            guard !name.isEmpty, name.utf8.count <= 128 else { throw fail("client name must be 1 to 128 bytes", Exit.usage) }
+            guard Limits.isValidClientName(name) else {
+                throw fail("a client name is 1 to 128 bytes of printable text (no control characters, no line breaks, no space at either end)", Exit.usage)
+            }
             let location = try parseDB(db)
             let logger = makeLogger("modem-hub", level: .warning)
             let store = try await openStore(location, logger: logger)
@@ -299,6 +301,11 @@ struct UserCommand: AsyncParsableCommand {
             let logger = makeLogger("modem-hub", level: .warning)
             let store = try await openStore(location, logger: logger)
             let authority = HubAuthority(store: store, logger: logger)
+            // Names that differ only in case are one name.
+            if let existing = try? await store.user(name: name) {
+                try? await store.close()
+                throw fail("a user named '\(existing.name)' exists", Exit.failure)
+            }
             do {
                 let hash = try await authority.hashPassword(line)
                 try await store.createUser(UserRecord(id: HubTokens.newID(prefix: "u_"), name: name, passwordBcrypt: hash,

@@ -38,6 +38,9 @@ import Testing
             // Taken now.
             let taken = try await c.json(.post, "/v1/accounts", token: cc, #"{"username":"bob","password":"another-pass","contact":"x"}"#)
             #expect(taken.status == 409 && taken.jsendStatus == "fail")
+            // Names that differ only in case are one name.
+            let shouted = try await c.json(.post, "/v1/accounts", token: cc, #"{"username":"BOB","password":"another-pass","contact":"x"}"#)
+            #expect(shouted.status == 409 && shouted.jsendStatus == "fail", "\(shouted.status) \(shouted.text)")
 
             // Forgot: 202 for anyone; a code only for real accounts.
             #expect(try await c.json(.post, "/v1/accounts/forgot", token: cc, #"{"username":"nobody"}"#).status == 202)

@@ -103,6 +103,12 @@ import Testing
         try Data("pw-without-newline".utf8).write(to: URL(fileURLWithPath: dir + "/pw"))
         #expect(try await HubProcess.run(HubProcess.binary, ["user", "add", "carol", "--password-file", dir + "/pw", "--db", db]).status == 0)
         #expect(try await HubProcess.run(HubProcess.binary, ["user", "add", "carol", "--password-file", dir + "/pw", "--db", db]).status == 1)
+        let shouted = try await HubProcess.run(HubProcess.binary, ["user", "add", "CAROL", "--password-file", dir + "/pw", "--db", db])
+        #expect(shouted.status == 1 && shouted.stderrText.contains("a user named 'carol' exists"), "\(shouted.stderrText)")
+        for badName in ["esc\u{1B}[31mred", "two\nlines", " padded", "tab\tbed", ""] {
+            let r = try await HubProcess.run(HubProcess.binary, ["client", "add", badName, "--db", db])
+            #expect(r.status == 64 && r.stderrText.contains("printable"), "\(badName.debugDescription): \(r.stderrText)")
+        }
         let badDB = try await HubProcess.run(HubProcess.binary, ["client", "add", "x", "--db", "mysql://h/d"])
         #expect(badDB.status == 64 && badDB.stderrText.contains("--db"))
         #expect(try await HubProcess.run(HubProcess.binary, ["user", "add", "dave", "--password-file", dir + "/missing", "--db", db]).status == 64)
