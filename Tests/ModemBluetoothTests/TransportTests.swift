@@ -106,6 +106,10 @@ final class TransportTests: XCTestCase {
         }
         XCTAssertEqual(got, [packets[0]])
         XCTAssertEqual(failure as? BluetoothError, .transportClosed("the controller at tcp:127.0.0.1:\(port) closed the connection"))
+        // Said once, however often it is wrapped.
+        let words = (failure as? BluetoothError)?.description ?? ""
+        XCTAssertEqual(BluetoothError.transportClosedWords(words), words)
+        XCTAssertEqual(words, "the controller transport closed: the controller at tcp:127.0.0.1:\(port) closed the connection")
         transport.close()
         XCTAssertEqual(transport.fileDescriptor, -1)
         XCTAssertThrowsError(try transport.send(HCICommand.reset()))

@@ -124,7 +124,7 @@ public final class BluetoothDeviceEmulator: HostClient, @unchecked Sendable {
     public func hostStopped(failure reason: String?) {
         if let reason {
             failure.withLock { $0 = reason }
-            log("the controller transport closed: \(reason)")
+            log(BluetoothError.transportClosedWords(reason))
         }
     }
 

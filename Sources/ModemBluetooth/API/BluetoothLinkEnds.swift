@@ -98,7 +98,7 @@ public final class BluetoothLinkPhone: BluetoothPhoneChannelOwner, Sendable {
         case .controller(let reason): "the controller cannot be used: \(reason)"
         case .connect(let address, let reason, _): "cannot connect to \(address): \(reason)"
         case .closed(let reason): "the Bluetooth channel closed: \(reason)"
-        case .transportClosed(let failure, _): "the controller transport closed: \(failure)"
+        case .transportClosed(let failure, _): BluetoothError.transportClosedWords(failure)
         }
         links.stop(.localFailure(reason))
     }
@@ -225,7 +225,7 @@ public final class BluetoothLinkDevice: HostClient, @unchecked Sendable {
     }
 
     public func hostStopped(failure: String?) {
-        if let failure { fail("the controller transport closed: \(failure)") }
+        if let failure { fail(BluetoothError.transportClosedWords(failure)) }
     }
 
     /// Carries out the station's actions: writes on the channel, events to the connection (after

@@ -201,9 +201,9 @@ final class BluetoothPhoneDriver: PhoneDriver, BluetoothPhoneChannelOwner {
         case .closed(let reason):
             hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: \(reason)")
         case .transportClosed(let failure, whileOpen: false):
-            hooks.onOpenFailure(.transportUnavailable(code: -4, "the controller transport closed: \(failure)"))
+            hooks.onOpenFailure(.transportUnavailable(code: -4, BluetoothError.transportClosedWords(failure)))
         case .transportClosed(let failure, whileOpen: true):
-            hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: the controller transport closed: \(failure)")
+            hooks.onFailure(.bluetoothDisconnected, "Bluetooth channel disconnected: \(BluetoothError.transportClosedWords(failure))")
         }
     }
 }

@@ -36,9 +36,15 @@ public enum BluetoothError: Error, Sendable, Hashable, CustomStringConvertible {
         case .illegalAddress(let m): return "not a Bluetooth address: \(m)"
         case .connectionFailed(let m): return "connection failed: \(m)"
         case .disconnected(let m): return "disconnected: \(m)"
-        case .transportClosed(let m): return "the controller transport closed: \(m)"
+        case .transportClosed(let m): return Self.transportClosedWords(m)
         case .invalidArgument(let m): return m
         case .unknown(let m): return m
         }
+    }
+
+    /// "the controller transport closed: `reason`", said once when `reason` already says it.
+    public static func transportClosedWords(_ reason: String) -> String {
+        let prefix = "the controller transport closed"
+        return reason.hasPrefix(prefix) ? reason : "\(prefix): \(reason)"
     }
 }
