@@ -50,9 +50,15 @@ struct ReceiveCommand: AsyncParsableCommand {
     private func serve() async throws {
         let folder: ReceiveFolder
         do throws(FolderError) { folder = try ReceiveFolder(path: dir) } catch { throw UsageError("--dir: \(error.description)") }
-        let store = try keyOptions.open()
-        let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-        let session = try await openSession(listen: listen, to: nil, hci: hci, options: options)
+        let session: NoiseSession
+        do {
+            let store = try keyOptions.open()
+            let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
+            session = try await openSession(listen: listen, to: nil, hci: hci, options: options)
+        } catch {
+            folder.removeIfCreatedAndEmpty()  // no session, no trace
+            throw error
+        }
         var decider: (@Sendable (FileOffer) async -> Bool)?
         if !acceptAll {
             let question = FileQuestion()

@@ -179,5 +179,12 @@ struct TransferCLITests {
         #expect(none.status == 64, "\(none)")
         let missing = try await modem(["send", "--to", "tcp:127.0.0.1:9", dir.file("nope.bin")])
         #expect(missing.status == 64 && missing.stderrText.contains("nope.bin"), "\(missing)")
+        // A receive whose --listen fails (the port is taken) leaves no --dir behind.
+        let taken = try TCPRefusingPort()
+        defer { taken.close() }
+        let noListen = try await modem(["receive", "--listen", "tcp:127.0.0.1:\(taken.port)", "--dir", dir.file("never"),
+                                        "--keys", dir.file("keys")], timeout: 60)
+        #expect(noListen.status != 0, "\(noListen)")
+        #expect(!FileManager.default.fileExists(atPath: dir.file("never")), "--dir was created: \(noListen)")
     }
 }

@@ -108,13 +108,28 @@ public final class ReceiveFolder: Sendable {
     /// The descriptor of the open folder.
     let fd: Int32
 
+    /// Whether opening the folder created it (it was missing).
+    public let created: Bool
+
     /// Opens (and creates, mode 0700, if missing) a receive folder.
     public init(path: String) throws(FolderError) {
         self.path = path
-        if mkdir(path, 0o700) != 0, errno != EEXIST { throw FolderError("cannot create the folder \(path)", code: errno) }
+        var created = true
+        if mkdir(path, 0o700) != 0 {
+            guard errno == EEXIST else { throw FolderError("cannot create the folder \(path)", code: errno) }
+            created = false
+        }
+        self.created = created
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw FolderError("cannot open the folder \(path)", code: errno) }
         self.fd = fd
+    }
+
+    /// Removes the folder again when opening it created it and nothing was put in it (a receive that
+    /// never got a session leaves no trace).
+    public func removeIfCreatedAndEmpty() {
+        guard created else { return }
+        _ = rmdir(path)  // fails, leaving it, when anything is inside
     }
 
     deinit { close(fd) }
