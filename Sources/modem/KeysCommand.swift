@@ -76,7 +76,14 @@ struct KeysCommand: AsyncParsableCommand {
                 let bytes = try KeysOptions.mapping { () throws(KeyStoreError) in try KeyText.decode(key) }
                 try KeysOptions.mapping { () throws(KeyStoreError) in try KeyStore.validateName(name) }
                 let date = try expires.map { text in try KeysOptions.mapping { () throws(KeyStoreError) in try RFC3339.parse(text) } }
+                if let date, let expires, date <= Date() {
+                    throw UsageError("--expires \(expires) is in the past: the trust would end before it began")
+                }
                 let store = try keyOptions.open()
+                let own = try KeysOptions.mapping { () throws(KeyStoreError) in try store.publicKey() }
+                if own == bytes {
+                    throw UsageError("that key is this installation's own (modem keys show): trust the peer's key instead")
+                }
                 try KeysOptions.mapping { () throws(KeyStoreError) in try store.trust(name: name, publicKey: bytes, expires: date) }
                 try printOutput("trusted \(name) \(keyFingerprint(bytes))")
             }

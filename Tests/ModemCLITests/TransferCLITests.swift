@@ -179,6 +179,17 @@ struct TransferCLITests {
         #expect(none.status == 64, "\(none)")
         let missing = try await modem(["send", "--to", "tcp:127.0.0.1:9", dir.file("nope.bin")])
         #expect(missing.status == 64 && missing.stderrText.contains("nope.bin"), "\(missing)")
+        // keys trust: an expiry in the past, or the installation's own key, is a usage error.
+        let own = try await modem(["keys", "show", "--keys", dir.file("own")])
+        let ownKey = String(own.stdoutText.split(separator: "\n").last ?? "")
+        let other = try await modem(["keys", "show", "--keys", dir.file("other")])
+        let otherKey = String(other.stdoutText.split(separator: "\n").last ?? "")
+        let past = try await modem(["keys", "trust", "bob", otherKey, "--expires", "2020-01-01T00:00:00Z", "--keys", dir.file("own")])
+        #expect(past.status == 64 && past.stderrText.contains("in the past"), "\(past)")
+        let mine = try await modem(["keys", "trust", "me", ownKey, "--keys", dir.file("own")])
+        #expect(mine.status == 64 && mine.stderrText.contains("own"), "\(mine)")
+        let listed = try await modem(["keys", "list", "--keys", dir.file("own")])
+        #expect(listed.succeeded && listed.stdoutText.isEmpty, "nothing was trusted: \(listed)")
         // A receive whose --listen fails (the port is taken) leaves no --dir behind.
         let taken = try TCPRefusingPort()
         defer { taken.close() }

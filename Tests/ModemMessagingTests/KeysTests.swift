@@ -129,6 +129,35 @@ struct KeysTests {
         #expect(try String(contentsOfFile: path + "/identity", encoding: .utf8) == "garbage\n")
     }
 
+    @Test("a FIFO in the identity's place is refused at once, not waited on", .timeLimit(.minutes(1)))
+    func fifoIdentity() throws {
+        let path = temporaryKeysPath("fifo")
+        let store = try KeyStore(folder: path)
+        #expect(mkfifo(path + "/identity", 0o600) == 0)
+        #expect(throws: KeyStoreError.self) { try store.identity() }
+        do { _ = try store.identity() } catch { #expect(error.description.contains("not a regular file"), "\(error)") }
+    }
+
+    @Test("a lock held by another process: trust gives up after its patience with an error naming the lock",
+          .timeLimit(.minutes(1)))
+    func heldLock() throws {
+        let path = temporaryKeysPath("held")
+        let store = try KeyStore(folder: path)
+        let other = open(path + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)  // another open file: another holder
+        defer { close(other) }
+        #expect(flock(other, LOCK_EX) == 0)
+        let key = Array(X25519PrivateKey().publicKey.rawRepresentation)
+        do {
+            try store.trust(name: "p", publicKey: key)
+            Issue.record("trusted while another process held the lock")
+        } catch {
+            #expect(error.description.contains("locked by another process") && error.description.contains(".lock"), "\(error)")
+        }
+        flock(other, LOCK_UN)
+        try store.trust(name: "p", publicKey: key)
+        #expect(try store.trustedPeers().map(\.name) == ["p"])
+    }
+
     @Test("trust, replace by key, list, forget, expiry round-trip through the file")
     func trustLifecycle() throws {
         let store = try KeyStore(folder: temporaryKeysPath("trust"))

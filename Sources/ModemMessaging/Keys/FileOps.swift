@@ -47,7 +47,9 @@ enum FileOps {
 
     /// The contents of a file (nil when it does not exist), at most `limit` bytes.
     static func read(_ path: String, limit: Int, privateFile: Bool) throws(KeyStoreError) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        // Non-blocking open: a FIFO (or a device) in a key's place is refused below instead of waiting
+        // for a writer for ever.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         if fd < 0 {
             if errno == ENOENT { return nil }
             throw KeyStoreError(.io, "cannot read \(path): \(errorText(errno))")
@@ -113,13 +115,27 @@ enum FileOps {
         }
     }
 
-    /// Runs `body` holding an exclusive `flock` on `folder/.lock`.
+    /// How long ``locked(_:_:)`` waits for another process's lock before it gives up, in seconds.
+    static let lockPatience = 10.0
+
+    /// Runs `body` holding an exclusive `flock` on `folder/.lock`; another process holding it longer
+    /// than ``lockPatience`` is an error naming the lock (not a silent wait).
     static func locked<T>(_ folder: String, _ body: () throws(KeyStoreError) -> T) throws(KeyStoreError) -> T {
         let fd = open(folder + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw KeyStoreError(.io, "cannot open the lock \(folder)/.lock: \(errorText(errno))") }
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            if errno != EINTR { throw KeyStoreError(.io, "cannot lock \(folder)/.lock: \(errorText(errno))") }
+        // flock has no timeout: try, and try again every 50 ms while another process holds it.
+        var waited = 0.0
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            if code == EINTR { continue }
+            guard code == EWOULDBLOCK else { throw KeyStoreError(.io, "cannot lock \(folder)/.lock: \(errorText(code))") }
+            guard waited < lockPatience else {
+                throw KeyStoreError(.io, "the keys folder \(folder) is locked by another process (\(folder)/.lock held for \(Int(lockPatience)) s); try again when it is done")
+            }
+            var step = timespec(tv_sec: 0, tv_nsec: 50_000_000)
+            nanosleep(&step, nil)
+            waited += 0.05
         }
         return try body()
     }
