@@ -133,6 +133,14 @@ async def scenarios(label, bases, creds):
     except asyncio.TimeoutError:
         pass
     check(f"{label} a frame over 64 KiB closes the socket with 1009", w.ws.close_code == 1009, w.ws.close_code)
+    # A text frame that is not UTF-8: 1007 (invalid frame payload data), not 1009.
+    u = await Client(node(0), creds).open()
+    await u.ws.send(b'{"op":"join","group":"\xff\xfe"}', text=True)
+    try:  # a hang guard only
+        await asyncio.wait_for(u.ws.wait_closed(), 60)
+    except asyncio.TimeoutError:
+        pass
+    check(f"{label} a text frame that is not UTF-8 closes the socket with 1007", u.ws.close_code == 1007, u.ws.close_code)
     for cl in (a, c, d, b2, e, x, n, m):
         await cl.close()
 

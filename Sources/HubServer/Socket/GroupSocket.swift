@@ -65,8 +65,20 @@ public struct GroupSocket: Sendable {
                     if closeCode != nil { break }
                 }
             } catch {
-                closeCode = .messageTooLarge
-                reason = "frames are limited to \(PresenceLimits.maxFrameBytes) bytes"
+                // The inbound stream names its close code in its error (its type is not public: read it
+                // by reflection): 1007 for a text frame that is not UTF-8, 1009 for one over the limit.
+                let code = Mirror(reflecting: error).children.first?.value as? WebSocketErrorCode
+                switch code {
+                case .dataInconsistentWithMessage?:
+                    closeCode = .dataInconsistentWithMessage
+                    reason = "text frames must be UTF-8"
+                case .messageTooLarge?, nil:
+                    closeCode = .messageTooLarge
+                    reason = "frames are limited to \(PresenceLimits.maxFrameBytes) bytes"
+                case let other?:
+                    closeCode = other
+                    reason = "protocol error"
+                }
             }
             if user != nil { await hub.closed(conn) } else { hub.fanout.remove(conn) }
             outbox.finish()
