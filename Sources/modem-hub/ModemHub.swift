@@ -128,8 +128,14 @@ struct Serve: AsyncParsableCommand {
         settings.connections.headTimeout = headTimeout
         settings.connections.idleTimeout = idleTimeout
         settings.connections.maximumPerAddress = maxConnectionsPerAddress
-        // Descriptors: the hard limit is what a server may hold; the guard caps connections below it.
-        ConnectionLimits.raiseDescriptorLimit()
+
+        // One server per SQLite database: a second one would share no bus with the first, and two of one
+        // node name flapped presence every second. (Several nodes share PostgreSQL instead.)
+        var serveLock: Int32 = -1
+        if case .sqlite(let path) = location, path != ":memory:" {
+            serveLock = try lockSQLiteDatabase(path)
+        }
+        defer { if serveLock >= 0 { close(serveLock) } }
 
         let store = try await openStore(location, logger: logger)
         let authority = HubAuthority(store: store, settings: settings.authority, logger: logger)
@@ -240,6 +246,24 @@ func raiseFileLimit(logger: Logger) {
         logger.info("open files limit \(lim.rlim_cur)")
     }
     #endif
+}
+
+/// Takes the lock `PATH.serve.lock` beside a SQLite database for this process's life (its descriptor);
+/// exit 1 naming the lock when another `serve` holds it.
+func lockSQLiteDatabase(_ path: String) throws -> Int32 {
+    let dir = (path as NSString).deletingLastPathComponent
+    if !dir.isEmpty {
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+    }
+    let lockPath = path + ".serve.lock"
+    let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw fail("cannot open \(lockPath): \(String(cString: strerror(errno)))", Exit.failure) }
+    guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        close(fd)
+        throw fail("another modem-hub serve uses \(path) (it holds \(lockPath)); one server per SQLite database (several nodes share PostgreSQL)",
+                   Exit.failure)
+    }
+    return fd
 }
 
 struct ClientCommand: AsyncParsableCommand {

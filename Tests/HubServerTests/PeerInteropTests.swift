@@ -115,6 +115,11 @@ import Testing
         #expect(try await HubProcess.run(HubProcess.binary, ["serve", "--listen", "nonsense", "--db", db]).status == 64)
         #expect(try await HubProcess.run(HubProcess.binary, ["serve", "--tls-cert", dir + "/pw", "--db", db]).status == 64)
         #expect(try await HubProcess.run(HubProcess.binary, ["serve", "--no-such-option"]).status == 64)
+        // One server per SQLite database: a second serve on the same file exits 1 naming the lock.
+        let first = try await HubProcess.Server(db: db, dir: dir)
+        let second = try await HubProcess.run(HubProcess.binary, ["serve", "--listen", "127.0.0.1:0", "--db", db])
+        #expect(second.status == 1 && second.stderrText.contains("another modem-hub serve uses"), "\(second.stderrText)")
+        _ = await first.stopAndWait()
         // Durations: one range check where each is parsed (a heartbeat of a microsecond burned a core;
         // --seconds 1e300 crashed after 10 s); a negative value is the option's, not a missing one.
         for heartbeat in ["0.000001", "0", "-1", "1e300", "nan"] {

@@ -42,14 +42,6 @@ public struct ConnectionLimits: Sendable {
         guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur != rlim_t.max else { return 65_536 }
         return max(16, Int(min(limit.rlim_cur, 1 << 20)) - Self.reservedDescriptors)
     }
-
-    /// Raises this process's soft descriptor limit to its hard limit (what a server is allowed).
-    public static func raiseDescriptorLimit() {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
-    }
 }
 
 /// The connections the guard let in, in all and per address, and what it refused or closed.
