@@ -265,20 +265,22 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func armHead(_ context: ChannelHandlerContext) {
         headDeadline?.cancel()
-        let channel = context.channel, counts = self.counts
-        headDeadline = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(counts.limits.headTimeout * 1e9))) {
-            counts.countHeadTimeout()
-            channel.close(promise: nil)
-        }
+        headDeadline = closing(context, after: counts.limits.headTimeout) { $0.countHeadTimeout() }
         idleDeadline?.cancel()
         idleDeadline = nil
     }
 
     private func armIdle(_ context: ChannelHandlerContext) {
         idleDeadline?.cancel()
+        idleDeadline = closing(context, after: counts.limits.idleTimeout) { $0.countIdleTimeout() }
+    }
+
+    /// Closes the connection `seconds` from now (counted by `count`) unless cancelled first.
+    private func closing(_ context: ChannelHandlerContext, after seconds: Double,
+                         count: @escaping @Sendable (ConnectionCounts) -> Void) -> Scheduled<Void> {
         let channel = context.channel, counts = self.counts
-        idleDeadline = context.eventLoop.scheduleTask(in: .nanoseconds(Int64(counts.limits.idleTimeout * 1e9))) {
-            counts.countIdleTimeout()
+        return context.eventLoop.scheduleTask(in: .nanoseconds(Int64(seconds * 1e9))) {
+            count(counts)
             channel.close(promise: nil)
         }
     }
