@@ -1,3 +1,5 @@
+import Foundation
+
 /// The limits the server enforces and the OpenAPI document declares: one source for both
 /// (a test renders them against docs/openapi.yaml).
 public enum Limits {
@@ -37,7 +39,7 @@ public enum Limits {
     /// Whether `s` can name an OAuth client: 1 to 128 bytes of printable text (no control or format
     /// characters, no line or paragraph separators: the name is shown in logs and on terminals).
     public static func isValidClientName(_ s: String) -> Bool {
-        guard (1...128).contains(s.utf8.count), s.trimmingWhitespace == s else { return false }
+        guard (1...128).contains(s.utf8.count), s.trimmingCharacters(in: .whitespacesAndNewlines) == s else { return false }
         return s.unicodeScalars.allSatisfy { scalar in
             switch scalar.properties.generalCategory {
             case .control, .format, .lineSeparator, .paragraphSeparator, .unassigned, .surrogate, .privateUse: false
@@ -93,14 +95,4 @@ public struct ValidationFailure: Error, Equatable, Sendable {
     public var field: String?
     public var message: String
     public init(field: String?, message: String) { self.field = field; self.message = message }
-}
-
-private extension String {
-    /// The string without leading and trailing white space.
-    var trimmingWhitespace: String {
-        let scalars = unicodeScalars
-        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
-              let last = scalars.lastIndex(where: { !$0.properties.isWhitespace }) else { return "" }
-        return String(scalars[first...last])
-    }
 }

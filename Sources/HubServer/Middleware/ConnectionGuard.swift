@@ -155,7 +155,6 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     private var context: ChannelHandlerContext?
     private var headDeadline: Scheduled<Void>?
     private var idleDeadline: Scheduled<Void>?
-    private var upgradeRequested = false
 
     init(counts: ConnectionCounts, plaintext: Bool) {
         self.counts = counts
@@ -189,21 +188,22 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     func channelInactive(context: ChannelHandlerContext) {
         phase = .closing
-        cancelTimers()
-        if admitted {
-            admitted = false
-            counts.release(address)
-        }
+        leave()
         context.fireChannelInactive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
+        leave()
+        self.context = nil
+    }
+
+    /// The connection no longer counts: timers off, its place given back (once).
+    private func leave() {
         cancelTimers()
         if admitted {
             admitted = false
             counts.release(address)
         }
-        self.context = nil
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -232,8 +232,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
         guard let context, phase != .closing else { return }
         headDeadline?.cancel()
         headDeadline = nil
-        if upgrade { upgradeRequested = true }
-        phase = upgradeRequested ? .upgraded : .inRequest
+        phase = upgrade ? .upgraded : .inRequest  // after an upgrade request no more heads are watched
         armIdle(context)
     }
 
