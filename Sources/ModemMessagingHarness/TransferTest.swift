@@ -26,11 +26,16 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// Plain records and the harness's own blocks instead of Noise sessions and data connections
     /// (to see what the link alone gives).
     public var plain: Bool
+    /// Channel seconds without a newly verified block after which the test gives up (the report
+    /// says so and is not completed); nil: ``defaultGiveUpSeconds``.
+    public var giveUpSeconds: Double?
 
     /// Creates options.
     public init(baudRate: Double = 1200, size: Int, snrDB: Double? = nil, frameLoss: Double = 0, cuts: Int = 0,
-                seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int = TransferTestOptions.linkBlockSize, plain: Bool = false) {
+                seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int = TransferTestOptions.linkBlockSize, plain: Bool = false,
+                giveUpSeconds: Double? = nil) {
         self.plain = plain
+        self.giveUpSeconds = giveUpSeconds
         self.baudRate = baudRate
         self.size = size
         self.snrDB = snrDB
@@ -45,6 +50,18 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// window of 16 fragments of 1024 bytes (one link message per block).
     public static let linkBlockSize = 16_256
 
+    /// The give-up time when none is set: 10 x the keepalive (a cut lasts 3 x, and the ends notice
+    /// it after 2 x) plus 5 x one block's air time at the line rate (with a fragment of overhead),
+    /// so a slow but moving transfer, or one resuming after a cut, is not given up. 899 s at
+    /// 1200 baud with 16,256-byte blocks.
+    public var defaultGiveUpSeconds: Double {
+        let blockAirtime = Double(min(size, blockSize) + 1024) * 8 * 1.04 / baudRate
+        return 10 * keepalive + 5 * blockAirtime
+    }
+
+    /// The give-up time in use: ``giveUpSeconds`` or ``defaultGiveUpSeconds``.
+    public var effectiveGiveUpSeconds: Double { giveUpSeconds ?? defaultGiveUpSeconds }
+
     /// Checks the ranges; the text names the bad option.
     public func validate() throws(TransferTestError) {
         guard (50...9600).contains(baudRate) else { throw .invalidOption("--baud must be 50...9600, got \(baudRate)") }
@@ -54,6 +71,9 @@ public struct TransferTestOptions: Sendable, Hashable {
         guard (0...100).contains(cuts) else { throw .invalidOption("--cuts must be 0...100, got \(cuts)") }
         guard keepalive >= 1 && keepalive <= 600 else { throw .invalidOption("keepalive must be 1...600 s, got \(keepalive)") }
         guard blockSize >= 64 && blockSize <= 60_000 else { throw .invalidOption("block size must be 64...60000, got \(blockSize)") }
+        if let g = giveUpSeconds, !(g.isFinite && g >= 1 && g <= 31_536_000) {
+            throw .invalidOption("--give-up must be 1...31536000 s of channel time, got \(g)")
+        }
     }
 }
 
@@ -73,6 +93,14 @@ public enum TransferTestError: Error, Sendable, Equatable, CustomStringConvertib
         case .sessionFailed(let t): "session: \(t)"
         }
     }
+}
+
+/// Why a transfer test ended before the receiver's verdict.
+public enum TransferTestEnd: String, Sendable, Equatable {
+    /// No block was verified for ``TransferTestOptions/effectiveGiveUpSeconds`` of channel time.
+    case gaveUp = "gave-up"
+    /// The caller's stop condition held (a signal).
+    case interrupted
 }
 
 /// The counts of a transfer test, taken by the harness from what it gave the sender and what the
@@ -102,6 +130,8 @@ public struct TransferTestReport: Sendable, Equatable {
     public var framesLost = 0
     /// Data fragments sent again by the link (both ends).
     public var retransmissions = 0
+    /// Why the test ended early; nil when it ran to the receiver's verdict.
+    public var endedEarly: TransferTestEnd?
 
     /// One line of JSON with the keys the checks read first.
     public var json: String {
@@ -109,7 +139,8 @@ public struct TransferTestReport: Sendable, Equatable {
         return "{\"bytes\":\(bytes),\"delivered\":\(delivered),\"sha256Match\":\(sha256Match),\"cuts\":\(cuts),"
             + "\"resumes\":\(resumes),\"bytesResent\":\(bytesResent),\"blockSize\":\(blockSize),"
             + "\"channelSeconds\":\(num(channelSeconds)),\"goodputBps\":\(num(goodputBps)),\"completed\":\(completed),"
-            + "\"framesLost\":\(framesLost),\"retransmissions\":\(retransmissions)}"
+            + "\"framesLost\":\(framesLost),\"retransmissions\":\(retransmissions),"
+            + "\"endedEarly\":\(endedEarly.map { "\"\($0.rawValue)\"" } ?? "null")}"
     }
 }
 
@@ -147,10 +178,16 @@ public struct TransferTest: Sendable {
         return out
     }
 
-    /// Runs the transfer.
-    /// - Parameter progress: called now and then with the report so far (delivered, cuts, time).
+    /// Runs the transfer until the receiver's verdict reaches the sender, until no block was verified
+    /// for ``TransferTestOptions/effectiveGiveUpSeconds`` of channel time, or until `stopWhen` holds;
+    /// the last two end the medium (every wait above it ends) and return the counts so far with
+    /// ``TransferTestReport/endedEarly`` set.
+    /// - Parameters:
+    ///   - stopWhen: checked once per 10 ms of channel time (e.g. an atomic set by a signal handler).
+    ///   - progress: called now and then with the report so far (delivered, cuts, time).
     /// - Throws: ``TransferTestError`` for bad options or a link that cannot be opened again.
-    public func run(progress: @escaping @Sendable (TransferTestReport) -> Void = { _ in }) async throws(TransferTestError) -> TransferTestReport {
+    public func run(stopWhen: (@Sendable () -> Bool)? = nil,
+                    progress: @escaping @Sendable (TransferTestReport) -> Void = { _ in }) async throws(TransferTestError) -> TransferTestReport {
         try options.validate()
         let configuration = LinkConfiguration(mode: .duplex, baudRate: options.baudRate, framePayload: 1024,
                                               maximumMessageSize: 1 << 20, windowFrames: 16)
@@ -162,14 +199,16 @@ public struct TransferTest: Sendable {
         } catch {
             throw .invalidOption("\(error)")
         }
+        let watch = StallWatch(pair: pair, seconds: options.effectiveGiveUpSeconds)
+        if let stopWhen { pair.end(when: stopWhen, reason: StallWatch.interrupted) }
         pair.start()
         defer { pair.stop() }
 
         let payload = Self.payload(size: options.size, seed: options.seed)
-        if !options.plain { return try await runDataConnections(pair: pair, payload: payload, progress: progress) }
+        if !options.plain { return try await runDataConnections(pair: pair, payload: payload, watch: watch, progress: progress) }
         var sender = BlockSender(payload: payload, blockSize: options.blockSize)
         var receiver = BlockReceiver(maximumSize: options.size)
-        let cutPlan = CutPlan(options: options, pair: pair)
+        let cutPlan = CutPlan(options: options, pair: pair, watch: watch)
         var report = TransferTestReport()
         report.bytes = payload.count
         report.blockSize = options.blockSize
@@ -178,7 +217,7 @@ public struct TransferTest: Sendable {
         var finished = false
         var failedDials = 0
 
-        while !finished {
+        while !finished && pair.endReason == nil {
             guard let (dialer, listener) = try await connect(pair, failedDials: &failedDials) else { continue }
             let ends: (any RecordSession, any RecordSession)
             do {
@@ -186,7 +225,7 @@ public struct TransferTest: Sendable {
             } catch {
                 await dialer.close()
                 await listener.close()
-                if pair.isMuted { continue }
+                if pair.isMuted || pair.endReason != nil { continue }
                 throw .sessionFailed("\(error)")
             }
             sessions += 1
@@ -224,12 +263,17 @@ public struct TransferTest: Sendable {
             await dialer.close()
             await listener.close()
         }
+        if !finished {
+            report.endedEarly = watch.end
+            report.channelSeconds = pair.now - start
+        }
         report.delivered = receiver.delivered
         report.sha256Match = receiver.isComplete && receiver.written == payload
         report.cuts = pair.cutsMade
         report.resumes = max(0, sessions - 1)
         report.bytesResent = sender.bytesResent
-        report.goodputBps = report.channelSeconds > 0 ? Double(report.bytes * 8) / report.channelSeconds : 0
+        report.goodputBps = report.channelSeconds > 0
+            ? Double((report.completed ? report.bytes : report.delivered) * 8) / report.channelSeconds : 0
         report.framesLost = pair.framesLost
         let st = pair.statistics
         report.retransmissions = st.phone.retransmissions + st.device.retransmissions
@@ -243,16 +287,19 @@ private func acceptResult(_ pair: LinkLoopbackPair) async -> Result<LinkTranspor
 }
 
 /// One connection of the pair once a cut is over: the dialer's and the listener's transports, or nil
-/// when the dial failed (counted in `failedDials`; the fifth failure in a row is thrown).
+/// when the dial failed (counted in `failedDials`; the fifth failure in a row is thrown) or the
+/// medium has ended (the give-up time or a stop).
 private func connect(_ pair: LinkLoopbackPair, failedDials: inout Int) async throws(TransferTestError) -> (LinkTransport, LinkTransport)? {
-    while pair.isMuted { try? await Task.sleep(for: .milliseconds(1)) }
+    while pair.isMuted && pair.endReason == nil { try? await Task.sleep(for: .milliseconds(1)) }
+    if pair.endReason != nil { return nil }
     async let accepted = acceptResult(pair)
     let dialer: LinkTransport
     do {
         dialer = try await pair.dial()
     } catch {
-        failedDials += 1
         _ = await accepted
+        if pair.endReason != nil { return nil }
+        failedDials += 1
         if failedDials >= 5 { throw .linkFailed("\(error) (\(failedDials) attempts)") }
         return nil
     }
@@ -261,20 +308,22 @@ private func connect(_ pair: LinkLoopbackPair, failedDials: inout Int) async thr
         failedDials = 0
         return (dialer, listener)
     case .failure(let e):
+        await dialer.close()
+        if pair.endReason != nil { return nil }
         throw .linkFailed("\(e)")
     }
 }
 
 extension TransferTest {
     /// Noise sessions and data connections: a file from a folder to a folder, resumed after cuts.
-    func runDataConnections(pair: LinkLoopbackPair, payload: [UInt8],
+    func runDataConnections(pair: LinkLoopbackPair, payload: [UInt8], watch: StallWatch,
                             progress: @escaping @Sendable (TransferTestReport) -> Void) async throws(TransferTestError) -> TransferTestReport {
         let run: DataTransferRun
         do { run = try DataTransferRun(payload: payload, blockSize: options.blockSize) } catch {
             throw .sessionFailed("cannot prepare the files and keys: \(error)")
         }
         defer { run.removeFiles() }
-        let cutPlan = CutPlan(options: options, pair: pair)
+        let cutPlan = CutPlan(options: options, pair: pair, watch: watch)
         var report = TransferTestReport()
         report.bytes = payload.count
         report.blockSize = options.blockSize
@@ -283,7 +332,7 @@ extension TransferTest {
         var sessions = 0
         var failedDials = 0
         var failedSessions = 0
-        while confirmedAt.withLock({ $0 }) == nil {
+        while confirmedAt.withLock({ $0 }) == nil && pair.endReason == nil {
             guard let (dialer, listener) = try await connect(pair, failedDials: &failedDials) else { continue }
             sessions += 1
             let base = report
@@ -293,21 +342,24 @@ extension TransferTest {
                 p.delivered = delivered
                 progress(p)
             }, confirmed: { confirmedAt.withLock { $0 = pair.now } })
-            if !done && run.delivered == 0 && !pair.isMuted {
+            if !done && run.delivered == 0 && !pair.isMuted && pair.endReason == nil {
                 failedSessions += 1
                 if failedSessions >= 5 { throw .sessionFailed("no data moved in \(failedSessions) sessions in a row") }
             } else {
                 failedSessions = 0
             }
         }
-        report.channelSeconds = (confirmedAt.withLock { $0 } ?? pair.now) - start
-        report.completed = true
+        let confirmed = confirmedAt.withLock { $0 }
+        report.channelSeconds = (confirmed ?? pair.now) - start
+        report.completed = confirmed != nil
+        if confirmed == nil { report.endedEarly = watch.end }
         report.delivered = run.delivered
         report.sha256Match = run.receivedMatches(payload)
         report.cuts = pair.cutsMade
         report.resumes = max(0, sessions - 1)
         report.bytesResent = run.bytesResent
-        report.goodputBps = report.channelSeconds > 0 ? Double(report.bytes * 8) / report.channelSeconds : 0
+        report.goodputBps = report.channelSeconds > 0
+            ? Double((report.completed ? report.bytes : report.delivered) * 8) / report.channelSeconds : 0
         report.framesLost = pair.framesLost
         let st = pair.statistics
         report.retransmissions = st.phone.retransmissions + st.device.retransmissions
@@ -325,7 +377,10 @@ final class CutPlan: Sendable {
     private let pair: LinkLoopbackPair
     private let next = Mutex((index: 0, made: 0))
 
-    init(options: TransferTestOptions, pair: LinkLoopbackPair) {
+    private let watch: StallWatch
+
+    init(options: TransferTestOptions, pair: LinkLoopbackPair, watch: StallWatch) {
+        self.watch = watch
         var rng = SplitMix64(seed: options.seed ^ 0xC075)
         let n = options.cuts
         thresholds = n == 0 ? [] : (1...n).map { i in options.size * i / (n + 1) }
@@ -338,6 +393,7 @@ final class CutPlan: Sendable {
 
     /// The receiver wrote `delivered` bytes so far: cut when the next threshold is passed.
     func delivered(_ delivered: Int) {
+        watch.delivered(delivered)
         let cut = next.withLock { n -> Double? in
             guard n.index < thresholds.count, delivered >= thresholds[n.index], !pair.isMuted else { return nil }
             // One cut per block at most: a later threshold the same block passed cuts at the next block.
@@ -349,4 +405,41 @@ final class CutPlan: Sendable {
     }
 
     var made: Int { next.withLock { $0.made } }
+}
+
+/// Gives the transfer up after a while of channel time without a newly verified block: the medium's
+/// end is set `seconds` ahead at the start and pushed on whenever the receiver verifies more bytes.
+final class StallWatch: Sendable {
+    /// The medium's end reason for a caller's stop.
+    static let interrupted = "the transfer test was stopped"
+    private let pair: LinkLoopbackPair
+    private let seconds: Double
+    private let reason: String
+    private let best = Mutex(0)
+
+    init(pair: LinkLoopbackPair, seconds: Double) {
+        self.pair = pair
+        self.seconds = seconds
+        reason = "no block was verified in \(String(format: "%g", seconds)) s of channel time: the transfer test gave up"
+        pair.end(atChannelTime: seconds, reason: reason)
+    }
+
+    /// The receiver holds `bytes` verified bytes: progress moves the end on.
+    func delivered(_ bytes: Int) {
+        let moved = best.withLock { b -> Bool in
+            guard bytes > b else { return false }
+            b = bytes
+            return true
+        }
+        if moved { pair.end(atChannelTime: pair.now + seconds, reason: reason) }
+    }
+
+    /// Why the medium ended, if it did.
+    var end: TransferTestEnd? {
+        switch pair.endReason {
+        case nil: nil
+        case Self.interrupted?: .interrupted
+        default: .gaveUp
+        }
+    }
 }

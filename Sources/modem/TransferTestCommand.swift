@@ -16,6 +16,11 @@ struct TransferTestCommand: AsyncParsableCommand {
         delivered fractions i/(N+1), for 3 x the 30 s link keepalive), so both sessions end
         END_LOST_NET and the sender reconnects. Counts are taken from what the harness gave the sender
         and what the receiver wrote; --json prints them as one line, the last on standard output.
+        A transfer that verifies no new block for --give-up seconds of channel time (default: 10 x the
+        keepalive plus 5 x one block's air time, about 900 s at 1200 baud) is given up: the counts so far
+        are printed ("endedEarly":"gave-up") and the exit status is 1. SIGINT or SIGTERM ends the
+        test the same way ("endedEarly":"interrupted"), with status 128 + the signal's number.
+        Exit status: 0 completed and byte-exact, 1 given up, 3 completed with different bytes.
         Examples:
           modem transfer-test --channel loopback --size 1048576 --json
           modem transfer-test --channel loopback --size 262144 --snr 3 --loss 0.1 --seed 2
@@ -34,13 +39,19 @@ struct TransferTestCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Seed of the payload, noise, loss and cut times.", valueName: "S")) var seed: UInt64 = 1
     @Flag(help: "Print one JSON line with the counts (the last line on standard output).") var json = false
     @Flag(help: "Plain records and the harness's own blocks instead of Noise sessions and data connections.") var plain = false
+    @Option(name: .customLong("give-up"), parsing: .unconditional,
+            help: ArgumentHelp("Channel seconds without a newly verified block before the test gives up (1...31536000; default: 10 x keepalive + 5 x a block's air time).",
+                               valueName: "SECONDS"))
+    var giveUp: Double?
 
     private var options: TransferTestOptions {
-        TransferTestOptions(baudRate: baud, size: size, snrDB: snr, frameLoss: loss, cuts: cuts, seed: seed, plain: plain)
+        TransferTestOptions(baudRate: baud, size: size, snrDB: snr, frameLoss: loss, cuts: cuts, seed: seed, plain: plain,
+                            giveUpSeconds: giveUp)
     }
 
     func validate() throws {
         guard baud.isFinite, baud * 4 <= 48000 else { throw ValidationError("--baud must be 50...9600") }
+        if let giveUp { try checkSeconds(giveUp, "--give-up", in: 1...31_536_000, note: " of channel time (a year)") }
         do {
             try options.validate()
         } catch {
@@ -55,7 +66,7 @@ struct TransferTestCommand: AsyncParsableCommand {
             let progress = Mutex(ProgressLine(enabled: !json))
             let total = size
             let test = TransferTest(options: options)
-            let report = try await test.run { r in
+            let report = try await test.run(stopWhen: { stopRequested.load(ordering: .relaxed) }) { r in
                 progress.withLock { p in
                     p.update("transfer-test: \(r.delivered)/\(total) bytes delivered")
                 }
@@ -71,7 +82,17 @@ struct TransferTestCommand: AsyncParsableCommand {
                 cuts \(report.cuts), resumes \(report.resumes), bytes resent \(report.bytesResent) (block \(report.blockSize)), frames lost \(report.framesLost), retransmissions \(report.retransmissions)
                 """)
             }
-            if !report.sha256Match { throw ExitCode(3) }
+            switch report.endedEarly {
+            case .interrupted?:
+                printError("modem: transfer-test interrupted after \(String(format: "%.1f", report.channelSeconds)) s of channel time")
+                throw ExitCode(interruptedStatus)
+            case .gaveUp?:
+                printError("modem: transfer-test gave up: no block was verified in \(String(format: "%.0f", options.effectiveGiveUpSeconds)) s of channel time "
+                           + "(\(report.delivered) of \(report.bytes) bytes delivered; --give-up sets the limit)")
+                throw ExitCode(1)
+            case nil:
+                if !report.sha256Match { throw ExitCode(3) }
+            }
         }
     }
 }

@@ -306,6 +306,27 @@ struct HostileInputTests {
         #expect(r.status == 143 && !r.signaled, "\(r)")
     }
 
+    @Test("transfer-test on a hopeless channel gives up in channel time: status 1, the counts, the reason")
+    func transferTestGivesUp() async throws {
+        let r = try await modem(["transfer-test", "--baud", "4800", "--size", "2000", "--loss", "0.9", "--give-up", "30", "--json"],
+                                timeout: 120)
+        #expect(r.status == 1, "\(r)")
+        #expect(r.stdoutText.contains("\"completed\":false") && r.stdoutText.contains("\"endedEarly\":\"gave-up\""), "\(r)")
+        #expect(r.stderrText.contains("gave up") && r.stderrText.contains("--give-up"), "\(r)")
+    }
+
+    @Test("SIGTERM ends transfer-test at once with its counts so far and status 143")
+    func transferTestInterrupted() async throws {
+        // 30 % frame loss over a megabyte at 1200 baud: hours of channel time, so the signal comes
+        // while it runs; the counts on standard output show it stopped itself (the stop watchdog
+        // would exit without them).
+        let r = try await runHostile(["transfer-test", "--size", "1000000", "--loss", "0.3", "--json"], holdStdinOpen: true,
+                                     signalWhen: { _ in true }, timeout: 120)
+        #expect(r.status == 143 && !r.signaled, "\(r)")
+        #expect(String(decoding: r.stdout, as: UTF8.self).contains("\"endedEarly\":\"interrupted\""), "\(r)")
+        #expect(!r.stderr.contains("still blocked"), "\(r)")
+    }
+
     // MARK: Absurd option values
 
     @Test("Absurd option values are refused with status 64, no crash, no growth",
@@ -319,7 +340,8 @@ struct HostileInputTests {
                       ["tnc", "--input", "IN", "--kiss-port", "0", "--baud", "0.001"],
                       ["impair", "IN", "OUT", "--deemphasis", "1e300"], ["impair", "IN", "OUT", "--hum", "1e300:-20"],
                       ["tx", "--profile", "nope", "--out", "OUT", "TXT"], ["tx", "--baud", "1200", "--format", "s64", "--out", "OUT", "TXT"],
-                      ["link-test", "--mode", "simplex"]])
+                      ["link-test", "--mode", "simplex"], ["transfer-test", "--give-up", "0"],
+                      ["transfer-test", "--give-up", "1e300"], ["transfer-test", "--give-up", "nan"]])
     func absurdOptions(_ template: [String]) async throws {
         let dir = try Scratch()
         let txt = try dir.write("in.txt", "x\n")

@@ -182,4 +182,34 @@ import Testing
             #expect(report.json.hasPrefix("{\"bytes\":60000,\"delivered\":60000,\"sha256Match\":true,\"cuts\":1,"))
         }
     }
+
+    @Test("transfer-test gives up after --give-up seconds of channel time without a verified block, and says so")
+    func transferTestGivesUpOnAHopelessChannel() async throws {
+        // 90 % frame loss: no session gets through. Channel time, so the end is where it was set
+        // however busy the machine is.
+        for plain in [false, true] {
+            let options = TransferTestOptions(baudRate: 4800, size: 2000, frameLoss: 0.9, seed: 1, keepalive: 5,
+                                              plain: plain, giveUpSeconds: 60)
+            let report = try await TransferTest(options: options).run()
+            #expect(!report.completed && report.endedEarly == .gaveUp, "plain \(plain): \(report.json)")
+            #expect(report.channelSeconds >= 59 && report.channelSeconds < 61, "plain \(plain): \(report.json)")
+            #expect(report.json.hasSuffix(",\"completed\":false,\"framesLost\":\(report.framesLost),\"retransmissions\":\(report.retransmissions),\"endedEarly\":\"gave-up\"}"))
+        }
+        #expect(TransferTestOptions(baudRate: 1200, size: 1 << 20).defaultGiveUpSeconds.rounded() == 899)
+        #expect(throws: TransferTestError.self) { try TransferTestOptions(size: 10, giveUpSeconds: 0).validate() }
+        #expect(throws: TransferTestError.self) { try TransferTestOptions(size: 10, giveUpSeconds: .infinity).validate() }
+    }
+
+    @Test("transfer-test ends when its stop condition holds, with the counts so far")
+    func transferTestStopsWhenAsked() async throws {
+        final class Flag: Sendable { let raised = Atomic<Bool>(false) }
+        let flag = Flag()
+        let options = TransferTestOptions(baudRate: 4800, size: 60_000, seed: 2, keepalive: 5)
+        let report = try await TransferTest(options: options).run(stopWhen: { flag.raised.load(ordering: .relaxed) }) { r in
+            if r.delivered > 0 { flag.raised.store(true, ordering: .relaxed) }
+        }
+        #expect(!report.completed && report.endedEarly == .interrupted, "\(report.json)")
+        #expect(report.delivered >= 16_256 && report.delivered < 60_000, "\(report.json)")
+        #expect(report.json.hasSuffix("\"endedEarly\":\"interrupted\"}"))
+    }
 }

@@ -98,6 +98,27 @@ public final class LinkLoopbackPair: Sendable {
     /// Whether a cut is scheduled or under way.
     public var isMuted: Bool { runner.mutedNow }
 
+    /// Ends the medium when channel time reaches `time` (nil: never), as ``stop()`` does but on the
+    /// stepping thread, so it holds however the applications above wait: open transports, a dial
+    /// and an accept end with `.localFailure(reason)`. A later call moves the end (a harness that
+    /// gives up after a while without progress pushes it on with each step of progress).
+    public func end(atChannelTime time: Double?, reason: String) {
+        runner.perform { r in
+            r.deadline = time
+            r.deadlineReason = reason
+        }
+    }
+
+    /// Ends the medium at the first step at which `condition` holds (checked once per 10 ms block
+    /// of channel time; keep it cheap, e.g. an atomic load), as ``end(atChannelTime:reason:)`` does.
+    public func end(when condition: @escaping @Sendable () -> Bool, reason: String) {
+        runner.perform { r in r.endCondition = (condition, reason) }
+    }
+
+    /// Why the medium ended by itself (``end(atChannelTime:reason:)`` or ``end(when:reason:)``);
+    /// nil while it runs or after ``stop()``.
+    public var endReason: String? { runner.ended }
+
     /// Cuts (``mute(seconds:after:)``) that began so far.
     public var cutsMade: Int { runner.mutesStarted }
 
@@ -125,9 +146,14 @@ public final class LinkLoopbackPair: Sendable {
         var pendingMute = false
         /// Cuts that began.
         var mutes = 0
+        /// Channel time at which the medium ends by itself, and why.
+        var deadline: Double?
+        var deadlineReason = ""
+        var endCondition: (@Sendable () -> Bool, String)?
         private let requests = Mutex<[@Sendable (Runner) -> Void]>([])
         private let stopFlag = Atomic<Bool>(false)
         private let published = Mutex((now: 0.0, muted: false, lost: 0, phone: LinkStatistics(), device: LinkStatistics(), mutes: 0))
+        private let endedBy = Mutex<String?>(nil)
         private let finished = NSCondition()
         private var started = false
         private var done = false
@@ -147,6 +173,7 @@ public final class LinkLoopbackPair: Sendable {
         var mutedNow: Bool { published.withLock { $0.muted } }
         var lostFrames: Int { published.withLock { $0.lost } }
         var mutesStarted: Int { published.withLock { $0.mutes } }
+        var ended: String? { endedBy.withLock { $0 } }
         var machineStatistics: (phone: LinkStatistics, device: LinkStatistics) { published.withLock { ($0.phone, $0.device) } }
 
         func perform(_ body: @escaping @Sendable (Runner) -> Void) { requests.withLock { $0.append(body) } }
@@ -216,6 +243,19 @@ public final class LinkLoopbackPair: Sendable {
                 published.withLock {
                     $0 = (now, pendingMute, medium.framesLost.toDevice + medium.framesLost.toPhone,
                           phone.machine.statistics, device.machine.statistics, mutes)
+                }
+                runRequests()
+                var reason: String?
+                if let d = deadline, now >= d {
+                    reason = deadlineReason
+                } else if let (condition, why) = endCondition, condition() {
+                    reason = why
+                }
+                if let reason {
+                    endedBy.withLock { $0 = reason }
+                    phoneHost.stop(.localFailure(reason))
+                    deviceHost.stop(.localFailure(reason))
+                    break
                 }
             }
             finished.lock()
