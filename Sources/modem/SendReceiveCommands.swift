@@ -85,9 +85,9 @@ struct ReceiveCommand: AsyncParsableCommand {
                 try printOutput("received \(file.name) \(file.size) sha256 \(hexString(file.sha256)) in \(String(format2: file.seconds)) s")
             case .blobReceived(_, _, let description, let data):
                 printError("modem receive: a blob \(printable(description)) of \(data.count) bytes (not stored)")
-            case .channelFailed(_, _, let name, let reason):
+            case .channelFailed(_, _, let name, let reason, let detail):
                 bar.clear()
-                printError("modem receive: \(printable(name)): \(reason)")
+                printError("modem receive: \(printable(name)): \(reason)\(detail.map { " (\(printable($0)))" } ?? "")")
                 if reason != .declined { failed += 1 }
             case .sessionEnded(let end):
                 bar.clear()

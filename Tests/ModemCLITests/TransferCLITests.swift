@@ -163,6 +163,25 @@ struct TransferCLITests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir.file("in")).filter { $0 != ".modem-partial" }.isEmpty)
     }
 
+    @Test("a file the receiver cannot store: receive names the local cause (path and reason) and exits 1; the sender hears io-error")
+    func localFailureNamed() async throws {
+        let dir = try Scratch("TransferCLITests")
+        let (ka, kb) = try await Self.trustedKeys(dir)
+        let source = try dir.write("x.bin", Array("payload".utf8))
+        let inbox = dir.file("in")
+        try FileManager.default.createDirectory(atPath: inbox, withIntermediateDirectories: true)
+        // The partial files' folder is taken by a plain file (as root, a mode would not stop a write).
+        _ = try dir.write("in/.modem-partial", Array("in the way".utf8))
+        let (rx, port) = try await Self.startReceiver(dir, into: inbox, keys: kb, extra: ["--accept-all"], name: "rxfail")
+        defer { rx.kill() }
+        let send = try await modem(["send", "--to", "tcp:127.0.0.1:\(port)", source, "--keys", ka])
+        #expect(send.status == 1 && send.stderrText.contains("input/output error"), "\(send)")
+        #expect(await rx.wait(timeout: 30), "receive did not exit within 30 s of the session: \(rx.stderrText)")
+        #expect(rx.result().status == 1, "\(rx.stderrText)")
+        #expect(rx.stderrText.contains("input/output error (cannot open \(inbox)/.modem-partial: \(String(cString: strerror(ENOTDIR))))"),
+                "\(rx.stderrText)")
+    }
+
     @Test("4097 bytes of metadata, --as with two files or a name over 4096 bytes, no files: usage errors (64) before any connection")
     func usageErrors() async throws {
         let dir = try Scratch("TransferCLITests")

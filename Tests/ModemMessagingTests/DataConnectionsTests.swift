@@ -386,7 +386,7 @@ struct DataConnectionsTests {
         #expect(DataMessage.decode(kind: DataRecordKind.answer, body: refusal) == .answer(conn: 0x8000_0002, accept: false, reason: .metadataTooLarge))
         let seen = await events.value
         #expect(seen.contains(.refused(ConnectionID(local: false, number: 2), .metadataTooLarge)))
-        #expect(seen.contains(.channelFailed(ConnectionID(local: false, number: 1), ChannelID(local: false, number: 5), name: "b5", .tooLarge)))
+        #expect(seen.contains(.channelFailed(ConnectionID(local: false, number: 1), ChannelID(local: false, number: 5), name: "b5", .tooLarge, detail: nil)))
         await raw.close()
         #expect(await b.ended() == .otherUserQuit)
     }
@@ -429,8 +429,32 @@ struct DataConnectionsTests {
         let failed = collect(b) { if case .channelFailed = $0 { true } else { false } }
         let id = try await a.start()
         await #expect(throws: DataError.refused(.hashMismatch)) { _ = try await a.sendFile(path: source, as: "t.bin", on: id) }
-        guard case .channelFailed(_, _, "t.bin", .hashMismatch)? = await failed.value.last else { Issue.record("no failure event"); return }
+        guard case .channelFailed(_, _, "t.bin", .hashMismatch, nil)? = await failed.value.last else { Issue.record("no failure event"); return }
         #expect(try FileManager.default.contentsOfDirectory(atPath: dir) == [".modem-partial"])
+        await a.close()
+    }
+
+    @Test("a local I/O failure is named on the receiving side (path and the system's reason); the peer hears only io-error")
+    func localFailureIsNamed() async throws {
+        let dir = dataTestFolder("localfail")
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let source = dir + "-src.bin"
+        writeTestFile(atPath: source, contents: Data(dataTestBytes(10_000, seed: 3)))
+        defer { try? FileManager.default.removeItem(atPath: source) }
+        // The partial files' folder is taken by a plain file: opening it fails with ENOTDIR (root
+        // passes permission checks, so a mode cannot make it fail).
+        let folder = try ReceiveFolder(path: dir)
+        writeTestFile(atPath: dir + "/.modem-partial", contents: Data("in the way".utf8))
+        let (sa, sb) = InMemorySessionLine.pair()
+        let a = DataConnections(session: sa, configuration: smallBlocks())
+        let b = DataConnections(session: sb, configuration: smallBlocks(folder: folder))
+        let failed = collect(b) { if case .channelFailed = $0 { true } else { false } }
+        let id = try await a.start()
+        await #expect(throws: DataError.refused(.ioError)) { _ = try await a.sendFile(path: source, as: "f.bin", on: id) }
+        guard case .channelFailed(_, _, "f.bin", .ioError, let detail?)? = await failed.value.last else {
+            Issue.record("no failure event with a detail"); return
+        }
+        #expect(detail.contains(dir + "/.modem-partial") && detail.contains(String(cString: strerror(ENOTDIR))), "\(detail)")
         await a.close()
     }
 

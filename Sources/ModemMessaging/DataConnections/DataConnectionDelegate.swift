@@ -18,8 +18,8 @@ public protocol DataConnectionDelegate: AnyObject, Sendable {
     func dataAvailable(_ connection: ConnectionID, channel: ChannelID, data: [UInt8], progress: (UInt64, UInt64)?, done: Bool) async
     /// File progress and completion (seed: `fileAvailableCallback`): `file` is set once, when done.
     func fileAvailable(_ connection: ConnectionID, channel: ChannelID, file: ReceivedFile?, progress: (UInt64, UInt64)?) async
-    /// An incoming channel was refused or failed.
-    func channelFailed(_ connection: ConnectionID, channel: ChannelID, name: String, reason: DataReason) async
+    /// An incoming channel was refused or failed; `detail` names a local cause (see ``DataEvent/channelFailed(_:_:name:_:detail:)``).
+    func channelFailed(_ connection: ConnectionID, channel: ChannelID, name: String, reason: DataReason, detail: String?) async
     /// The session ended.
     func sessionEnded(_ end: SessionEnd) async
 }
@@ -32,7 +32,7 @@ public extension DataConnectionDelegate {
     func dataConnectionEnded(_ connection: ConnectionID, reason: DataReason) async {}
     func dataAvailable(_ connection: ConnectionID, channel: ChannelID, data: [UInt8], progress: (UInt64, UInt64)?, done: Bool) async {}
     func fileAvailable(_ connection: ConnectionID, channel: ChannelID, file: ReceivedFile?, progress: (UInt64, UInt64)?) async {}
-    func channelFailed(_ connection: ConnectionID, channel: ChannelID, name: String, reason: DataReason) async {}
+    func channelFailed(_ connection: ConnectionID, channel: ChannelID, name: String, reason: DataReason, detail: String?) async {}
     func sessionEnded(_ end: SessionEnd) async {}
 }
 
@@ -68,8 +68,8 @@ public extension DataConnections {
                 await delegate.dataAvailable(id, channel: ch, data: data, progress: (UInt64(data.count), UInt64(data.count)), done: true)
             case .fileReceived(let id, let ch, let file):
                 await delegate.fileAvailable(id, channel: ch, file: file, progress: (file.size, file.size))
-            case .channelFailed(let id, let ch, let name, let reason):
-                await delegate.channelFailed(id, channel: ch, name: name, reason: reason)
+            case .channelFailed(let id, let ch, let name, let reason, let detail):
+                await delegate.channelFailed(id, channel: ch, name: name, reason: reason, detail: detail)
             case .peerProgress: break
             case .sessionEnded(let end): await delegate.sessionEnded(end)
             }

@@ -618,9 +618,9 @@ public actor DataConnections {
             let key = ChannelKey(conn: id, ch: ch)
             if let f = incomingFiles.removeValue(forKey: key) {
                 f.closeFiles()
-                await emit(.channelFailed(id, ch, name: f.name, reason == .none ? .cancelled : reason))
+                await emit(.channelFailed(id, ch, name: f.name, reason == .none ? .cancelled : reason, detail: nil))
             } else if let b = incomingBlobs.removeValue(forKey: key) {
-                await emit(.channelFailed(id, ch, name: b.description, reason == .none ? .cancelled : reason))
+                await emit(.channelFailed(id, ch, name: b.description, reason == .none ? .cancelled : reason, detail: nil))
             } else {
                 await emit(.streamClosed(id, ch, reason))
             }
@@ -654,12 +654,12 @@ public actor DataConnections {
     private var openedOutgoing: Set<ChannelKey> = []
     private func outgoingKeys(_ id: ConnectionID) -> [ChannelKey] { openedOutgoing.filter { $0.conn == id } }
 
-    private func refuse(_ key: ChannelKey, name: String, reason: DataReason) async {
+    private func refuse(_ key: ChannelKey, name: String, reason: DataReason, detail: String? = nil) async {
         machine.finishChannel(key.conn, key.ch)
         let (kind, body) = DataMessage.channelResult(conn: key.conn.wire, channel: key.ch.wire, ok: false, reason: reason,
                                                      badBlocks: []).encoded()
         await queueControl(kind, body)
-        await emit(.channelFailed(key.conn, key.ch, name: name, reason))
+        await emit(.channelFailed(key.conn, key.ch, name: name, reason, detail: detail))
     }
 
     // MARK: incoming blobs
@@ -735,7 +735,7 @@ public actor DataConnections {
             file = try IncomingFile(folder: folder, peerKey: session.peer.publicKey, fileKey: fileKey, size: size,
                                     blockSize: blockSize, name: cleaned, originalName: rawName)
         } catch {
-            return await refuse(key, name: cleaned, reason: .ioError)
+            return await refuse(key, name: cleaned, reason: .ioError, detail: error.description)
         }
         incomingFiles[key] = file
         let (kind, body) = DataMessage.channelHave(conn: key.conn.wire, channel: key.ch.wire, blocks: UInt32(file.blocks),
@@ -754,10 +754,10 @@ public actor DataConnections {
                 await queueControl(kind, body)
             }
             await emit(.progress(key.conn, key.ch, bytes: f.verifiedBytes, total: f.size))
-        case .failed(let reason):
+        case .failed(let reason, let detail):
             incomingFiles[key] = nil
             f.closeFiles()
-            await refuse(key, name: f.name, reason: reason)
+            await refuse(key, name: f.name, reason: reason, detail: detail)
         }
     }
 
@@ -765,9 +765,9 @@ public actor DataConnections {
         guard let f = incomingFiles.removeValue(forKey: key) else { return }
         guard let folder = configuration.folder else { return }
         switch f.finish(root: root, into: folder) {
-        case .failure(let reason):
+        case .failure(let reason, let detail):
             f.closeFiles()
-            await refuse(key, name: f.name, reason: reason)
+            await refuse(key, name: f.name, reason: reason, detail: detail)
         case .success(let finalName):
             machine.finishChannel(key.conn, key.ch)
             // The file is in place before the sender hears CH-RESULT.

@@ -26,7 +26,9 @@ public enum DataEvent: Sendable, Equatable {
     /// An incoming file is complete, verified and renamed into place (seed: `fileAvailableCallback`).
     case fileReceived(ConnectionID, ChannelID, ReceivedFile)
     /// An incoming blob or file was refused or failed; nothing unverified was kept under its name.
-    case channelFailed(ConnectionID, ChannelID, name: String, DataReason)
+    /// `detail` says what failed here when the cause was local (`.ioError`: the path and the system's
+    /// reason, e.g. "permission denied" or "no space left on device"); the peer only learns the reason.
+    case channelFailed(ConnectionID, ChannelID, name: String, DataReason, detail: String?)
     /// The receiver of one of our files or blobs reports its verified bytes.
     case peerProgress(ConnectionID, ChannelID, bytes: UInt64)
     /// The session ended; no more events follow.

@@ -27,6 +27,8 @@ final class IncomingFile {
     private var stateFd: Int32 = -1
     /// `<peer fingerprint>-<fileKey>`: the partial files' name without extension.
     let base: String
+    /// `DIR/.modem-partial/<base>`, for messages.
+    let partialPath: String
     private static let magic = Array("SMPART02".utf8)
     private static let header = 24
 
@@ -56,6 +58,7 @@ final class IncomingFile {
         self.originalName = originalName
         self.started = Self.now()
         self.base = Self.base(peerKey: peerKey, fileKey: fileKey)
+        partialPath = "\(folder.path)/.modem-partial/\(base)"
         partialDir = try folder.partialFolder()
         partFd = openat(partialDir, base + ".part", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
         stateFd = openat(partialDir, base + ".state", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o600)
@@ -142,7 +145,8 @@ final class IncomingFile {
         _ = w.out.withUnsafeBytes { pwrite(stateFd, $0.baseAddress!, $0.count, 0) }
     }
 
-    enum WriteResult { case more, blockVerified, failed(DataReason) }
+    /// `detail`: the local cause of an `.ioError` (the path and errno), for the receiver's own report.
+    enum WriteResult { case more, blockVerified, failed(DataReason, detail: String?) }
 
     /// Writes one DATA record's bytes; verifies the block when its last record arrives.
     func write(block: Int, offset: Int, last: Bool, hash: [UInt8]?, bytes: ArraySlice<UInt8>) -> WriteResult {
@@ -156,25 +160,28 @@ final class IncomingFile {
             writeHeader(verified: 0)
         }
         guard block == nextBlock, block < blocks, offset == offsetInBlock,
-              offset + bytes.count <= blockLength(block) else { return .failed(.protocolError) }
+              offset + bytes.count <= blockLength(block) else { return .failed(.protocolError, detail: nil) }
         let at = off_t(UInt64(block) * UInt64(blockSize)) + off_t(offset)
-        let ok = bytes.withUnsafeBytes { raw -> Bool in
+        let failure = bytes.withUnsafeBytes { raw -> Int32? in
             var done = 0
             while done < raw.count {
                 let r = pwrite(partFd, raw.baseAddress! + done, raw.count - done, at + off_t(done))
                 if r < 0, errno == EINTR { continue }
-                if r <= 0 { return false }
+                if r < 0 { return errno }
+                if r == 0 { return ENOSPC }
                 done += r
             }
             hasher.update(bytes: raw)
-            return true
+            return nil
         }
-        guard ok else { return .failed(.ioError) }
+        if let code = failure {
+            return .failed(.ioError, detail: FolderError("cannot write \(partialPath).part", code: code).description)
+        }
         offsetInBlock += bytes.count
         guard last else { return .more }
-        guard offsetInBlock == blockLength(block), let hash else { return .failed(.protocolError) }
+        guard offsetInBlock == blockLength(block), let hash else { return .failed(.protocolError, detail: nil) }
         let mine = Array(hasher.finalize())
-        guard mine == hash else { return .failed(.hashMismatch) }
+        guard mine == hash else { return .failed(.hashMismatch, detail: nil) }
         _ = mine.withUnsafeBytes { pwrite(stateFd, $0.baseAddress!, 32, off_t(Self.header + 32 * block)) }
         nextBlock += 1
         offsetInBlock = 0
@@ -183,19 +190,23 @@ final class IncomingFile {
         return .blockVerified
     }
 
-    enum Finish { case success(String), failure(DataReason) }
+    /// `detail` as in ``WriteResult``.
+    enum Finish { case success(String), failure(DataReason, detail: String?) }
 
     /// Checks the root (the whole file's SHA-256), then renames `.part` into the folder under a new
     /// name created with `O_EXCL | O_NOFOLLOW`, and removes the state file.
     func finish(root: [UInt8], into folder: ReceiveFolder) -> Finish {
-        guard nextBlock == blocks, offsetInBlock == 0, Array(hasher.finalize()) == root else { return .failure(.hashMismatch) }
+        guard nextBlock == blocks, offsetInBlock == 0, Array(hasher.finalize()) == root else { return .failure(.hashMismatch, detail: nil) }
         let created: (fd: Int32, name: String)
-        do throws(FolderError) { created = try folder.createNew(cleanedName: name) } catch { return .failure(.ioError) }
+        do throws(FolderError) { created = try folder.createNew(cleanedName: name) } catch {
+            return .failure(.ioError, detail: error.description)
+        }
         close(created.fd)
         if fchmod(partFd, 0o644) != 0 { /* keep 0600 */ }
         guard renameat(partialDir, base + ".part", folder.fd, created.name) == 0 else {
+            let code = errno
             unlinkat(folder.fd, created.name, 0)
-            return .failure(.ioError)
+            return .failure(.ioError, detail: FolderError("cannot move \(partialPath).part to \(folder.path)/\(created.name)", code: code).description)
         }
         unlinkat(partialDir, base + ".state", 0)
         closeFiles()
