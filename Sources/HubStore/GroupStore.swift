@@ -28,6 +28,9 @@ public protocol GroupStore: Sendable {
     /// Marks offline the users of instances whose heartbeat is older than `staleBefore` (and of every
     /// other instance called `sameName`, at start), with their last heartbeat as last seen.
     func sweep(me instance: String, staleBefore: Int64, sameName: String?, now: Int64) async throws -> PresenceOutcome
+    /// Other instances of the node called `name` and their last heartbeats (a start-up check: a live
+    /// one is another process using the same name).
+    func nodeBeats(name: String, except instance: String) async throws -> [(instance: String, heartbeatMs: Int64)]
     /// A clean stop: this instance's users go offline now and its node row goes.
     func removeNode(instance: String, now: Int64) async throws -> PresenceOutcome
     /// A new device id for a client token's socket.
@@ -221,6 +224,11 @@ public struct SQLGroupStore: GroupStore {
                 [.text(instance), .text(name), .int(now)])
             return false
         }
+    }
+
+    public func nodeBeats(name: String, except instance: String) async throws -> [(instance: String, heartbeatMs: Int64)] {
+        try await db.query("SELECT instance, heartbeat_ms FROM nodes WHERE name = $1 AND instance <> $2 ORDER BY instance",
+                           [.text(name), .text(instance)]).map { ($0.text(0) ?? "", $0.int(1)) }
     }
 
     public func sweep(me instance: String, staleBefore: Int64, sameName: String?, now: Int64) async throws -> PresenceOutcome {

@@ -249,13 +249,28 @@ func raiseFileLimit(logger: Logger) {
 }
 
 /// Takes the lock `PATH.serve.lock` beside a SQLite database for this process's life (its descriptor);
-/// exit 1 naming the lock when another `serve` holds it.
+/// exit 1 naming the lock when another `serve` holds it. PATH is the database's resolved path
+/// (symbolic links followed), so a second `serve` given another name of the same file (a link, a
+/// relative path) takes the same lock.
+/// `path` with symbolic links resolved: the file's when it exists, else its folder's plus its name.
+func resolvedPath(_ path: String) -> String {
+    func real(_ p: String) -> String? {
+        guard let r = realpath(p, nil) else { return nil }
+        defer { free(r) }
+        return String(cString: r)
+    }
+    if let r = real(path) { return r }
+    let dir = (path as NSString).deletingLastPathComponent
+    guard let d = real(dir.isEmpty ? "." : dir) else { return path }
+    return d + "/" + (path as NSString).lastPathComponent
+}
+
 func lockSQLiteDatabase(_ path: String) throws -> Int32 {
     let dir = (path as NSString).deletingLastPathComponent
     if !dir.isEmpty {
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
     }
-    let lockPath = path + ".serve.lock"
+    let lockPath = resolvedPath(path) + ".serve.lock"
     let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
     guard fd >= 0 else { throw fail("cannot open \(lockPath): \(String(cString: strerror(errno)))", Exit.failure) }
     guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {

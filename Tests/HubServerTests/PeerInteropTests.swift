@@ -87,6 +87,12 @@ import Testing
         #expect(try await me(n2) == "200")
         _ = try await HubProcess.run("/usr/bin/curl", ["-s", "-u", "\(plain.id):\(plain.secret)", "-d", "token=\(token)", n2.base + "/oauth/revoke"])
         #expect(try await me(n1) == "401")
+        // A third process given n1's name while n1 runs: refused (it would sweep n1's users offline at
+        // start and the two would flap), exit 1 naming the node. n1 is unharmed.
+        let twin = try await HubProcess.run(HubProcess.binary, ["serve", "--listen", "127.0.0.1:0", "--db", db, "--node", "n1"],
+                                            timeout: 120)
+        #expect(twin.status == 1 && twin.stderrText.contains("another modem-hub node named 'n1' is running"), "\(twin.stderrText)")
+        #expect(try await HubProcess.run("/usr/bin/curl", ["-sf", "-o", "/dev/null", n1.base + "/.well-known/oauth-authorization-server"]).status == 0)
         n1.stop()
         n2.stop()
     }
@@ -119,6 +125,12 @@ import Testing
         let first = try await HubProcess.Server(db: db, dir: dir)
         let second = try await HubProcess.run(HubProcess.binary, ["serve", "--listen", "127.0.0.1:0", "--db", db])
         #expect(second.status == 1 && second.stderrText.contains("another modem-hub serve uses"), "\(second.stderrText)")
+        // The same file under another name (a symbolic link) is the same database.
+        let file = String(db.dropFirst("sqlite:".count))
+        let link = dir + "/another-name.db"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: file)
+        let third = try await HubProcess.run(HubProcess.binary, ["serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + link])
+        #expect(third.status == 1 && third.stderrText.contains("another modem-hub serve uses"), "\(third.stderrText)")
         _ = await first.stopAndWait()
         // Durations: one range check where each is parsed (a heartbeat of a microsecond burned a core;
         // --seconds 1e300 crashed after 10 s); a negative value is the option's, not a missing one.

@@ -36,8 +36,10 @@ public struct GroupNodeService: Sendable {
     }
 
     /// First heartbeat and start-up sweep; call before accepting sockets.
+    /// - Throws: ``NodeNameInUse`` when another process runs a node of this name on the same database.
     public func start() async throws {
         if let sql = hub.store as? SQLGroupStore { try await sql.prepare() }
+        try await refuseLiveTwin()
         try await liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now)
         try await sweep(startUp: true)
     }
@@ -82,6 +84,31 @@ public struct GroupNodeService: Sendable {
         }
     }
 
+    /// Another instance of this node's name with a recent heartbeat is either this node's predecessor,
+    /// killed a moment ago (its beats have stopped), or another process given the same `--node` (its
+    /// beats go on; the start-up sweep would take its users offline and the two would flap). Watch it
+    /// until it beats again (refuse) or goes stale (1.25 heartbeats after its last beat: carry on).
+    /// A clean stop removes the node's row, so a clean restart never waits. (SQLite: one `serve` per
+    /// database file, by a lock.)
+    func refuseLiveTwin() async throws {
+        guard liveness.isShared else { return }
+        let limit = heartbeatMs * 5 / 4
+        var watched = try await liveness.nodeBeats(name: hub.nodeName, except: hub.instance).filter { hub.now - $0.heartbeatMs <= limit }
+        if !watched.isEmpty {
+            logger.notice("groups: node '\(hub.nodeName)' has another instance that beat \(hub.now - watched[0].heartbeatMs) ms ago; waiting to see whether it is alive")
+        }
+        while !watched.isEmpty {
+            try await Task.sleep(for: heartbeat / 8)
+            let now = hub.now
+            let beats = Dictionary(try await liveness.nodeBeats(name: hub.nodeName, except: hub.instance).map { ($0.instance, $0.heartbeatMs) },
+                                   uniquingKeysWith: { max($0, $1) })
+            if let live = watched.first(where: { (beats[$0.instance] ?? Int64.min) > $0.heartbeatMs }) {
+                throw NodeNameInUse(name: hub.nodeName, instance: live.instance)
+            }
+            watched = watched.filter { w in beats[w.instance].map { now - $0 <= limit } ?? false }
+        }
+    }
+
     func sweep(startUp: Bool) async throws {
         let now = hub.now
         let stale = liveness.isShared ? now - heartbeatMs * 5 / 4 : Int64.max
@@ -90,5 +117,17 @@ public struct GroupNodeService: Sendable {
             logger.info("groups: \(gone.count) presences of dead nodes marked offline")
         }
         hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "sweep"))
+    }
+}
+
+/// Another process runs a node of the same name on the same database (its heartbeats go on).
+public struct NodeNameInUse: Error, Sendable, CustomStringConvertible {
+    /// The node name (`--node`).
+    public let name: String
+    /// The other process's instance id.
+    public let instance: String
+    public var description: String {
+        "another modem-hub node named '\(name)' is running on this database (instance \(instance), its heartbeats go on): "
+            + "give this one another --node name"
     }
 }

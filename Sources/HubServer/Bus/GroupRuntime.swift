@@ -66,7 +66,9 @@ public final class GroupRuntime: Service {
 
     /// Runs the bus and the heartbeat until graceful shutdown, then marks this node's users offline.
     public func run() async throws {
-        do { try await node.start() } catch { logger.error("groups: first heartbeat failed: \(error)") }
+        do { try await node.start() } catch let twin as NodeNameInUse { throw twin } catch {
+            logger.error("groups: first heartbeat failed: \(error)")
+        }
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 if let bus = self.pgBus { group.addTask { await bus.run() } }

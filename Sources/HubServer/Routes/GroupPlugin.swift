@@ -16,7 +16,8 @@ public final class GroupsPlugin: HubPlugin {
     private let built = Mutex<GroupRuntime?>(nil)
 
     /// - Parameters:
-    ///   - nodeName: `--node` (instances of the same name replace each other at start)
+    ///   - nodeName: `--node` (a new instance replaces a dead one of the same name at start, and
+    ///     refuses to start beside a live one: ``NodeNameInUse``)
     ///   - heartbeat: `--heartbeat`
     public init(nodeName: String, heartbeat: Duration) {
         self.nodeName = nodeName
