@@ -120,7 +120,7 @@ struct MailboxCLITests {
         #expect(String(decoding: try readBytes(dir.file("b.out")), as: UTF8.self).contains("secret from alice"))
     }
 
-    @Test("stray connections (the magic and then silence; the magic and then junk) neither end nor hold the listener: the real peer gets its session",
+    @Test("stray connections (silence; the magic and then silence; the magic and then junk; HTTP) neither end nor hold the listener, each failure is logged for what it is, and the real peer gets its session",
           .timeLimit(.minutes(2)))
     func strayConnections() async throws {
         let dir = try Scratch("MailboxCLITests")
@@ -133,12 +133,15 @@ struct MailboxCLITests {
         timeout 60 '\(modemPath)' mailbox --listen tcp:127.0.0.1:0 --name alice --keys '\(keys.a)' < a.in > a.out 2> a.err & ap=$!
         wait_for "alice's listening line" has_port a.err
         port=$(listen_port a.err)
+        exec 5<>/dev/tcp/127.0.0.1/$port
         exec 3<>/dev/tcp/127.0.0.1/$port; printf 'SMsg' >&3
         exec 4<>/dev/tcp/127.0.0.1/$port; printf 'SMsg\\377\\377\\377\\377\\377\\377' >&4
-        wait_for "alice's log of the junk's failed handshake" grep -q 'failed its handshake' a.err
+        exec 6<>/dev/tcp/127.0.0.1/$port; printf 'GET / HTTP/1.1\\r\\n\\r\\n' >&6
+        wait_for "alice's log of the junk's failed handshake" grep -q 'a frame of' a.err
+        wait_for "alice's log of the HTTP request's failed handshake" grep -q 'not a SwiftModem session' a.err
         timeout 60 '\(modemPath)' mailbox --to tcp:127.0.0.1:$port --name bob --keys '\(keys.b)' < b.in > b.out 2> b.err; brc=$?
         wait $ap; arc=$?
-        exec 3>&- 4>&-
+        exec 3>&- 4>&- 5>&- 6>&-
         echo "$arc $brc"
         """
         let run = try await Self.bash(script)
@@ -146,6 +149,8 @@ struct MailboxCLITests {
         let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
         #expect(codes == [0, 0], "exit codes alice, bob: \(codes); alice:\n\(aErr)\n\(run.stderrText)")
         #expect(aErr.contains("failed its handshake") && aErr.contains("still listening"), "\(aErr)")
+        #expect(aErr.contains("the peer broke the session protocol: a frame of"), "\(aErr)")
+        #expect(aErr.contains("the peer broke the session protocol: not a SwiftModem session"), "\(aErr)")
         #expect(aErr.contains("connected to bob"), "\(aErr)")
         #expect(String(decoding: try readBytes(dir.file("a.out")), as: UTF8.self).contains("hello from bob"))
     }

@@ -101,15 +101,26 @@ struct TransportTests {
         listener.close()
     }
 
-    @Test("the listener drops connections without the SMsg preamble and serves the next")
+    @Test("connections without the SMsg preamble are handed out at once and end as malformed or closed; the next is served")
     func preambleGate() async throws {
+        // Each connection comes out of accept() at once (a silent one must not hold the next accept);
+        // its transport checks the preamble, so HTTP ends as malformed, a port scan as closed, both
+        // before any cryptography, and the caller can log each.
         let listener = try TCPListener(host: "127.0.0.1", port: 0)
         let http = try rawConnect(port: listener.port)
         rawSend(http, Array("GET / HTTP/1.1\r\n\r\n".utf8))
+        let fromHTTP = try await listener.accept()
+        guard case .ended(.malformed(let why)) = await fromHTTP.receive() else { Issue.record("HTTP was not malformed"); return }
+        #expect(why.contains("not a SwiftModem session"), "\(why)")
+        await fromHTTP.close()
         let scan = try rawConnect(port: listener.port)
         TCPSocket.close(scan)
+        let fromScan = try await listener.accept()
+        let scanEnd = await fromScan.receive()
+        #expect(scanEnd == .ended(.peerClosed) || scanEnd == .ended(.reset), "\(scanEnd)")
+        let silent = try rawConnect(port: listener.port)
+        let fromSilent = try await listener.accept()
         async let accepted = listener.accept()
-        try await Task.sleep(for: .milliseconds(200))
         let real = try await TCPTransport.dial(host: "127.0.0.1", port: listener.port)
         let server = try await accepted
         try await real.send([42])
@@ -117,6 +128,8 @@ struct TransportTests {
         // The HTTP client was closed.
         #expect(await rawReceive(http, count: 1).isEmpty)
         TCPSocket.close(http)
+        TCPSocket.close(silent)
+        await fromSilent.close()
         listener.close()
     }
 

@@ -202,7 +202,8 @@ public struct SessionStateMachine: Sendable {
             let text: String = switch end {
             case .peerClosed: "the peer closed the connection during the handshake"
             case .reset: "the connection was reset during the handshake"
-            case .localFailure(let t), .malformed(let t): t
+            case .localFailure(let t): t
+            case .malformed(let t): "the peer broke the session protocol: \(t)"
             case .localClose: "the line was closed here during the handshake"
             }
             return fail(.networkUnavailable(text))
@@ -212,8 +213,10 @@ public struct SessionStateMachine: Sendable {
                 if peerClosed { return finish(.otherUserQuit) }
                 return finish(.otherUserLost(end == .reset ? "the peer's connection was reset without CLOSE"
                                                            : "the peer's connection ended without CLOSE"))
-            case .localFailure(let t), .malformed(let t):
+            case .localFailure(let t):
                 return finish(.lostNet(t))
+            case .malformed(let t):
+                return finish(.lostNet("the peer broke the session protocol: \(t)"))
             case .localClose:
                 return finish(.lostNet("the line was closed here"))
             }

@@ -5,10 +5,11 @@ import ModemSockets
 import ModemTransport
 import Synchronization
 
-/// A listening TCP socket that hands out ``TCPTransport``s. A connection counts only once it sent
-/// the `SMsg` preamble (HTTP and port scans are dropped at once), and an address that opens more
-/// than `rateLimit` connections within `rateWindow` seconds gets a NOPE (`FAIL_EXCEEDED_RATE_LIMIT`)
-/// before any cryptography is done for it.
+/// A listening TCP socket that hands out ``TCPTransport``s at once: the transport checks the `SMsg`
+/// preamble (HTTP, a port scan or junk ends it as `.malformed` or `.peerClosed` before any
+/// cryptography), so one silent connection never holds the next `accept()`. An address that opens
+/// more than `rateLimit` connections within `rateWindow` seconds gets a NOPE
+/// (`FAIL_EXCEEDED_RATE_LIMIT`) instead.
 public final class TCPListener: Sendable {
     private struct State {
         var recent: [String: [Double]] = [:]
@@ -47,7 +48,7 @@ public final class TCPListener: Sendable {
         return Double(d.components.seconds) + Double(d.components.attoseconds) * 1e-18
     }
 
-    /// The next connection that starts like a session.
+    /// The next connection (within the rate limit), whose transport expects the `SMsg` preamble.
     /// - Throws: ``TransportError`` once the listener is closed, or when accepting fails for good.
     public func accept() async throws(TransportError) -> TCPTransport {
         while true {
@@ -78,30 +79,9 @@ public final class TCPListener: Sendable {
                     Self.refuse(client)
                     continue
                 }
-                if await Self.readPreamble(client) {
-                    return TCPTransport(fd: client, peerAddress: peer, expectPreamble: false)
-                }
-                TCPSocket.close(client)
+                return TCPTransport(fd: client, peerAddress: peer, expectPreamble: true)
             }
         }
-    }
-
-    /// Reads the 4-byte `SMsg` preamble within 5 s; false for anything else.
-    private static func readPreamble(_ fd: Int32) async -> Bool {
-        var got: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4)
-        while got.count < 4 {
-            let want = 4 - got.count
-            let result = buffer.withUnsafeMutableBytes { TCPSocket.receive(fd, into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want])) }
-            switch result {
-            case .bytes(let n): got += buffer[0..<n]
-            case .wouldBlock:
-                if await SocketWaiter.shared.wait(fd: fd, for: .readable, timeoutMilliseconds: 5000) != .ready { return false }
-            case .closed, .failed: return false
-            }
-            if !SessionWire.preamble.starts(with: got) { return false }
-        }
-        return true
     }
 
     /// Answers NOPE(4) and closes, after reading what the dialer sent (so the close is not a reset
