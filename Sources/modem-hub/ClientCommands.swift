@@ -187,7 +187,7 @@ struct WhoAmI: AsyncParsableCommand {
 /// Options of the commands that print a group's events.
 struct EventOptions: ParsableArguments {
     @Argument(help: "The groups.") var groups: [String]
-    @Option(help: "Stop after this many events (the hello not counted).") var count: Int?
+    @Option(parsing: .unconditional, help: "Stop after this many events (the hello not counted).") var count: Int?
     @Option(parsing: .unconditional, help: "Stop after this many seconds (at most a year).") var seconds: Double?
     @Flag(name: .customLong("hello"), help: "Also print the hello event (the socket's user id).") var printHello = false
 
@@ -301,7 +301,7 @@ struct Unpost: AsyncParsableCommand {
 struct Members: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List a group's members (online: timestamp 0), one JSON object per line.")
     @Argument(help: "The group.") var group: String
-    @Option(help: "Page size (1-1000).") var limit: Int = 100
+    @Option(parsing: .unconditional, help: "Page size (1-1000).") var limit: Int = 100
     func run() async throws {
         let client = try ClientLogin.load().makeClient()
         try await withHubClient {
@@ -318,7 +318,7 @@ struct Members: AsyncParsableCommand {
 struct Posts: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "List a group's kept posts, one JSON object per line.")
     @Argument(help: "The group.") var group: String
-    @Option(help: "Page size (1-1000).") var limit: Int = 100
+    @Option(parsing: .unconditional, help: "Page size (1-1000).") var limit: Int = 100
     func run() async throws {
         let client = try ClientLogin.load().makeClient()
         try await withHubClient {

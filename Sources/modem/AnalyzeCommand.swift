@@ -22,7 +22,7 @@ struct AnalyzeCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Also draw a spectrogram with the detected tones marked.", valueName: "FILE.png"))
     var png: String?
 
-    @Option(name: .long, help: ArgumentHelp("Channel of a multi-channel file to analyse, counted from 0.", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Channel of a multi-channel file to analyse, counted from 0.", valueName: "N"))
     var channel: Int = 0
 
     func validate() throws {

@@ -39,9 +39,9 @@ struct HCIOptions: ParsableArguments {
     @Option(help: ArgumentHelp("Write the HCI traffic to FILE as pcap (Wireshark's Bluetooth H4 with direction, linktype 201).",
                                valueName: "FILE.pcap"))
     var capture: String?
-    @Option(help: ArgumentHelp("Use ACL packets of at most N bytes (below the controller's own; for testing).", valueName: "N"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Use ACL packets of at most N bytes (below the controller's own; for testing).", valueName: "N"))
     var aclMtu: Int?
-    @Option(help: ArgumentHelp("Keep at most N ACL packets in the controller (below its own; for testing).", valueName: "N"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Keep at most N ACL packets in the controller (below its own; for testing).", valueName: "N"))
     var aclCount: Int?
 
     func validate() throws {
@@ -124,7 +124,7 @@ struct BTScanCommand: ParsableCommand {
         """
     )
     @OptionGroup var controller: HCIOptions
-    @Option(help: ArgumentHelp("How long the inquiry runs (1...60 s).", valueName: "S")) var seconds: Double = 5
+    @Option(parsing: .unconditional, help: ArgumentHelp("How long the inquiry runs (1...60 s).", valueName: "S")) var seconds: Double = 5
 
     func validate() throws {
         guard seconds.isFinite, (1...60).contains(seconds) else { throw ValidationError("--seconds must be 1...60") }
@@ -173,8 +173,8 @@ struct BTConnectCommand: ParsableCommand {
     )
     @OptionGroup var controller: HCIOptions
     @Option(help: ArgumentHelp("The device's address.", valueName: "ADDR")) var address: String
-    @Option(help: ArgumentHelp("Its RFCOMM server channel (1...30; default: from SDP).", valueName: "N")) var channel: Int?
-    @Option(help: ArgumentHelp("Seconds of silence to wait for after standard input ended (0...3600).", valueName: "S"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Its RFCOMM server channel (1...30; default: from SDP).", valueName: "N")) var channel: Int?
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seconds of silence to wait for after standard input ended (0...3600).", valueName: "S"))
     var wait: Double = 2
 
     func validate() throws {

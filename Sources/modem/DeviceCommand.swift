@@ -27,7 +27,7 @@ struct DeviceCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("ALSA device to play on and record from.", valueName: "NAME")) var device: String = "default"
     @OptionGroup var link: LinkOptions
     @Option(help: ArgumentHelp("Name given in the handshake.", valueName: "TEXT")) var name: String = "SwiftModem device emulator"
-    @Option(help: ArgumentHelp("Stop after this many seconds (default: run until Ctrl-C).", valueName: "SECONDS")) var seconds: Double?
+    @Option(parsing: .unconditional, help: ArgumentHelp("Stop after this many seconds (default: run until Ctrl-C).", valueName: "SECONDS")) var seconds: Double?
     @Flag(help: "The line is shared with the phone (each end hears itself).") var shared = false
 
     func validate() throws {

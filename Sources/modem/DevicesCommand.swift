@@ -35,10 +35,10 @@ struct DevicesCommand: AsyncParsableCommand {
     )
 
     @Flag(help: "Probe each device for one that answers the channel protocol's handshake.") var probe = false
-    @Option(help: ArgumentHelp("Baud rate of the probe (50...9600).", valueName: "N")) var baud: Double = 1200
+    @Option(parsing: .unconditional, help: ArgumentHelp("Baud rate of the probe (50...9600).", valueName: "N")) var baud: Double = 1200
     @Flag(help: "Also search for Bluetooth devices.") var bluetooth = false
     @OptionGroup var controller: HCIOptions
-    @Option(help: ArgumentHelp("How long the Bluetooth inquiry runs (1...60 s).", valueName: "S")) var seconds: Double = 5
+    @Option(parsing: .unconditional, help: ArgumentHelp("How long the Bluetooth inquiry runs (1...60 s).", valueName: "S")) var seconds: Double = 5
 
     func validate() throws {
         guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }

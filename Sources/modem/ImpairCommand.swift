@@ -28,7 +28,7 @@ struct ImpairCommand: AsyncParsableCommand {
     var drift: Double = 0
     @Option(help: ArgumentHelp("Band-pass edges in Hz, e.g. 300-3400.", valueName: "LO-HI"))
     var band: String?
-    @Option(help: ArgumentHelp("De-emphasis: first-order low-pass corner in Hz.", valueName: "HZ"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("De-emphasis: first-order low-pass corner in Hz.", valueName: "HZ"))
     var deemphasis: Double?
     @Option(parsing: .unconditional, help: ArgumentHelp("Gain in dB, applied before noise.", valueName: "DB"))
     var gain: Double = 0
@@ -36,9 +36,9 @@ struct ImpairCommand: AsyncParsableCommand {
     var hum: String?
     @Option(parsing: .unconditional, help: ArgumentHelp("DC offset added, as a fraction of full scale (-1...1).", valueName: "X"))
     var dc: Double = 0
-    @Option(help: ArgumentHelp("Noise seed.", valueName: "S"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Noise seed.", valueName: "S"))
     var seed: UInt64 = 1
-    @Option(help: ArgumentHelp("Channel of the input to use, counted from 0.", valueName: "N"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Channel of the input to use, counted from 0.", valueName: "N"))
     var channel: Int = 0
     @Option(help: ArgumentHelp("Sample format of the output (default f32: noise above full scale is kept, not clipped).", valueName: "FMT"))
     var format: SampleFormatArgument = .f32

@@ -39,17 +39,17 @@ struct LinkTestCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("ALSA device for --channel alsa (both ends play and record on it).", valueName: "NAME"))
     var device: String = "default"
     @OptionGroup var link: LinkOptions
-    @Option(help: ArgumentHelp("Exchanges to run (0: only open, handshake and close).", valueName: "N")) var count: Int = 10
-    @Option(help: ArgumentHelp("Bytes sent each way per exchange (1...1048576).", valueName: "BYTES")) var size: Int = 64
+    @Option(parsing: .unconditional, help: ArgumentHelp("Exchanges to run (0: only open, handshake and close).", valueName: "N")) var count: Int = 10
+    @Option(parsing: .unconditional, help: ArgumentHelp("Bytes sent each way per exchange (1...1048576).", valueName: "BYTES")) var size: Int = 64
     @Option(parsing: .unconditional, help: ArgumentHelp("Full-band signal-to-noise ratio in dB (loopback).", valueName: "DB"))
     var snr: Double?
-    @Option(help: ArgumentHelp("Probability that a frame is lost, 0...1 (loopback).", valueName: "P")) var loss: Double = 0
+    @Option(parsing: .unconditional, help: ArgumentHelp("Probability that a frame is lost, 0...1 (loopback).", valueName: "P")) var loss: Double = 0
     @Option(parsing: .unconditional, help: ArgumentHelp("Device clock error in ppm, ±10000 (loopback).", valueName: "PPM"))
     var drift: Double = 0
-    @Option(help: ArgumentHelp("Seed of payloads, noise and loss.", valueName: "S")) var seed: UInt64 = 1
-    @Option(help: ArgumentHelp("Exchange timeout in seconds (default: from the size and baud rate).", valueName: "SECONDS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seed of payloads, noise and loss.", valueName: "S")) var seed: UInt64 = 1
+    @Option(parsing: .unconditional, help: ArgumentHelp("Exchange timeout in seconds (default: from the size and baud rate).", valueName: "SECONDS"))
     var timeout: Double?
-    @Option(help: ArgumentHelp("Payload bytes per frame (\(Self.framePayloads.lowerBound)...\(Self.framePayloads.upperBound)).", valueName: "BYTES")) var framePayload: Int = 1024
+    @Option(parsing: .unconditional, help: ArgumentHelp("Payload bytes per frame (\(Self.framePayloads.lowerBound)...\(Self.framePayloads.upperBound)).", valueName: "BYTES")) var framePayload: Int = 1024
     @Flag(help: "Print one JSON line with the counts instead of the text summary.") var json = false
 
     /// Frame payloads accepted: a message of up to 1 MiB must fit in fewer than 65535 fragments

@@ -34,16 +34,16 @@ enum ModeArgument: String, CaseIterable, ExpressibleByArgument {
 
 /// Line options shared by `tx` and `rx`.
 struct LineOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("Baud rate (\(ModemSettings.baudRates.lowerBound.formatted)...\(ModemSettings.baudRates.upperBound.formatted)); alone it picks minimodem's default tones for that rate (1200 -> 1200/2200 Hz, 300 -> 1270/1070 Hz).", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Baud rate (\(ModemSettings.baudRates.lowerBound.formatted)...\(ModemSettings.baudRates.upperBound.formatted)); alone it picks minimodem's default tones for that rate (1200 -> 1200/2200 Hz, 300 -> 1270/1070 Hz).", valueName: "N"))
     var baud: Double?
 
     @Option(name: .long, help: ArgumentHelp("A standard tone plan (hf300 and g3ruh carry AX.25: --framing ax25).", valueName: "P"))
     var profile: ProfileArgument?
 
-    @Option(name: .long, help: ArgumentHelp("Mark (1, idle) frequency, overrides the profile.", valueName: "HZ"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Mark (1, idle) frequency, overrides the profile.", valueName: "HZ"))
     var mark: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Space (0, start bit) frequency, overrides the profile.", valueName: "HZ"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Space (0, start bit) frequency, overrides the profile.", valueName: "HZ"))
     var space: Double?
 
     @Option(name: .long, help: ArgumentHelp("Character framing: data bits 5-8, parity N/E/O/M/S, stop bits 1/1.5/2 (8N1, 7E1, 8N2, 5N1.5), 'baudot', or 'ax25' (packet radio). Default: the profile's (8N1; baudot for rtty, ax25 for hf300 and g3ruh).", valueName: "F"))
@@ -64,8 +64,8 @@ struct LineOptions: ParsableArguments {
 /// Channel-protocol options shared by `link-test` and `device`.
 struct LinkOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How the two ends take turns.", valueName: "MODE")) var mode: ModeArgument = .masterSlave
-    @Option(help: ArgumentHelp("Line rate in baud (50...9600; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
-    @Option(help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
+    @Option(parsing: .unconditional, help: ArgumentHelp("Line rate in baud (50...9600; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
+    @Option(parsing: .unconditional, help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
 
     func validate() throws {
         guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }

@@ -24,17 +24,17 @@ struct PairCommand: ParsableCommand {
 
     @Option(help: ArgumentHelp("ALSA device to play on and record from.", valueName: "NAME")) var device: String
     @Flag(help: "Play the token (the other end listens).") var announce = false
-    @Option(help: ArgumentHelp("Give up after this many seconds (default 10).", valueName: "S")) var seconds: Double = 10
+    @Option(parsing: .unconditional, help: ArgumentHelp("Give up after this many seconds (default 10).", valueName: "S")) var seconds: Double = 10
     @Option(help: ArgumentHelp("The keys folder (default under the user's data folder).", valueName: "DIR")) var keys: String?
     @Option(help: ArgumentHelp("The user name given to the peer (letters, digits, . _ -; at most 64).", valueName: "USER"))
     var name: String?
     /// 2400 by default: through a sound server (0.1...0.3 s each way) a pairing takes about 2 s at 2400 baud
     /// and 3.3 s at 1200 (measured on the null sink), and at 1200 one lost message pushes the
     /// announcer past the 5 s the issue allows. Use 1200 (Bell 202) for pairing through the air.
-    @Option(help: ArgumentHelp("Line rate in baud (300...4800; 2400 by default; 1200 = Bell 202 tones, for pairing through the air).",
+    @Option(parsing: .unconditional, help: ArgumentHelp("Line rate in baud (300...4800; 2400 by default; 1200 = Bell 202 tones, for pairing through the air).",
                                valueName: "N")) var baud: Double = 2400
-    @Option(help: ArgumentHelp("Sound device buffer, milliseconds.", valueName: "MS")) var latencyMs: Int = 150
-    @Option(help: ArgumentHelp("Silence played first, milliseconds (keeps the playback ahead of the capture).", valueName: "MS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Sound device buffer, milliseconds.", valueName: "MS")) var latencyMs: Int = 150
+    @Option(parsing: .unconditional, help: ArgumentHelp("Silence played first, milliseconds (keeps the playback ahead of the capture).", valueName: "MS"))
     var prerollMs: Int = 80
     @Flag(help: "Log each message heard and played, with the line's clock, on standard error.") var verbose = false
 

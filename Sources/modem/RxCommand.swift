@@ -28,16 +28,16 @@ struct RxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Record from an ALSA device (see `modem devices`) instead of a file.", valueName: "NAME"))
     var device: String?
 
-    @Option(name: .long, help: ArgumentHelp("With --device: stop after this many seconds (default: until SIGINT/SIGTERM).", valueName: "S"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("With --device: stop after this many seconds (default: until SIGINT/SIGTERM).", valueName: "S"))
     var seconds: Double?
 
-    @Option(name: .long, help: ArgumentHelp("With --device: sample rate to record at.", valueName: "HZ"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("With --device: sample rate to record at.", valueName: "HZ"))
     var rate: Int = 48000
 
-    @Option(name: .long, help: ArgumentHelp("Channel of a multi-channel file to decode, counted from 0.", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Channel of a multi-channel file to decode, counted from 0.", valueName: "N"))
     var channel: Int = 0
 
-    @Option(name: .long, help: ArgumentHelp("Threads for decoding a long file (1 or 2).", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Threads for decoding a long file (1 or 2).", valueName: "N"))
     var threads: Int = 2
 
     @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures, repairs rejected as implausible) on standard error.")

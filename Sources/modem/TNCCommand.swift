@@ -44,7 +44,7 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Write what clients send to a WAV file (with --device: instead of playing it).", valueName: "OUT.wav"))
     var output: String?
 
-    @Option(name: .customLong("kiss-port"), help: ArgumentHelp("TCP port of the KISS server (Dire Wolf uses 8001); 0 picks a free one, printed on standard error.", valueName: "P"))
+    @Option(name: .customLong("kiss-port"), parsing: .unconditional, help: ArgumentHelp("TCP port of the KISS server (Dire Wolf uses 8001); 0 picks a free one, printed on standard error.", valueName: "P"))
     var kissPort: Int
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on: 127.0.0.1 (this machine only), 0.0.0.0 or :: (all interfaces).", valueName: "ADDR"))
@@ -53,19 +53,19 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("A tone plan: bell202 (1200 baud AFSK, default), hf300 (300 baud HF), g3ruh (9600 baseband, receive only); the others work too.", valueName: "P"))
     var profile: ProfileArgument = .bell202
 
-    @Option(name: .long, help: ArgumentHelp("Baud rate, overrides the profile's.", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Baud rate, overrides the profile's.", valueName: "N"))
     var baud: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Mark frequency, overrides the profile's.", valueName: "HZ"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Mark frequency, overrides the profile's.", valueName: "HZ"))
     var mark: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Space frequency, overrides the profile's.", valueName: "HZ"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Space frequency, overrides the profile's.", valueName: "HZ"))
     var space: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Sample rate of --output (default: the input's) and of --device (default 44100).", valueName: "HZ"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Sample rate of --output (default: the input's) and of --device (default 44100).", valueName: "HZ"))
     var rate: Int?
 
-    @Option(name: .long, help: ArgumentHelp("Channel of a multi-channel input file, counted from 0.", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Channel of a multi-channel input file, counted from 0.", valueName: "N"))
     var channel: Int = 0
 
     @Option(name: .long, help: ArgumentHelp("Sample format of --output.", valueName: "FMT"))
@@ -74,25 +74,25 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Peak level of transmitted audio in dBFS (-60...0).", valueName: "DB"))
     var level: Double = -3
 
-    @Option(name: .long, help: ArgumentHelp("Initial TXDELAY, in 10 ms units (0...255); clients may change it.", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Initial TXDELAY, in 10 ms units (0...255); clients may change it.", valueName: "N"))
     var txdelay: Int = 30
 
-    @Option(name: .long, help: ArgumentHelp("Initial TXTAIL, in 10 ms units (0...255).", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Initial TXTAIL, in 10 ms units (0...255).", valueName: "N"))
     var txtail: Int = 10
 
-    @Option(name: .long, help: ArgumentHelp("Initial persistence p (0...255: chance (p+1)/256 per slot).", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Initial persistence p (0...255: chance (p+1)/256 per slot).", valueName: "N"))
     var persist: Int = 63
 
-    @Option(name: .long, help: ArgumentHelp("Initial slot time, in 10 ms units (0...255).", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Initial slot time, in 10 ms units (0...255).", valueName: "N"))
     var slottime: Int = 10
 
     @Flag(name: .customLong("full-duplex"), help: "Transmit at once on --device, without waiting for a clear channel.")
     var fullDuplex = false
 
-    @Option(name: .customLong("max-clients"), help: ArgumentHelp("KISS clients served at once (1...1000). When all are taken, a new client replaces one idle for 5 s or more.", valueName: "N"))
+    @Option(name: .customLong("max-clients"), parsing: .unconditional, help: ArgumentHelp("KISS clients served at once (1...1000). When all are taken, a new client replaces one idle for 5 s or more.", valueName: "N"))
     var maxClients: Int = 16
 
-    @Option(name: .customLong("idle-timeout"), help: ArgumentHelp("Disconnect a client after this many seconds without traffic either way (0: never).", valueName: "SECONDS"))
+    @Option(name: .customLong("idle-timeout"), parsing: .unconditional, help: ArgumentHelp("Disconnect a client after this many seconds without traffic either way (0: never).", valueName: "SECONDS"))
     var idleTimeout: Double = 600
 
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")

@@ -31,12 +31,12 @@ struct TransferTestCommand: AsyncParsableCommand {
     enum Channel: String, ExpressibleByArgument, CaseIterable { case loopback }
 
     @Option(help: "The medium: loopback (the in-memory channel).") var channel: Channel = .loopback
-    @Option(help: ArgumentHelp("Line rate in baud (50...9600; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
-    @Option(help: ArgumentHelp("Payload bytes to move (1...16777216).", valueName: "BYTES")) var size: Int = 65536
+    @Option(parsing: .unconditional, help: ArgumentHelp("Line rate in baud (50...9600; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
+    @Option(parsing: .unconditional, help: ArgumentHelp("Payload bytes to move (1...16777216).", valueName: "BYTES")) var size: Int = 65536
     @Option(parsing: .unconditional, help: ArgumentHelp("Full-band signal-to-noise ratio in dB.", valueName: "DB")) var snr: Double?
-    @Option(help: ArgumentHelp("Probability that a frame is lost, 0...0.9.", valueName: "P")) var loss: Double = 0
-    @Option(help: ArgumentHelp("Times the line is cut mid-transfer (0...100).", valueName: "N")) var cuts: Int = 0
-    @Option(help: ArgumentHelp("Seed of the payload, noise, loss and cut times.", valueName: "S")) var seed: UInt64 = 1
+    @Option(parsing: .unconditional, help: ArgumentHelp("Probability that a frame is lost, 0...0.9.", valueName: "P")) var loss: Double = 0
+    @Option(parsing: .unconditional, help: ArgumentHelp("Times the line is cut mid-transfer (0...100).", valueName: "N")) var cuts: Int = 0
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seed of the payload, noise, loss and cut times.", valueName: "S")) var seed: UInt64 = 1
     @Flag(help: "Print one JSON line with the counts (the last line on standard output).") var json = false
     @Flag(help: "Plain records and the harness's own blocks instead of Noise sessions and data connections.") var plain = false
     @Option(name: .customLong("give-up"), parsing: .unconditional,

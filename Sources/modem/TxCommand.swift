@@ -23,7 +23,7 @@ struct TxCommand: AsyncParsableCommand {
 
     @OptionGroup var line: LineOptions
 
-    @Option(name: .long, help: ArgumentHelp("Sample rate of the output.", valueName: "HZ"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Sample rate of the output.", valueName: "HZ"))
     var rate: Int = 48000
 
     @Option(name: .long, help: ArgumentHelp("Write a WAV file.", valueName: "FILE.wav"))
@@ -38,7 +38,7 @@ struct TxCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Peak level in dBFS (-60...0), e.g. --level -6.", valueName: "DB"))
     var level: Double = -3
 
-    @Option(name: .long, help: ArgumentHelp("Mark leader before the first character, in bit periods.", valueName: "BITS"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Mark leader before the first character, in bit periods.", valueName: "BITS"))
     var leader: Double = 2
 
     @Flag(name: [.short, .long], help: "No progress or summary on standard error.")

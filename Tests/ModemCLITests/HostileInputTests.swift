@@ -354,6 +354,22 @@ struct HostileInputTests {
         #expect(!FileManager.default.fileExists(atPath: out), "an output was created")
     }
 
+    @Test("A negative number is the option's value, out of its range, never a 'missing value'",
+          arguments: [["pair", "--device", "null", "--seconds", "-1"], ["device", "--seconds", "-1"],
+                      ["rx", "--baud", "1200", "--device", "null", "--seconds", "-1"], ["link-test", "--timeout", "-1"],
+                      ["link-test", "--loss", "-0.5"], ["transfer-test", "--loss", "-1"], ["tx", "--baud", "-5", "--out", "OUT", "TXT"],
+                      ["tnc", "--input", "IN", "--kiss-port", "0", "--idle-timeout", "-1"], ["pair", "--device", "null", "--latency-ms", "-5"]])
+    func negativeValues(_ template: [String]) async throws {
+        let dir = try Scratch()
+        let txt = try dir.write("in.txt", "x\n")
+        let args = template.map { $0 == "IN" ? txt : $0 == "TXT" ? txt : $0 == "OUT" ? dir.file("out.wav") : $0 }
+        let r = try await modem(args, timeout: 20)
+        Self.expectCleanFailure(r, status: 64)
+        #expect(!r.stderrText.contains("Missing value"), "\(r)")
+        let option = template[template.lastIndex { $0.hasPrefix("--") }!].dropFirst(2)
+        #expect(r.stderrText.contains(option), "the message names what is out of range: \(r)")
+    }
+
     @Test("--help lists every profile and format")
     func helpListsValues() async throws {
         let r = try await modem(["tx", "--help"])
