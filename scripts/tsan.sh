@@ -68,7 +68,9 @@ run() {
 for g in "${groups[@]}"; do
   case $g in
     messaging) run messaging modem --filter "ModemMessagingTests" --skip "RealTimeTests" ;;
-    link) run link modem --filter "LinkTransportTests|LinkDriverTests|AudioJackManagerTests" ;;
+    # Not the transfer tests and the 16 KiB frames at 1200 baud: minutes of audio each, which the
+    # debug DSP under TSan computes for over half an hour; the other tests run the same threads.
+    link) run link modem --filter "LinkTransportTests|LinkDriverTests|AudioJackManagerTests" --skip "transferTest|sixteenKiB" ;;
     bluetooth) run bluetooth modem --filter "HostStackTests|BlueZPathTests|BluetoothManager" --skip "RealTimeTests" ;;
     hub) run hub hub --filter "HubServerTests|GroupBus|GroupHub|WebSocket" --skip "RealTimeTests" ;;
   esac
