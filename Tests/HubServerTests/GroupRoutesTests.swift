@@ -127,6 +127,9 @@ import Testing
                                   // Numbers that no 64-bit floating-point value holds: no client could read them back.
                                   ("{\"pid\":\"ok\",\"pidload\":{\"n\":1e999999}}", "pidload"),
                                   ("{\"pid\":\"ok\",\"pidload\":{\"a\":[-1e400]}}", "pidload"),
+                                  // A member name twice: readers keep different ones (Foundation the first, Python the last).
+                                  ("{\"pid\":\"ok\",\"pidload\":{\"a\":1,\"a\":2}}", "pidload"),
+                                  ("{\"pid\":\"ok\",\"pidload\":{\"o\":{\"b\":1,\"\\u0062\":2}}}", "pidload"),
                                   ("[]", nil), ("not json", nil), ("", nil)] as [(String, String?)] {
                 let bad = try await c.json(.post, "/v1/groups/g1/posts", token: u.alice, body)
                 #expect(bad.status == 400 && bad.jsendStatus == "fail" && bad.data["field"] as? String == field,
@@ -162,7 +165,7 @@ import Testing
             #expect(try await c.json(.put, "/v1/users/me/userload", token: u.plain, "{}").status == 200)
             #expect(try await c.json(.get, "/v1/groups/room/members", token: u.pw).text.contains("\"user\":\"\(u.plainUser)\",\"timestamp\":0,\"userload\":{}"))
             for body in ["[]", "\"x\"", "{", "", "{\"x\":\"\(String(repeating: "y", count: 20_000))\"}", "{\"n\":1e999999}",
-                         "{\"n\":\(String(repeating: "9", count: 400))}"] {
+                         "{\"n\":\(String(repeating: "9", count: 400))}", "{\"k\":1,\"k\":1}"] {
                 let bad = try await c.json(.put, "/v1/users/me/userload", token: u.plain, body)
                 #expect(bad.status == 400 && bad.jsendStatus == "fail", "\(body.prefix(20)): \(bad.status) \(bad.text.prefix(200))")
             }

@@ -183,6 +183,7 @@ struct PresenceMachineTests {
             (#"{"op":"update","userload":{"n":1e999999}}"#, "\"userload\": invalid JSON at byte 5: number out of range"),
             (#"{"op":"post","group":"g","pid":"p","pidload":{"a":[{"b":-1e400}]}}"#, "\"pidload\": invalid JSON"),
             (#"{"op":"post","group":"g","pid":"p","pidload":{"n":\#(String(repeating: "9", count: 400))}}"#, "number out of range"),
+            (#"{"op":"update","userload":{"a":{"x":1,"x":2}}}"#, "duplicate member \"x\""),
         ]
         for (text, fragment) in cases {
             #expect(throws: ClientOpError.self) { try ClientOp.parse(text) }

@@ -15,7 +15,7 @@ public struct JSONObjectText: Sendable, Hashable, CustomStringConvertible {
                 maxMembers: Int = PresenceLimits.maxPayloadMembers) throws(JSONTextError) {
         let bytes = Array(text.utf8)
         guard bytes.count <= maxBytes else { throw .tooLarge(bytes.count, maxBytes) }
-        var scanner = JSONScanner(bytes, checksNumbers: true)
+        var scanner = JSONScanner(bytes, strict: true)
         let range = try scanner.topLevelValue()
         guard bytes[range.lowerBound] == UInt8(ascii: "{") else { throw .notAnObject }
         guard scanner.topLevelMembers <= maxMembers else { throw .tooManyMembers(scanner.topLevelMembers, maxMembers) }
@@ -101,14 +101,16 @@ struct JSONScanner {
     static let maxDepth = 64
     let b: [UInt8]
     var i = 0
-    /// Whether numbers must also fit a 64-bit floating-point value (payloads), not only be well formed.
-    let checksNumbers: Bool
+    /// Payloads: the text must also read the same in every client's JSON reader, not only be well
+    /// formed: numbers fit a 64-bit floating-point value, and no object repeats a member name (readers
+    /// disagree on which of two values they keep, so two members could show two clients two values).
+    let strict: Bool
     /// Members of the outermost object seen by `value(depth: 0)`.
     var topLevelMembers = 0
 
-    init(_ bytes: [UInt8], checksNumbers: Bool = false) {
+    init(_ bytes: [UInt8], strict: Bool = false) {
         b = bytes
-        self.checksNumbers = checksNumbers
+        self.strict = strict
     }
 
     mutating func topLevelValue() throws(JSONTextError) -> Range<Int> {
@@ -170,9 +172,14 @@ struct JSONScanner {
         case UInt8(ascii: "{"):
             i += 1; skipSpace()
             if peek == UInt8(ascii: "}") { i += 1; return }
+            var names: Set<String> = []
             while true {
                 if depth == 0 { topLevelMembers += 1 }
-                skipSpace(); _ = try string(); skipSpace()
+                skipSpace()
+                let nameAt = i
+                let name = try string()
+                if strict, !names.insert(name).inserted { throw .invalid("duplicate member \"\(name)\"", offset: nameAt) }
+                skipSpace()
                 try expect(UInt8(ascii: ":")); skipSpace()
                 try value(depth: depth + 1); skipSpace()
                 if peek == UInt8(ascii: ",") { i += 1; continue }
@@ -220,7 +227,7 @@ struct JSONScanner {
         // RFC 8259 leaves the range to implementations; every client reads numbers as IEEE doubles
         // (Foundation's decoders and Python's json refuse or turn into infinity what none holds), so
         // the hub refuses such a number where it enters instead of storing what nobody can read back.
-        guard checksNumbers else { return }
+        guard strict else { return }
         guard let value = Double(String(decoding: b[start..<i], as: UTF8.self)), value.isFinite else {
             throw .invalid("number out of range (no 64-bit floating-point value holds it)", offset: start)
         }
