@@ -6,14 +6,17 @@
 #   scripts/hub-postgres.sh url   [DIR]   prints the URL of a running cluster
 #   scripts/hub-postgres.sh stop  [DIR]   stops it (fast shutdown); the folder stays
 #
-# DIR defaults to $HUB_PG_DIR or /tmp/modem-hub-pg. Idempotent: start on a running cluster prints its
+# DIR defaults to $HUB_PG_DIR or /tmp/modem-hub-pg-XXXXXXXX, one per checkout (XXXXXXXX from the
+# checkout's path), so two clones' test runs on one machine never share or stop each other's cluster
+# (under /tmp: the `postgres` user must be able to reach it). Idempotent: start on a running cluster prints its
 # URL; stop on a stopped one does nothing. PostgreSQL refuses to run as root, so as root the server
 # runs as the `postgres` user (DIR is handed to it). Binaries: $PG_BIN or /usr/lib/postgresql/*/bin.
 # Install on Debian/Ubuntu: apt-get install -y postgresql.
 set -euo pipefail
 
 cmd=${1:-}
-dir=${2:-${HUB_PG_DIR:-/tmp/modem-hub-pg}}
+checkout=$(cd "$(dirname "$0")/.." && pwd)
+dir=${2:-${HUB_PG_DIR:-/tmp/modem-hub-pg-$(printf %s "$checkout" | md5sum | cut -c1-8)}}
 
 usage() { echo "usage: $0 start|stop|url [DIR]" >&2; exit 64; }
 [[ $cmd == start || $cmd == stop || $cmd == url ]] || usage
