@@ -44,7 +44,7 @@ public enum SessionWire {
     /// The bytes a dialer writes first on a byte stream.
     public static let preamble: [UInt8] = Array("SMsg".utf8)
     /// The sessions' Noise AEAD: `Noise_XX_25519_AESGCM_SHA256` (AES-256-GCM runs 4-5 times faster
-    /// than ChaChaPoly through swift-crypto on machines with AES instructions; measured in
+    /// than ChaChaPoly on machines with AES instructions; measured in
     /// Benchmarks/README.md).
     public static let cipher: NoiseCipher = .aesGCM
     /// The largest frame on a byte stream.
