@@ -118,6 +118,22 @@ struct DataStateMachineTests {
         }
     }
 
+    @Test("a channel open whose description or name is not UTF-8 is malformed (found by the data-connection fuzz target)")
+    func channelOpenTextIsUTF8() {
+        func open(description: [UInt8], name: [UInt8]) -> [UInt8] {
+            var body: [UInt8] = [0, 0, 0, 1, 0, 2, ChannelKind.file.rawValue] + [UInt8](repeating: 0, count: 7) + [10]
+            body += [0, 0, 16, 0] + [UInt8](repeating: 7, count: 16)
+            body += [UInt8(description.count >> 8), UInt8(description.count & 0xFF)] + description + name
+            return body
+        }
+        // 1,000 bytes of 0xFF: repaired, each would be U+FFFD (3 bytes), past the 1,024-byte limit.
+        #expect(DataMessage.decode(kind: DataRecordKind.channelOpen, body: open(description: [UInt8](repeating: 0xFF, count: 1000), name: [])) == nil)
+        #expect(DataMessage.decode(kind: DataRecordKind.channelOpen, body: open(description: Array("d".utf8), name: [0x6E, 0xC3, 0x28])) == nil)
+        let fine = DataMessage.decode(kind: DataRecordKind.channelOpen, body: open(description: Array("café".utf8), name: Array("n.txt".utf8)))
+        #expect(fine == .channelOpen(conn: 1, channel: 2, kind: .file, size: 10, blockSize: 4096, fileKey: [UInt8](repeating: 7, count: 16),
+                                     description: "café", name: "n.txt"))
+    }
+
     /// Runs two machines against each other: delivers every `.send` of one to the other.
     func deliver(_ actions: [DataAction], to machine: inout ConnectionStateMachine) -> [DataAction] {
         var out: [DataAction] = []

@@ -153,9 +153,13 @@ public enum DataMessage: Sendable, Equatable {
                   let d = r.take(Int(dl)) else { return nil }
             let name = r.rest()
             guard name.count <= maximumName else { return nil }
+            // Both are UTF-8 text on the wire; invalid bytes make the record malformed. (Repairing them
+            // into U+FFFD could triple a description past its limit, so the message would no longer
+            // encode to a record that decodes: found by the data-connection fuzz target.)
+            guard let description = String(validating: d, as: UTF8.self),
+                  let nameText = String(validating: name, as: UTF8.self) else { return nil }
             return .channelOpen(conn: conn, channel: ch, kind: kind, size: size, blockSize: blockSize,
-                                fileKey: Array(key), description: String(decoding: d, as: UTF8.self),
-                                name: String(decoding: name, as: UTF8.self))
+                                fileKey: Array(key), description: description, name: nameText)
         case DataRecordKind.channelHave:
             guard let ch = r.u16(), let blocks = r.u32(), let agg = r.take(32) else { return nil }
             let bitmap = r.rest()
