@@ -263,20 +263,11 @@ public struct TransferTest: Sendable {
             await dialer.close()
             await listener.close()
         }
-        if !finished {
-            report.endedEarly = watch.end
-            report.channelSeconds = pair.now - start
-        }
+        if !finished { report.channelSeconds = pair.now - start }
         report.delivered = receiver.delivered
         report.sha256Match = receiver.isComplete && receiver.written == payload
-        report.cuts = pair.cutsMade
-        report.resumes = max(0, sessions - 1)
         report.bytesResent = sender.bytesResent
-        report.goodputBps = report.channelSeconds > 0
-            ? Double((report.completed ? report.bytes : report.delivered) * 8) / report.channelSeconds : 0
-        report.framesLost = pair.framesLost
-        let st = pair.statistics
-        report.retransmissions = st.phone.retransmissions + st.device.retransmissions
+        report.finish(pair: pair, watch: watch, sessions: sessions)
         progress(report)
         return report
     }
@@ -352,19 +343,27 @@ extension TransferTest {
         let confirmed = confirmedAt.withLock { $0 }
         report.channelSeconds = (confirmed ?? pair.now) - start
         report.completed = confirmed != nil
-        if confirmed == nil { report.endedEarly = watch.end }
         report.delivered = run.delivered
         report.sha256Match = run.receivedMatches(payload)
-        report.cuts = pair.cutsMade
-        report.resumes = max(0, sessions - 1)
         report.bytesResent = run.bytesResent
-        report.goodputBps = report.channelSeconds > 0
-            ? Double((report.completed ? report.bytes : report.delivered) * 8) / report.channelSeconds : 0
-        report.framesLost = pair.framesLost
-        let st = pair.statistics
-        report.retransmissions = st.phone.retransmissions + st.device.retransmissions
+        report.finish(pair: pair, watch: watch, sessions: sessions)
         progress(report)
         return report
+    }
+}
+
+extension TransferTestReport {
+    /// The counts both stacks take alike, once `completed`, `channelSeconds` and `delivered` are set:
+    /// cuts, resumes, goodput (of the delivered bytes when not completed), the link's counters, and
+    /// why it ended early.
+    fileprivate mutating func finish(pair: LinkLoopbackPair, watch: StallWatch, sessions: Int) {
+        if !completed { endedEarly = watch.end }
+        cuts = pair.cutsMade
+        resumes = max(0, sessions - 1)
+        goodputBps = channelSeconds > 0 ? Double((completed ? bytes : delivered) * 8) / channelSeconds : 0
+        framesLost = pair.framesLost
+        let st = pair.statistics
+        retransmissions = st.phone.retransmissions + st.device.retransmissions
     }
 }
 

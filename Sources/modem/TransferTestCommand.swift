@@ -51,7 +51,6 @@ struct TransferTestCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard baud.isFinite, baud * 4 <= 48000 else { throw ValidationError("--baud must be 50...9600") }
-        if let giveUp { try checkSeconds(giveUp, "--give-up", in: 1...31_536_000, note: " of channel time (a year)") }
         do {
             try options.validate()
         } catch {
