@@ -13,7 +13,8 @@ struct RxCommand: AsyncParsableCommand {
         commandName: "rx",
         abstract: "Demodulate FSK audio from a WAV file or a sound device; decoded bytes go to standard output.",
         discussion: """
-        Only the decoded bytes are written to standard output. Carrier, confidence and measured-rate
+        Only the decoded bytes are written to standard output. With --framing ax25, FX.25 and plain
+        AX.25 frames are decoded from the same stream, one monitor line per frame. Carrier, confidence and measured-rate
         diagnostics go to standard error (--quiet silences them).
         Examples:
           modem rx --baud 1200 hello.wav
@@ -40,7 +41,7 @@ struct RxCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Threads for decoding a long file (1 or 2).", valueName: "N"))
     var threads: Int = 2
 
-    @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures, repairs rejected as implausible) on standard error.")
+    @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures, repairs rejected as implausible, FX.25 frames corrected by FEC and bytes fixed) on standard error.")
     var stats_ = false
 
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
@@ -136,6 +137,7 @@ struct RxCommand: AsyncParsableCommand {
                     let reasons = AX25Plausibility.Problem.allCases
                         .map { "\($0) \(stats.implausibleByReason[$0.rawValue, default: 0])" }.joined(separator: ", ")
                     printError("modem rx: \(stats.implausibleRepairs) repairs rejected as implausible (\(reasons)) in \(stats.repairTrials) repair trials (\(stats.alignedRepairTrials) on whole-byte frames)")
+                    printError("modem rx: FX.25: \(stats.fx25Frames) frames out of FX.25 blocks, \(stats.fecCorrected) corrected by FEC (\(stats.fecBytesFixed) bytes fixed; \(stats.fecWithErasures) with erasures), \(stats.fx25Uncorrectable) blocks beyond correction")
                 }
                 if interrupted() { throw ExitCode(interruptedStatus) }
                 if capture == nil, stats.samples == 0 {

@@ -95,6 +95,9 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .customLong("idle-timeout"), parsing: .unconditional, help: ArgumentHelp("Disconnect a client after this many seconds without traffic either way (0: never).", valueName: "SECONDS"))
     var idleTimeout: Double = 600
 
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Send client frames as FX.25 with 16, 32 or 64 Reed-Solomon check bytes (received frames: FX.25 and plain AX.25 always).", valueName: "N"))
+    var fx25: Int?
+
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
     var quiet = false
 
@@ -107,6 +110,7 @@ struct TNCCommand: AsyncParsableCommand {
         for (name, value) in [("--txdelay", txdelay), ("--txtail", txtail), ("--persist", persist), ("--slottime", slottime)] {
             guard (0...255).contains(value) else { throw ValidationError("\(name) \(value) is outside 0...255") }
         }
+        if let fx25, !FX25Mode.parityCounts.contains(fx25) { throw ValidationError("--fx25 takes 16, 32 or 64 check bytes, not \(fx25)") }
         guard (1...1000).contains(maxClients) else { throw ValidationError("--max-clients must be 1...1000") }
         guard idleTimeout >= 0, idleTimeout <= maximumSeconds else { throw ValidationError("--idle-timeout must be 0...\(Int(maximumSeconds)) seconds (0: never)") }
         guard !bind.isEmpty else { throw ValidationError("--bind needs an address, e.g. 127.0.0.1") }
@@ -154,6 +158,7 @@ struct TNCCommand: AsyncParsableCommand {
             options.waitsForFirstClient = input != nil
             options.pacesInputToRealTime = device != nil
             options.amplitude = Float(pow(10, level / 20))
+            options.fx25ParityCount = fx25
             options.parameters = TNCParameters(txDelay: txdelay, persistence: persist, slotTime: slottime,
                                                txTail: txtail, fullDuplex: fullDuplex)
             let sink: (any AudioSink)?

@@ -18,6 +18,7 @@ struct TxCommand: AsyncParsableCommand {
           echo hello | modem tx --baud 1200 --out hello.wav
           modem tx --profile rtty --out rtty.wav message.txt
           modem tx --baud 300 --device default < file.bin
+          modem tx --profile bell202 --framing ax25 --fx25 32 --out fx25.wav frames.txt
         """
     )
 
@@ -41,6 +42,10 @@ struct TxCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Mark leader before the first character, in bit periods.", valueName: "BITS"))
     var leader: Double = 2
 
+    @Option(name: .long, parsing: .unconditional,
+            help: ArgumentHelp("With --framing ax25: send each frame as FX.25 with 16, 32 or 64 Reed-Solomon check bytes (corrects 8, 16 or 32 bad bytes; plain AX.25 receivers still decode it).", valueName: "N"))
+    var fx25: Int?
+
     @Flag(name: [.short, .long], help: "No progress or summary on standard error.")
     var quiet = false
 
@@ -52,6 +57,10 @@ struct TxCommand: AsyncParsableCommand {
         guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
         guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
         guard leader >= 0, leader <= 10000 else { throw ValidationError("--leader must be 0...10000 bit periods") }
+        if let fx25 {
+            guard FX25Mode.parityCounts.contains(fx25) else { throw ValidationError("--fx25 takes 16, 32 or 64 check bytes, not \(fx25)") }
+            guard case .ax25 = try? line.settings().framing else { throw ValidationError("--fx25 needs --framing ax25") }
+        }
         // Check tones and baud against the sample rate before any output file is touched.
         do {
             let settings = try line.settings()
@@ -150,7 +159,8 @@ extension TxCommand {
     /// that does not parse is reported with its line number and skipped.
     func sendPackets(fd: FileDescriptor, sink: any AudioSink, settings: ModemSettings, amplitude: Float) throws {
         let tx = try PacketTransmitter(settings: settings, sink: sink, amplitude: amplitude,
-                                       preambleMilliseconds: leader > 2 ? leader * 1000 / settings.baudRate : 300)
+                                       preambleMilliseconds: leader > 2 ? leader * 1000 / settings.baudRate : 300,
+                                       fx25ParityCount: fx25)
         let name = input ?? "standard input"
         var pending: [UInt8] = []
         var lineNumber = 0
@@ -191,7 +201,8 @@ extension TxCommand {
         }
         try finishUnlessInterrupted(sink: sink, what: "\(tx.framesSent) frame(s)") { try tx.finish() }
         if !quiet {
-            printError("modem tx: \(tx.framesSent) frame(s) sent\(skipped > 0 ? ", \(skipped) malformed line(s) skipped" : "")")
+            let fx = fx25.map { " as FX.25 with \($0) check bytes" + (tx.framesSentPlain > 0 ? " (\(tx.framesSentPlain) too long for FX.25, sent plain)" : "") } ?? ""
+            printError("modem tx: \(tx.framesSent) frame(s) sent\(fx)\(skipped > 0 ? ", \(skipped) malformed line(s) skipped" : "")")
         }
     }
 }

@@ -8,7 +8,8 @@ import ModemDSP
 /// appended, bit-stuffed) with flags between frames, trailing flags, all NRZI-coded; on AFSK for the
 /// tone profiles, or scrambled (G3RUH, x¹⁷ + x¹² + 1) as filtered NRZ baseband for `g3ruh`. The line
 /// level (NRZI), the scrambler and the modulator's phase carry over from one call to the next, so a
-/// call can continue a transmission that is still being played.
+/// call can continue a transmission that is still being played. With ``fx25`` set, frames go out as
+/// FX.25 blocks.
 public struct HDLCModulator: Sendable {
     /// Samples per second, in Hz.
     public let sampleRate: Int
@@ -20,6 +21,11 @@ public struct HDLCModulator: Sendable {
     private var scrambler = G3RUHScrambler()
     private var nrzi = NRZIEncoder()
     private let encoder = HDLCEncoder()
+
+    /// When set, each frame is sent as an FX.25 block (a correlation tag and a Reed-Solomon block around
+    /// the HDLC frame) that receivers without FX.25 still decode as plain AX.25; a frame too long for
+    /// FX.25 is sent plain. Default nil: plain HDLC.
+    public var fx25: FX25Encoder?
 
     /// Creates a modulator.
     /// - Parameters:
@@ -67,7 +73,9 @@ public struct HDLCModulator: Sendable {
         for (i, frame) in frames.enumerated() {
             if i > 0 { HDLCEncoder.appendFlags(separatingFlags, to: &bits) }
             let start = bits.count
-            encoder.appendFrame(frame, to: &bits)
+            if fx25?.append(frame, to: &bits) != true {
+                encoder.appendFrame(frame, to: &bits)
+            }
             frameBits.append(start..<bits.count)
         }
         HDLCEncoder.appendFlags(trailingFlags, to: &bits)

@@ -14,6 +14,11 @@ public struct ReceivedPacket: Sendable {
     public var repairedBits: Int
     /// The slicer that decoded it first.
     public var slicer: Int
+    /// When it came first out of an FX.25 block: the bytes the Reed-Solomon code corrected in that block
+    /// (0 for a clean block). Nil when it came as plain AX.25.
+    public var fecCorrectedBytes: Int? = nil
+    /// Whether that block needed the demodulator's doubtful bytes as erasures.
+    public var fecUsedErasures = false
 
     /// The frame in TNC2 monitor format (`SRC>DST,PATH*:info`), or the bytes in hex if not AX.25.
     public var monitorLine: String {
@@ -45,6 +50,18 @@ public struct PacketStatistics: Sendable {
     /// (misaligned) only a flip that adds or removes a stuffing bit can give whole bytes, so almost all
     /// false FCS passes come from these: expect about `alignedRepairTrials / 65536` of them.
     public var alignedRepairTrials = 0
+    /// Frames delivered out of FX.25 blocks (the plain AX.25 inside was not decoded first).
+    public var fx25Frames = 0
+    /// Of those, frames whose block had bytes corrected by the Reed-Solomon code: each is a frame FEC
+    /// saved.
+    public var fecCorrected = 0
+    /// Bytes the code corrected in those blocks.
+    public var fecBytesFixed = 0
+    /// Of ``fecCorrected``, frames whose block needed the demodulator's doubtful bytes as erasures.
+    public var fecWithErasures = 0
+    /// FX.25 blocks beyond correction whose frame no other path delivered (counted once, however many
+    /// slicers saw the block).
+    public var fx25Uncorrectable = 0
     /// Samples read.
     public var samples = 0
 
@@ -99,8 +116,12 @@ public struct PacketFormat: Sendable {
 /// window lengths); each has its own PLL, NRZI decoder and HDLC decoder. A frame that fails its
 /// FCS is repaired by inverting single line bits (two adjacent bits after NRZI; for AX.25 only the
 /// least confident ones, ``PacketReceiver/repairPositions``) when that yields a plausible AX.25 frame
-/// (``AX25Plausibility``); repaired frames and rejected repairs are counted apart. A frame decoded by
-/// several slicers is delivered once, in the order frames end on the air (held for a few frame-lengths of audio first).
+/// (``AX25Plausibility``); repaired frames and rejected repairs are counted apart. Each slicer also
+/// looks for FX.25 correlation tags (``FX25Decoder``) and corrects the Reed-Solomon blocks after them,
+/// with the bytes it was least sure of as erasures, so FX.25 and plain AX.25 decode from one stream. A
+/// frame decoded by several slicers (or both plain and through FX.25) is delivered once, in the order
+/// frames end on the air (held for a few frame-lengths of audio first, and while an FX.25 block that
+/// may hold it is still arriving).
 public final class PacketReceiver {
     /// Samples per bit.
     public let samplesPerBit: Double
@@ -122,6 +143,11 @@ public final class PacketReceiver {
     private var damaged: [(end: Int, slicer: Int, candidate: HDLCFrameCandidate, confidence: [Float]?)] = []
     /// Per AFSK slicer, the confidence of its recent line bits.
     private var confidence: [LineConfidence]
+    /// Per AFSK slicer, its FX.25 decoder and the confidence of its last line bit.
+    private var fx25: [FX25Decoder]
+    private var lastConfidence: [Float]
+    /// FX.25 blocks beyond correction, not yet settled: their tag and last bit's samples.
+    private var failedBlocks: [(start: Int, end: Int)] = []
     private var statistics = PacketStatistics()
     private var bits: [SlicedBit] = []
     /// Slack between slicers finding the same frame (about eight bytes of air time), in samples.
@@ -210,6 +236,9 @@ public final class PacketReceiver {
         }
         nrzi = Array(repeating: NRZIDecoder(), count: count)
         confidence = Array(repeating: LineConfidence(maximumFrameBits: format.maximumLength * 8), count: count)
+        let fx = FX25Decoder(minimumFrameLength: format.minimumLength, maximumFrameLength: format.maximumLength)
+        fx25 = Array(repeating: fx, count: count)
+        lastConfidence = Array(repeating: 0, count: count)
         hdlc = Array(repeating: HDLCDecoder(minimumLength: format.minimumLength,
                                             maximumLength: max(format.maximumLength, HDLCDecoder.ax25MaximumLength)),
                      count: count)
@@ -245,18 +274,23 @@ public final class PacketReceiver {
         statistics.samples += samples.count
         if baseband != nil {
             processBaseband(samples)
-            return settle(before: statistics.samples - 4 * frameWindow)
+            return settle(before: horizon)
         }
         demodulator!.process(samples, into: &bits)
         // Work on local copies: mutating a class's arrays in the loop costs a runtime exclusivity
         // check per access.
-        var nrzi = self.nrzi, hdlc = self.hdlc, confidence = self.confidence
-        defer { self.nrzi = nrzi; self.hdlc = hdlc; self.confidence = confidence }
+        var nrzi = self.nrzi, hdlc = self.hdlc, confidence = self.confidence, fx25 = self.fx25, last = lastConfidence
+        self.fx25 = []
+        var blocks: [(slicer: Int, block: FX25Block)] = []
         for b in bits {
             let k = b.slicer
             // The line bit with HDLC bit index i decides data bits i and i + 1 (NRZI).
             confidence[k].append(b.confidence)
             let bit = nrzi[k].decode(b.mark)
+            if let block = fx25[k].decode(bit, confidence: min(b.confidence, last[k]), stamp: b.sample) {
+                blocks.append((k, block))
+            }
+            last[k] = b.confidence
             let out = hdlc[k].decode(bit)
             confidence[k].trim(bitIndex: hdlc[k].bitIndex)
             guard let out else { continue }
@@ -270,8 +304,37 @@ public final class PacketReceiver {
                 }
             }
         }
+        self.nrzi = nrzi; self.hdlc = hdlc; self.confidence = confidence; self.fx25 = fx25; lastConfidence = last
+        for (k, block) in blocks { take(block, slicer: k) }
         bits.removeAll(keepingCapacity: true)
-        return settle(before: statistics.samples - 4 * frameWindow)
+        return settle(before: horizon)
+    }
+
+    /// Frames ending before this sample may be settled: a few frame-lengths back, and before any FX.25
+    /// block still arriving (its frame may rescue a damaged one, or duplicate an intact one).
+    private var horizon: Int {
+        var h = statistics.samples - 4 * frameWindow
+        for d in fx25 { if let s = d.oldestPendingStamp { h = min(h, s) } }
+        if let lanes = baseband { for l in lanes { for d in l.fx25 { if let s = d.oldestPendingStamp { h = min(h, s) } } } }
+        return h
+    }
+
+    /// Holds the frames of a corrected FX.25 block; remembers a block beyond correction.
+    private func take(_ block: FX25Block, slicer: Int) {
+        guard let corrected = block.correctedBytes else {
+            failedBlocks.append((block.tagStamp, block.endStamp))
+            return
+        }
+        for (frame, end) in block.frames {
+            // With many erasures the code checks little by itself: such frames must also look like
+            // AX.25, as repaired frames must.
+            if block.usedErasures, let reason = format.problem(frame.bytes) {
+                statistics.implausibleRepairs += 1
+                statistics.implausibleByReason[reason, default: 0] += 1
+                continue
+            }
+            hold(frame.bytes, end: end, repaired: 0, slicer: slicer, fec: corrected, erasures: block.usedErasures)
+        }
     }
 
     /// The baseband path: each lane (a share of the slicers with its own demodulator, descramblers,
@@ -303,7 +366,10 @@ public final class PacketReceiver {
             }
         }
         for l in lanes.indices { lanes[l].events.removeAll(keepingCapacity: true) }
+        let blocks = lanes.flatMap(\.blocks)
+        for l in lanes.indices { lanes[l].blocks.removeAll(keepingCapacity: true) }
         baseband = lanes
+        for (k, block) in blocks { take(block, slicer: k) }
     }
 
     /// Ends the reception: settles what is held and returns it (``run`` delivers it itself).
@@ -317,7 +383,7 @@ public final class PacketReceiver {
     }
 
     /// Keeps a decoded frame unless a slicer already has it.
-    private func hold(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int) {
+    private func hold(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int, fec: Int? = nil, erasures: Bool = false) {
         let window = frameWindow
         if held.contains(where: { $0.bytes == bytes && abs($0.endSample - end) <= window })
             || recent.contains(where: { $0.bytes == bytes && abs($0.end - end) <= window }) {
@@ -325,7 +391,7 @@ public final class PacketReceiver {
             return
         }
         held.append(ReceivedPacket(bytes: bytes, frame: format.isAX25 ? try? AX25Frame(decoding: bytes) : nil, endSample: end,
-                                   repairedBits: repaired, slicer: slicer))
+                                   repairedBits: repaired, slicer: slicer, fecCorrectedBytes: fec, fecUsedErasures: erasures))
     }
 
     /// Repair attempts per damaged frame (copies from different slicers; each costs one de-stuffing
@@ -411,7 +477,26 @@ public final class PacketReceiver {
         for p in out {
             statistics.decoded += 1
             if p.repairedBits > 0 { statistics.repaired += 1 }
+            if let fixed = p.fecCorrectedBytes {
+                statistics.fx25Frames += 1
+                if fixed > 0 {
+                    statistics.fecCorrected += 1
+                    statistics.fecBytesFixed += fixed
+                    if p.fecUsedErasures { statistics.fecWithErasures += 1 }
+                }
+            }
             recent.append((p.bytes, p.endSample))
+        }
+        // A block beyond correction on every slicer, whose frame came by no other path, is counted once.
+        let failed = failedBlocks.filter { $0.end < horizon }.sorted { $0.start < $1.start }
+        failedBlocks.removeAll { $0.end < horizon }
+        var lastCounted: Int?
+        for f in failed where lastCounted.map({ f.start - $0 > window }) ?? true {
+            let delivered = recent.contains { $0.end >= f.start - window && $0.end <= f.end + window }
+            if !delivered {
+                statistics.fx25Uncorrectable += 1
+                lastCounted = f.start
+            }
         }
         recent.removeAll { $0.end < horizon - 8 * window }
         return out
@@ -442,6 +527,11 @@ private struct BasebandLane {
     var confidence: [LineConfidence]
     /// Frames and damaged frames of the length looked for, in order of sample then slicer.
     var events: [Event] = []
+    /// Per slicer, its FX.25 decoder and the confidence of its last line bit.
+    var fx25: [FX25Decoder]
+    var lastConfidence: [Float]
+    /// FX.25 blocks completed, with their slicer.
+    var blocks: [(slicer: Int, block: FX25Block)] = []
 
     init(demodulator: BasebandBitDemodulator, decoder: HDLCDecoder, maximumFrameBits: Int) {
         self.demodulator = demodulator
@@ -451,6 +541,8 @@ private struct BasebandLane {
         hdlc = Array(repeating: decoder, count: n)
         bits = Array(repeating: [], count: n)
         confidence = Array(repeating: LineConfidence(maximumFrameBits: maximumFrameBits), count: n)
+        fx25 = Array(repeating: FX25Decoder(minimumFrameLength: decoder.minimumLength, maximumFrameLength: maximumFrameBits / 8), count: n)
+        lastConfidence = Array(repeating: 0, count: n)
     }
 
     mutating func process(_ samples: UnsafeBufferPointer<Float>, minimumBits: Int, maximumBits: Int) {
@@ -458,13 +550,17 @@ private struct BasebandLane {
         let start = events.count
         for k in bits.indices {
             var descrambler = descramblers[k], nrzi = self.nrzi[k], hdlc = self.hdlc[k]
-            var confidence = self.confidence[k]
+            var confidence = self.confidence[k], fx = fx25[k], last = lastConfidence[k]
             for b in bits[k] {
                 // The line bit with HDLC bit index i is descrambled into bits i, i + 12 and i + 17, and
                 // NRZI spreads each to the next bit too: it first reaches data bit i, which is where
                 // the repair pattern [0, 1, 12, 13, 17, 18] starts.
                 confidence.append(b.confidence)
                 let bit = nrzi.decode(descrambler.descramble(b.mark))
+                if let block = fx.decode(bit, confidence: min(b.confidence, last), stamp: b.sample) {
+                    blocks.append((b.slicer, block))
+                }
+                last = b.confidence
                 let out = hdlc.decode(bit)
                 confidence.trim(bitIndex: hdlc.bitIndex)
                 guard let out else { continue }
@@ -477,7 +573,7 @@ private struct BasebandLane {
                 events.append(Event(sample: b.sample, slicer: b.slicer, output: out, confidence: lineConfidence))
             }
             descramblers[k] = descrambler; self.nrzi[k] = nrzi; self.hdlc[k] = hdlc
-            self.confidence[k] = confidence
+            self.confidence[k] = confidence; fx25[k] = fx; lastConfidence[k] = last
             bits[k].removeAll(keepingCapacity: true)
         }
         events[start...].sort { ($0.sample, $0.slicer) < ($1.sample, $1.slicer) }

@@ -2,8 +2,8 @@ import ModemAudio
 import ModemCodecs
 import ModemDSP
 
-/// Sends AX.25 frames as HDLC (NRZI, bit stuffing, FCS) over AFSK, or over G3RUH scrambled baseband
-/// for the `g3ruh` profile, each as its own transmission:
+/// Sends AX.25 frames as HDLC (NRZI, bit stuffing, FCS), or as FX.25 when asked, over AFSK, or over
+/// G3RUH scrambled baseband for the `g3ruh` profile, each as its own transmission:
 /// a preamble of flags (TXDELAY), the frame, closing flags, then a short silence.
 public final class PacketTransmitter {
     /// Where the audio goes.
@@ -14,6 +14,8 @@ public final class PacketTransmitter {
     public let gapSeconds: Double
     /// Frames sent so far.
     public private(set) var framesSent = 0
+    /// Of those, frames too long for FX.25 and sent as plain AX.25 (when FX.25 was asked for).
+    public private(set) var framesSentPlain = 0
 
     private var modulator: HDLCModulator
     private var finished = false
@@ -25,10 +27,18 @@ public final class PacketTransmitter {
     ///   - amplitude: peak level, 0 < a <= 1.
     ///   - preambleMilliseconds: flags before each frame, in ms (default 300, as Dire Wolf's TXDELAY 30).
     ///   - gapSeconds: silence after each frame (default 0.5 s).
-    /// - Throws: ``ModemSettingsError`` when the settings do not fit the sink's sample rate.
+    ///   - fx25ParityCount: send each frame as FX.25 with 16, 32 or 64 check bytes (nil: plain AX.25).
+    /// - Throws: ``ModemSettingsError`` when the settings do not fit the sink's sample rate, or the
+    ///   FX.25 check-byte count is not 16, 32 or 64.
     public init(settings: ModemSettings, sink: any AudioSink, amplitude: Float = 0.7,
-                preambleMilliseconds: Double = 300, gapSeconds: Double = 0.5) throws {
+                preambleMilliseconds: Double = 300, gapSeconds: Double = 0.5, fx25ParityCount: Int? = nil) throws {
         modulator = try HDLCModulator(settings: settings, sampleRate: sink.sampleRate, amplitude: amplitude)
+        if let fx25ParityCount {
+            guard FX25Mode.parityCounts.contains(fx25ParityCount) else {
+                throw ModemSettingsError("FX.25 sends 16, 32 or 64 check bytes, not \(fx25ParityCount)")
+            }
+            modulator.fx25 = FX25Encoder(parityCount: fx25ParityCount)
+        }
         self.sink = sink
         preambleFlags = modulator.flags(milliseconds: preambleMilliseconds, minimum: 1)
         self.gapSeconds = max(0, gapSeconds)
@@ -38,7 +48,9 @@ public final class PacketTransmitter {
     public func send(_ frame: AX25Frame) throws {
         precondition(!finished, "send after finish")
         var samples: [Float] = []
-        modulator.append(frames: [frame.encode()], leadingFlags: preambleFlags, trailingFlags: 3, gapSeconds: gapSeconds,
+        let bytes = frame.encode()
+        if let fx25 = modulator.fx25, fx25.mode(for: bytes) == nil { framesSentPlain += 1 }
+        modulator.append(frames: [bytes], leadingFlags: preambleFlags, trailingFlags: 3, gapSeconds: gapSeconds,
                          to: &samples)
         try samples.withUnsafeBufferPointer { try sink.write($0) }
         framesSent += 1

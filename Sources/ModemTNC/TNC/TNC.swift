@@ -94,6 +94,7 @@ public final class TNC {
                 throw ModemSettingsError("the output runs at \(sink.sampleRate) Hz and the input at \(source.sampleRate) Hz; a channel output must match its input")
             }
             modulator = try HDLCModulator(settings: settings, sampleRate: sink.sampleRate, amplitude: options.amplitude)
+            modulator!.fx25 = options.fx25ParityCount.map { FX25Encoder(parityCount: $0) }
         }
         generator = SplitMix64(seed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max))
         block = [Float](repeating: 0, count: max(1, Int(options.blockSeconds * Double(source.sampleRate))))

@@ -1,3 +1,5 @@
+import ModemCodecs
+
 /// How a ``TNC`` runs.
 public struct TNCOptions: Sendable {
     /// Whether reading the input waits for the first client to connect (default true: with a file
@@ -24,6 +26,9 @@ public struct TNCOptions: Sendable {
     /// How long a step waits for the network when there is no audio to process, in milliseconds
     /// (1...1000, default 100): the longest a stop request waits.
     public var idlePollMilliseconds = 100
+    /// Send client frames as FX.25 with this many Reed-Solomon check bytes (16, 32 or 64; nil: plain
+    /// AX.25). Reception decodes FX.25 and plain AX.25 either way.
+    public var fx25ParityCount: Int?
     /// Seed for the persistence draws (nil: a random seed).
     public var randomSeed: UInt64?
     /// Whether reading is held to real time: when the input delivers audio faster than the wall
@@ -37,6 +42,7 @@ public struct TNCOptions: Sendable {
     func validate() {
         precondition((0.001...1).contains(blockSeconds), "TNCOptions blockSeconds must be 0.001...1, got \(blockSeconds)")
         precondition(amplitude > 0 && amplitude <= 1, "TNCOptions amplitude must be in 0 < a <= 1, got \(amplitude)")
+        precondition(fx25ParityCount.map { FX25Mode.parityCounts.contains($0) } ?? true, "TNCOptions fx25ParityCount must be 16, 32 or 64, got \(fx25ParityCount ?? 0)")
         precondition((0...10).contains(gapSeconds), "TNCOptions gapSeconds must be 0...10, got \(gapSeconds)")
         precondition((1...10000).contains(maximumQueuedFrames), "TNCOptions maximumQueuedFrames must be 1...10000, got \(maximumQueuedFrames)")
         precondition((1...1000).contains(idlePollMilliseconds), "TNCOptions idlePollMilliseconds must be 1...1000, got \(idlePollMilliseconds)")
