@@ -108,6 +108,60 @@ final class SimulatedStreamManager: CommunicationManager {
     }
 }
 
+/// The scripted manager's event queue. Its reader pulls (`next`); a reader that asks for element k+1
+/// has handled the first k, which is how `waitUntilHandled` knows, without timing, that the reader
+/// has seen every event pushed so far.
+final class PulledQueue: Sendable {
+    private struct State {
+        var items: [CommunicationEvent] = []
+        var pushed = 0
+        var pulls = 0
+        var waiting: CheckedContinuation<CommunicationEvent?, Never>?
+    }
+    private let state = Mutex(State())
+
+    func push(_ event: CommunicationEvent) {
+        let waiter = state.withLock { s -> CheckedContinuation<CommunicationEvent?, Never>? in
+            s.pushed += 1
+            if let w = s.waiting { s.waiting = nil; return w }
+            s.items.append(event)
+            return nil
+        }
+        waiter?.resume(returning: event)
+    }
+
+    func next() async -> CommunicationEvent? {
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<CommunicationEvent?, Never>) in
+                let item = state.withLock { s -> CommunicationEvent?? in
+                    s.pulls += 1
+                    if !s.items.isEmpty { return .some(s.items.removeFirst()) }
+                    if Task.isCancelled { return .some(nil) }
+                    s.waiting = c
+                    return .none
+                }
+                if case .some(let e) = item { c.resume(returning: e) }
+            }
+        } onCancel: {
+            // The reader is gone: its pending pull ends the sequence.
+            let waiter = state.withLock { s -> CheckedContinuation<CommunicationEvent?, Never>? in
+                defer { s.waiting = nil }
+                return s.waiting
+            }
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    /// Waits until the reader has asked for the element after the last one pushed (a hang guard of
+    /// 60 s of real time stops a reader that never comes).
+    func waitUntilHandled() async {
+        let guardLine = ContinuousClock.now + .seconds(60)
+        while state.withLock({ $0.pulls <= $0.pushed }) && ContinuousClock.now < guardLine {
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+    }
+}
+
 /// A manager whose answers are scripted per exchange (0-based): what `exchange` returns and which
 /// `received` events follow. It checks the harness's bookkeeping, not a protocol.
 final class ScriptedManager: CommunicationManager {
@@ -118,7 +172,7 @@ final class ScriptedManager: CommunicationManager {
 
     let channel = DeviceCommunicationChannel.bluetooth
     let events: AsyncStream<CommunicationEvent>
-    private let continuation: AsyncStream<CommunicationEvent>.Continuation
+    private let queue: PulledQueue
     private let script: @Sendable (Int, [UInt8]) -> Answer
     private let shared: Mutex<(opened: Bool, exchanges: Int, opens: Int, closes: Int)>
     private let openSucceeds: Bool
@@ -127,7 +181,9 @@ final class ScriptedManager: CommunicationManager {
         self.script = script
         self.openSucceeds = openSucceeds
         shared = Mutex((opened, 0, 0, 0))
-        (events, continuation) = AsyncStream.makeStream(of: CommunicationEvent.self)
+        let queue = PulledQueue()
+        self.queue = queue
+        events = AsyncStream(unfolding: { await queue.next() })
     }
 
     var state: PhoneStateMachine.State { shared.withLock { $0.opened ? .idle : .waitingDevice } }
@@ -142,7 +198,11 @@ final class ScriptedManager: CommunicationManager {
     func exchange(_ data: [UInt8], timeout: Duration) async throws(LinkError) -> [UInt8] {
         let n = shared.withLock { s -> Int in defer { s.exchanges += 1 }; return s.exchanges }
         let answer = script(n, data)
-        for (i, e) in answer.events.enumerated() { continuation.yield(.received(message: UInt16(i + 1), data: e)) }
+        for (i, e) in answer.events.enumerated() { queue.push(.received(message: UInt16(i + 1), data: e)) }
+        // A real manager's events are in the reader's hands by the time its exchange returns; here
+        // the reader is another task, so wait until it has taken (and handled) every event, rather
+        // than let the exchange's timeout race the scheduler.
+        if !answer.events.isEmpty { await queue.waitUntilHandled() }
         switch answer.result {
         case .success(let d): return d
         case .failure(let e): throw e
