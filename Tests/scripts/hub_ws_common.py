@@ -61,6 +61,15 @@ class Nodes:
             raise SystemExit(f"client add failed: {out.stdout} {out.stderr}")
         return kv["client_id"], kv["client_secret"]
 
+    def error_lines(self, limit=20):
+        """The nodes' logged errors (the refused upgrades' expected ones left out), for a failed run."""
+        out = []
+        for name in sorted(os.listdir(self.work)):
+            if name.endswith(".log"):
+                with open(os.path.join(self.work, name), errors="replace") as f:
+                    out += [f"{name}: {l.rstrip()}" for l in f if " error " in l and "upgrade result" not in l]
+        return out[-limit:]
+
     def stop_all(self):
         for p in self.procs:
             if p.poll() is None:

@@ -248,6 +248,10 @@ async def main():
 
 try:
     asyncio.run(main())
+except BaseException:
+    for line in nodes.error_lines():
+        print(line, file=sys.stderr)
+    raise
 finally:
     nodes.stop_all()
 check.finish()

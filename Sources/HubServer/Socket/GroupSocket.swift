@@ -104,6 +104,7 @@ public struct GroupSocket: Sendable {
             }
             return .success(asked)
         } catch {
+            hub.logger.error("groups: hello could not allocate or look up a user id: \(error)")
             return .failure(ClientOpError(op: "hello", message: "the hub could not allocate a user id now", fatal: true))
         }
     }
