@@ -46,6 +46,16 @@ let package = Package(
             ],
             path: "Sources/ber-curve"
         ),
+        // The channel protocol's completions and goodput against SNR, with FEC off, auto and on; table and PNG.
+        .executableTarget(
+            name: "link-snr",
+            dependencies: [
+                .product(name: "ModemLink", package: root),
+                .product(name: "ModemLinkProtocol", package: root),
+                .product(name: "ModemPlot", package: root),
+            ],
+            path: "Sources/link-snr"
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -18,6 +18,21 @@ public enum LinkTiming: Sendable, Hashable {
     case byteStream(acknowledgementTimeout: Double, bytesPerSecond: Double)
 }
 
+/// Whether an audio link sends its frames under forward error correction (``ModemCodecs/CodedFrame``:
+/// Reed-Solomon inside a soft-decision convolutional code), which carries them far below the SNR where
+/// plain HDLC frames are lost, at about 2.3 times the air time. A receiver decodes plain and coded
+/// frames alike whatever this says, so the two ends need not agree.
+public enum LinkFEC: String, Sendable, Hashable, CaseIterable {
+    /// Code every frame.
+    case on
+    /// Never code (plain HDLC, as before coded frames existed).
+    case off
+    /// Code while the line is noisy: from the start (so the open handshake survives a bad line) until
+    /// the frames heard from the peer show a clean line (coded frames with almost no level wrong, or
+    /// intact plain frames in a row); back to coding when frames arrive damaged.
+    case auto
+}
+
 /// Parameters of the channel protocol shared by both ends.
 public struct LinkConfiguration: Sendable, Hashable {
     /// Master-slave or duplex.
@@ -44,6 +59,9 @@ public struct LinkConfiguration: Sendable, Hashable {
     public var latencySeconds: Double
     /// Where the timers come from (default ``LinkTiming/audio``).
     public var timing: LinkTiming
+    /// Forward error correction on an audio line (default ``LinkFEC/auto``); timers allow for coded
+    /// frames unless it is ``LinkFEC/off``.
+    public var forwardErrorCorrection: LinkFEC
 
     /// Creates a configuration.
     /// - Parameters:
@@ -54,10 +72,11 @@ public struct LinkConfiguration: Sendable, Hashable {
     ///   - windowFrames: fragments per burst (default 16).
     ///   - latencySeconds: audio path latency allowance (default 0).
     ///   - timing: where the timers come from (default: the audio line).
+    ///   - forwardErrorCorrection: coded frames on an audio line: auto (default), on or off.
     public init(mode: CommunicationMode = .masterSlave, baudRate: Double = 1200, framePayload: Int = 1024,
                 maximumMessageSize: Int = 1 << 20, windowFrames: Int = 16, maximumPolls: Int = 10,
                 signalAttempts: Int = 3, handshakeAttempts: Int = 5, preambleSeconds: Double? = nil, latencySeconds: Double = 0,
-                timing: LinkTiming = .audio) {
+                timing: LinkTiming = .audio, forwardErrorCorrection: LinkFEC = .auto) {
         precondition(baudRate >= 50 && baudRate <= 9600, "baudRate must be 50...9600, got \(baudRate)")
         precondition((1...LinkFrame.maximumPayload).contains(framePayload), "framePayload must be 1...\(LinkFrame.maximumPayload)")
         precondition(maximumMessageSize >= 0 && maximumMessageSize <= 16 << 20, "maximumMessageSize must be 0...16 MiB")
@@ -80,6 +99,7 @@ public struct LinkConfiguration: Sendable, Hashable {
         self.preambleSeconds = preambleSeconds ?? max(0.04, 12 * 8 / baudRate)
         self.latencySeconds = latencySeconds
         self.timing = timing
+        self.forwardErrorCorrection = forwardErrorCorrection
     }
 
     /// The channel protocol over a reliable byte stream (Bluetooth RFCOMM, TCP), frames written back
@@ -93,10 +113,14 @@ public struct LinkConfiguration: Sendable, Hashable {
     }
 
     /// Air time of a frame with `payload` bytes, in seconds (audio: with stuffing and a separating
-    /// flag; byte stream: the frame's bytes at the nominal throughput).
+    /// flag, or as a coded frame unless FEC is off; byte stream: the frame's bytes at the nominal
+    /// throughput).
     public func airtime(payload: Int) -> Double {
         switch timing {
-        case .audio: return Double(LinkFrame.overhead + 2 + payload + 1) * 8 * 1.02 / baudRate
+        case .audio:
+            let plain = Double(LinkFrame.overhead + 2 + payload + 1) * 8 * 1.02 / baudRate
+            guard forwardErrorCorrection != .off else { return plain }
+            return Double(CodedFrame.lineLevels(payloadLength: LinkFrame.overhead + 2 + payload) + 24) / baudRate
         case .byteStream(_, let rate): return Double(LinkFrame.overhead + payload) / rate
         }
     }

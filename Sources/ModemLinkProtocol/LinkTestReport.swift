@@ -36,6 +36,8 @@ public struct LinkTestReport: Sendable, Hashable, Codable {
     public var framesLost = 0
     /// Duplicate frames the protocol suppressed.
     public var duplicateFramesSuppressed = 0
+    /// Frames that arrived as coded frames (forward error correction on an audio line).
+    public var framesCoded = 0
 
     /// Creates an empty report.
     public init() {}

@@ -29,11 +29,14 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// Channel seconds without a newly verified block after which the test gives up (the report
     /// says so and is not completed); nil: ``defaultGiveUpSeconds``.
     public var giveUpSeconds: Double?
+    /// Forward error correction on the link (coded frames): auto (default), on or off.
+    public var forwardErrorCorrection: LinkFEC
 
     /// Creates options.
     public init(baudRate: Double = 1200, size: Int, snrDB: Double? = nil, frameLoss: Double = 0, cuts: Int = 0,
                 seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int = TransferTestOptions.linkBlockSize, plain: Bool = false,
-                giveUpSeconds: Double? = nil) {
+                giveUpSeconds: Double? = nil, forwardErrorCorrection: LinkFEC = .auto) {
+        self.forwardErrorCorrection = forwardErrorCorrection
         self.plain = plain
         self.giveUpSeconds = giveUpSeconds
         self.baudRate = baudRate
@@ -53,9 +56,10 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// The give-up time when none is set: 10 x the keepalive (a cut lasts 3 x, and the ends notice
     /// it after 2 x) plus 5 x one block's air time at the line rate (with a fragment of overhead),
     /// so a slow but moving transfer, or one resuming after a cut, is not given up. 899 s at
-    /// 1200 baud with 16,256-byte blocks.
+    /// 1200 baud with 16,256-byte blocks and FEC off; coded frames take 2.3 times the air time.
     public var defaultGiveUpSeconds: Double {
-        let blockAirtime = Double(min(size, blockSize) + 1024) * 8 * 1.04 / baudRate
+        let coding = forwardErrorCorrection == .off ? 1.0 : 2.3
+        let blockAirtime = Double(min(size, blockSize) + 1024) * 8 * 1.04 * coding / baudRate
         return 10 * keepalive + 5 * blockAirtime
     }
 
@@ -190,7 +194,8 @@ public struct TransferTest: Sendable {
                     progress: @escaping @Sendable (TransferTestReport) -> Void = { _ in }) async throws(TransferTestError) -> TransferTestReport {
         try options.validate()
         let configuration = LinkConfiguration(mode: .duplex, baudRate: options.baudRate, framePayload: 1024,
-                                              maximumMessageSize: 1 << 20, windowFrames: 16)
+                                              maximumMessageSize: 1 << 20, windowFrames: 16,
+                                              forwardErrorCorrection: options.forwardErrorCorrection)
         let impairments = LinkImpairments(snrDB: options.snrDB, frameLoss: options.frameLoss, seed: options.seed)
         let pair: LinkLoopbackPair
         do {

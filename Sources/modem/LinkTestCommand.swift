@@ -105,7 +105,7 @@ struct LinkTestCommand: AsyncParsableCommand {
                 exchanges \(report.exchanges): completed \(report.completed), timed out \(report.timedOut), failed \(report.failed)
                 delivered corrupt \(report.corruptDelivered), duplicated \(report.duplicatesDelivered)
                 mean round trip \(DecimalFormat.fixed(report.meanRoundTripMs, 0)) ms, goodput \(DecimalFormat.fixed(report.goodputBps, 0)) bit/s over \(DecimalFormat.fixed(report.channelSeconds, 1)) s of channel time
-                frames sent \(report.framesSent), retransmitted \(report.retransmissions), damaged \(report.framesDamaged), lost by the channel \(report.framesLost), duplicates suppressed \(report.duplicateFramesSuppressed)
+                frames sent \(report.framesSent), retransmitted \(report.retransmissions), damaged \(report.framesDamaged), coded \(report.framesCoded), lost by the channel \(report.framesLost), duplicates suppressed \(report.duplicateFramesSuppressed)
                 """)
             }
             if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }

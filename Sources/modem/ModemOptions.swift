@@ -66,6 +66,8 @@ struct LinkOptions: ParsableArguments {
     @Option(help: ArgumentHelp("How the two ends take turns.", valueName: "MODE")) var mode: ModeArgument = .masterSlave
     @Option(parsing: .unconditional, help: ArgumentHelp("Line rate in baud (50...9600; Bell 202 tones at 1200).", valueName: "N")) var baud: Double = 1200
     @Option(parsing: .unconditional, help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
+    @Option(help: ArgumentHelp("Forward error correction: auto (code frames while the line is noisy), on, off. Either end decodes both.", valueName: "auto|on|off"))
+    var fec: FECArgument = .auto
 
     func validate() throws {
         guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
@@ -77,7 +79,8 @@ struct LinkOptions: ParsableArguments {
 
     /// The protocol parameters (after ``validate()``).
     func configuration(framePayload: Int = 1024, latencySeconds: Double) -> LinkConfiguration {
-        LinkConfiguration(mode: mode.mode, baudRate: baud, framePayload: framePayload, latencySeconds: latencySeconds)
+        LinkConfiguration(mode: mode.mode, baudRate: baud, framePayload: framePayload, latencySeconds: latencySeconds,
+                          forwardErrorCorrection: fec.value)
     }
 }
 
@@ -99,4 +102,16 @@ func checkSeconds(_ value: Double, _ option: String, in range: ClosedRange<Doubl
 extension Double {
     /// The number without a trailing ".0" when it is whole.
     var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
+}
+
+/// `--fec auto|on|off`.
+struct FECArgument: ExpressibleByArgument {
+    let value: LinkFEC
+    init?(argument: String) {
+        guard let v = LinkFEC(rawValue: argument.lowercased()) else { return nil }
+        value = v
+    }
+    static let auto = FECArgument(argument: "auto")!
+    static var allValueStrings: [String] { LinkFEC.allCases.map(\.rawValue) }
+    var defaultValueDescription: String { value.rawValue }
 }

@@ -50,12 +50,40 @@ struct LinkTestCLITests {
         #expect(s["goodputBps"]! >= 720, "\(s)")
     }
 
+    @Test("-7 dB: with --fec auto every exchange completes as coded frames; with --fec off the link cannot even open")
+    func belowTheCliff() async throws {
+        let auto = try await modem(["link-test", "--count", "10", "--size", "256", "--snr", "-7", "--seed", "3", "--json"], timeout: 300)
+        #expect(auto.status == 0, "\(auto)")
+        let a = try summary(auto)
+        expectHonest(a)
+        #expect(a["completed"] == 10, "\(a)")
+        #expect(a["framesCoded"]! >= 20, "\(a)")
+        let off = try await modem(["link-test", "--count", "10", "--size", "256", "--snr", "-7", "--seed", "3", "--fec", "off", "--json"],
+                                  timeout: 300)
+        let o = try summary(off)
+        expectHonest(o)
+        #expect(o["completed"] == 0 && o["framesCoded"] == 0, "\(o)")
+    }
+
+    @Test("a clean line with --fec auto stands down to plain frames after the first coded ones")
+    func standsDown() async throws {
+        let r = try await modem(["link-test", "--count", "20", "--size", "256", "--seed", "3", "--json"], timeout: 120)
+        let s = try summary(r)
+        expectHonest(s)
+        #expect(s["completed"] == 20)
+        #expect(s["framesCoded"]! >= 1 && s["framesCoded"]! <= 4, "\(s)")
+        let off = try summary(try await modem(["link-test", "--count", "20", "--size", "256", "--seed", "3", "--fec", "off", "--json"],
+                                              timeout: 120))
+        #expect(off["completed"] == 20 && off["framesCoded"] == 0, "\(off)")
+        #expect(s["goodputBps"]! >= 0.9 * off["goodputBps"]!, "auto \(s), off \(off)")
+    }
+
     @Test("bad options are refused with a message naming them")
     func badOptions() async throws {
         let cases: [([String], String)] = [
             (["--mode", "simplex"], "--mode"), (["--size", "0"], "--size"), (["--loss", "1.5"], "--loss"),
             (["--baud", "0"], "--baud"), (["--channel", "alsa", "--snr", "3"], "loopback only"),
-            (["--drift", "20000"], "--drift"), (["--timeout", "-1"], "--timeout"),
+            (["--drift", "20000"], "--drift"), (["--timeout", "-1"], "--timeout"), (["--fec", "maybe"], "--fec"),
         ]
         for (args, needle) in cases {
             let r = try await modem(["link-test"] + args)

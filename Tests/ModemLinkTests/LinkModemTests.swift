@@ -117,9 +117,10 @@ struct LinkModemTests {
         #expect(receiver.framesDecoded == 0)
     }
 
-    @Test("a corrupted transmission is not delivered, the next clean one is")
-    func corruptedThenClean() throws {
-        let configuration = LinkConfiguration()
+    @Test("a corrupted transmission is not delivered, the next clean one is (plain frames); coded frames correct it",
+          arguments: [LinkFEC.off, .on])
+    func corruptedThenClean(fec: LinkFEC) throws {
+        let configuration = LinkConfiguration(forwardErrorCorrection: fec)
         let a = LinkFrame(kind: .data, session: 1, message: 1, payload: Array(repeating: 0x55, count: 40))
         let b = LinkFrame(kind: .data, session: 1, message: 2, payload: Array(repeating: 0x33, count: 40))
         var first = try Self.audio([[a]], configuration: configuration, gap: 0)
@@ -127,7 +128,8 @@ struct LinkModemTests {
         let middle = first.count / 2
         for i in middle..<(middle + 800) { first[i] = 0 }
         let samples = first + (try Self.audio([[b]], configuration: configuration)) + [Float](repeating: 0, count: Self.trailing)
-        let (frames, _) = try Self.decode(samples, block: 480, configuration: configuration)
-        #expect(frames == [b])
+        let (frames, receiver) = try Self.decode(samples, block: 480, configuration: configuration)
+        #expect(frames == (fec == .on ? [a, b] : [b]))
+        #expect(receiver.codedFramesDecoded == (fec == .on ? 2 : 0))
     }
 }

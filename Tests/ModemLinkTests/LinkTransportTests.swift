@@ -195,7 +195,9 @@ import Testing
             #expect(report.channelSeconds >= 59 && report.channelSeconds < 61, "plain \(plain): \(report.json)")
             #expect(report.json.hasSuffix(",\"completed\":false,\"framesLost\":\(report.framesLost),\"retransmissions\":\(report.retransmissions),\"endedEarly\":\"gave-up\"}"))
         }
-        #expect(TransferTestOptions(baudRate: 1200, size: 1 << 20).defaultGiveUpSeconds.rounded() == 899)
+        #expect(TransferTestOptions(baudRate: 1200, size: 1 << 20, forwardErrorCorrection: .off).defaultGiveUpSeconds.rounded() == 899)
+        // Coded frames (FEC on or auto) take 2.3 times the air time: 300 + 5 x 2.3 x 119.8 s.
+        #expect(TransferTestOptions(baudRate: 1200, size: 1 << 20).defaultGiveUpSeconds.rounded() == 1678)
         #expect(throws: TransferTestError.self) { try TransferTestOptions(size: 10, giveUpSeconds: 0).validate() }
         #expect(throws: TransferTestError.self) { try TransferTestOptions(size: 10, giveUpSeconds: .infinity).validate() }
     }

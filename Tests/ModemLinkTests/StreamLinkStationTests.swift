@@ -239,11 +239,16 @@ struct StreamLinkStationTests {
             #expect(c.acknowledgementTimeout == 1)
             #expect(c.suggestedTimeout(bytes: 64) > 10 && c.suggestedTimeout(bytes: 64) < 11)
         }
-        // The audio figures are the formula's, as before the timing field existed.
+        // The audio figures are the formula's, as before the timing field existed: plain frames without
+        // FEC, coded frames (their line levels and three flags) otherwise.
+        let plain = LinkConfiguration(forwardErrorCorrection: .off)
+        #expect(plain.timing == .audio)
+        #expect(abs(plain.acknowledgementTimeout - (256.0 / 1200 + 0.08 + plain.airtime(payload: 64) + 0.25 + 40.0 / 1200)) < 1e-12)
+        #expect(abs(plain.airtime(payload: 64) - Double(17 + 2 + 64 + 1) * 8 * 1.02 / 1200) < 1e-12)
         let audio = LinkConfiguration()
-        #expect(audio.timing == .audio)
-        #expect(abs(audio.acknowledgementTimeout - (256.0 / 1200 + 0.08 + audio.airtime(payload: 64) + 0.25 + 40.0 / 1200)) < 1e-12)
-        #expect(abs(audio.airtime(payload: 64) - Double(17 + 2 + 64 + 1) * 8 * 1.02 / 1200) < 1e-12)
+        #expect(audio.forwardErrorCorrection == .auto)
+        #expect(abs(audio.airtime(payload: 64) - Double(CodedFrame.lineLevels(payloadLength: 17 + 2 + 64) + 24) / 1200) < 1e-12)
+        #expect(audio.airtime(payload: 64) > 2 * plain.airtime(payload: 64))
     }
 
     @Test("the hello carries the duplex flag in duplex mode only")

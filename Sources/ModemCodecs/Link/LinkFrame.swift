@@ -58,6 +58,14 @@ public struct LinkFrame: Sendable, Hashable {
         /// In a ``Kind/hello``: the phone runs duplex mode (clear: master-slave). A device that follows
         /// the phone's mode adopts it; others ignore the bit (unknown bits are kept and ignored).
         public static let duplex = Flags(rawValue: 16)
+        /// On an audio line: the sender hears the receiver's frames clean enough to take them plain, so
+        /// a receiver whose forward error correction is automatic may stop coding its frames. Set and
+        /// read by the audio modem (`LinkModem`), which removes it before the state machines see a frame.
+        public static let lineClean = Flags(rawValue: 32)
+        /// On an audio line: the sender hears the receiver's frames damaged and asks for coded frames
+        /// (neither this nor ``lineClean``: the sender has not judged the line yet). Like ``lineClean``,
+        /// the audio modem's alone.
+        public static let lineNoisy = Flags(rawValue: 64)
     }
 
     /// The kind of frame.

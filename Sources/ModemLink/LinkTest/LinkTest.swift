@@ -113,6 +113,7 @@ public final class LinkTest {
         report.framesSent = ps.framesSent + ds.framesSent
         report.retransmissions = ps.retransmissions + ds.retransmissions
         report.framesDamaged = phone.modem.framesDamaged + device.modem.framesDamaged
+        report.framesCoded = phone.modem.codedFramesDecoded + device.modem.codedFramesDecoded
         report.duplicateFramesSuppressed = ps.duplicateFrames + ds.duplicateFrames
         if let m = medium as? LoopbackMedium { report.framesLost = m.framesLost.toDevice + m.framesLost.toPhone }
         return report

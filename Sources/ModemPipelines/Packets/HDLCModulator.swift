@@ -27,6 +27,11 @@ public struct HDLCModulator: Sendable {
     /// FX.25 is sent plain. Default nil: plain HDLC.
     public var fx25: FX25Encoder?
 
+    /// When true, each frame is sent as a ``CodedFrame`` (a concatenated Reed-Solomon and convolutional
+    /// code, as line levels without NRZI) between the flags: the channel protocol's coded mode, which
+    /// only receivers that look for coded frames decode. Takes precedence over ``fx25``.
+    public var codesFrames = false
+
     /// Creates a modulator.
     /// - Parameters:
     ///   - settings: tones and baud (a tone profile, or `g3ruh` for baseband).
@@ -66,22 +71,33 @@ public struct HDLCModulator: Sendable {
     public mutating func append(frames: [[UInt8]], leadingFlags: Int, separatingFlags: Int = 1, trailingFlags: Int,
                                 gapSeconds: Double = 0, to samples: inout [Float]) -> [Range<Int>] {
         precondition(separatingFlags >= 1, "HDLCModulator separatingFlags must be at least 1, got \(separatingFlags)")
+        // HDLC bits wait in `bits` for NRZI; a coded frame's levels go straight to `levels`.
+        var levels: [Bool] = []
         var bits: [Bool] = []
         bits.reserveCapacity((leadingFlags + trailingFlags) * 8 + frames.reduce(0) { $0 + ($1.count + 2) * 10 + separatingFlags * 8 })
         var frameBits: [Range<Int>] = []
         HDLCEncoder.appendFlags(leadingFlags, to: &bits)
         for (i, frame) in frames.enumerated() {
             if i > 0 { HDLCEncoder.appendFlags(separatingFlags, to: &bits) }
-            let start = bits.count
+            if codesFrames {
+                levels += nrzi.encode(bits)
+                bits.removeAll(keepingCapacity: true)
+                let start = levels.count
+                CodedFrame.append(frame, to: &levels)
+                frameBits.append(start..<levels.count)
+                nrzi.reset(initialLevel: levels[levels.count - 1])
+                continue
+            }
+            let start = levels.count + bits.count
             if fx25?.append(frame, to: &bits) != true {
                 encoder.appendFrame(frame, to: &bits)
             }
-            frameBits.append(start..<bits.count)
+            frameBits.append(start..<(levels.count + bits.count))
         }
         HDLCEncoder.appendFlags(trailingFlags, to: &bits)
+        levels += nrzi.encode(bits)
 
         let base = samples.count
-        let levels = nrzi.encode(bits)
         if baseband != nil {
             baseband!.appendBits(scrambler.scramble(levels), to: &samples)
             if gapSeconds > 0 { baseband!.appendSilence(seconds: gapSeconds, to: &samples) }

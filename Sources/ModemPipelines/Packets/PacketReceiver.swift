@@ -19,6 +19,10 @@ public struct ReceivedPacket: Sendable {
     public var fecCorrectedBytes: Int? = nil
     /// Whether that block needed the demodulator's doubtful bytes as erasures.
     public var fecUsedErasures = false
+    /// When it came as a coded frame (``CodedFrame``): the share of its line levels that were wrong.
+    public var codedLevelErrorRate: Double? = nil
+    /// Whether it came as a coded frame.
+    public var isCoded: Bool { codedLevelErrorRate != nil }
 
     /// The frame in TNC2 monitor format (`SRC>DST,PATH*:info`), or the bytes in hex if not AX.25.
     public var monitorLine: String {
@@ -62,6 +66,10 @@ public struct PacketStatistics: Sendable {
     /// FX.25 blocks beyond correction whose frame no other path delivered (counted once, however many
     /// slicers saw the block).
     public var fx25Uncorrectable = 0
+    /// Coded frames (``CodedFrame``, the channel protocol's coded mode) delivered.
+    public var codedFrames = 0
+    /// Coded frames announced by a good header that no slicer could decode (counted per slicer copy).
+    public var codedLost = 0
     /// Samples read.
     public var samples = 0
 
@@ -146,6 +154,8 @@ public final class PacketReceiver {
     /// Per AFSK slicer, its FX.25 decoder and the confidence of its last line bit.
     private var fx25: [FX25Decoder]
     private var lastConfidence: [Float]
+    /// Per AFSK slicer, its decoder of coded frames.
+    private var coded: [CodedFrameDecoder]
     /// FX.25 blocks beyond correction, not yet settled: their tag and last bit's samples.
     private var failedBlocks: [(start: Int, end: Int)] = []
     private var statistics = PacketStatistics()
@@ -165,11 +175,13 @@ public final class PacketReceiver {
         if baudRate <= 600 {
             var s: [FSKBitDemodulator.Slicer] = [-12.0, -6, 0, 6, 12].map { .init(balanceDB: $0, windowBits: 1.3) }
             s.append(.init(balanceDB: 0, windowBits: 1.5))
+            s.append(.init(balanceDB: 0, windowBits: 1.3, clockInertia: 0.95))
             return s
         }
         var s: [FSKBitDemodulator.Slicer] = [-12.0, 0, 12].map { .init(balanceDB: $0, windowBits: 1.3) }
         s.append(.init(balanceDB: 0, windowBits: 1.3, adaptive: true))
         s.append(.init(balanceDB: 0, windowBits: 1, adaptive: true))
+        s.append(.init(balanceDB: 0, windowBits: 1.3, clockInertia: 0.95))
         return s
     }
 
@@ -238,6 +250,7 @@ public final class PacketReceiver {
         confidence = Array(repeating: LineConfidence(maximumFrameBits: format.maximumLength * 8), count: count)
         let fx = FX25Decoder(minimumFrameLength: format.minimumLength, maximumFrameLength: format.maximumLength)
         fx25 = Array(repeating: fx, count: count)
+        coded = Array(repeating: CodedFrameDecoder(maximumLength: format.maximumLength), count: count)
         lastConfidence = Array(repeating: 0, count: count)
         hdlc = Array(repeating: HDLCDecoder(minimumLength: format.minimumLength,
                                             maximumLength: max(format.maximumLength, HDLCDecoder.ax25MaximumLength)),
@@ -280,12 +293,18 @@ public final class PacketReceiver {
         // Work on local copies: mutating a class's arrays in the loop costs a runtime exclusivity
         // check per access.
         var nrzi = self.nrzi, hdlc = self.hdlc, confidence = self.confidence, fx25 = self.fx25, last = lastConfidence
+        var coded = self.coded
         self.fx25 = []
+        self.coded = []
+        var codedFrames: [(slicer: Int, bytes: [UInt8], end: Int, errorRate: Double)] = []
         var blocks: [(slicer: Int, block: FX25Block)] = []
         for b in bits {
             let k = b.slicer
             // The line bit with HDLC bit index i decides data bits i and i + 1 (NRZI).
             confidence[k].append(b.confidence)
+            if let f = coded[k].decode(b.mark ? b.confidence : -b.confidence, stamp: b.sample) {
+                codedFrames.append((k, f.bytes, f.endStamp, f.levelErrorRate))
+            }
             let bit = nrzi[k].decode(b.mark)
             if let block = fx25[k].decode(bit, confidence: min(b.confidence, last[k]), stamp: b.sample) {
                 blocks.append((k, block))
@@ -305,7 +324,12 @@ public final class PacketReceiver {
             }
         }
         self.nrzi = nrzi; self.hdlc = hdlc; self.confidence = confidence; self.fx25 = fx25; lastConfidence = last
+        statistics.codedLost = coded.reduce(0) { $0 + $1.framesLost }
+        self.coded = coded
         for (k, block) in blocks { take(block, slicer: k) }
+        for f in codedFrames where format.problem(f.bytes) == nil {
+            hold(f.bytes, end: f.end, repaired: 0, slicer: f.slicer, codedErrorRate: f.errorRate)
+        }
         bits.removeAll(keepingCapacity: true)
         return settle(before: horizon)
     }
@@ -315,6 +339,7 @@ public final class PacketReceiver {
     private var horizon: Int {
         var h = statistics.samples - 4 * frameWindow
         for d in fx25 { if let s = d.oldestPendingStamp { h = min(h, s) } }
+        for d in coded { if let s = d.oldestPendingStamp { h = min(h, s) } }
         if let lanes = baseband { for l in lanes { for d in l.fx25 { if let s = d.oldestPendingStamp { h = min(h, s) } } } }
         return h
     }
@@ -383,7 +408,8 @@ public final class PacketReceiver {
     }
 
     /// Keeps a decoded frame unless a slicer already has it.
-    private func hold(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int, fec: Int? = nil, erasures: Bool = false) {
+    private func hold(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int, fec: Int? = nil, erasures: Bool = false,
+                      codedErrorRate: Double? = nil) {
         let window = frameWindow
         if held.contains(where: { $0.bytes == bytes && abs($0.endSample - end) <= window })
             || recent.contains(where: { $0.bytes == bytes && abs($0.end - end) <= window }) {
@@ -391,7 +417,8 @@ public final class PacketReceiver {
             return
         }
         held.append(ReceivedPacket(bytes: bytes, frame: format.isAX25 ? try? AX25Frame(decoding: bytes) : nil, endSample: end,
-                                   repairedBits: repaired, slicer: slicer, fecCorrectedBytes: fec, fecUsedErasures: erasures))
+                                   repairedBits: repaired, slicer: slicer, fecCorrectedBytes: fec, fecUsedErasures: erasures,
+                                   codedLevelErrorRate: codedErrorRate))
     }
 
     /// Repair attempts per damaged frame (copies from different slicers; each costs one de-stuffing
@@ -477,6 +504,7 @@ public final class PacketReceiver {
         for p in out {
             statistics.decoded += 1
             if p.repairedBits > 0 { statistics.repaired += 1 }
+            if p.isCoded { statistics.codedFrames += 1 }
             if let fixed = p.fecCorrectedBytes {
                 statistics.fx25Frames += 1
                 if fixed > 0 {

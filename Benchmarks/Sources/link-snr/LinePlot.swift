@@ -1,0 +1,90 @@
+import ModemPlot
+
+/// A chart of lines with markers on linear axes (x: full-band SNR in dB) drawn into a ``PNGImage``.
+struct LinePlot {
+    struct Series {
+        var label: String
+        var color: PNGColor
+        var points: [(x: Double, y: Double)]
+    }
+
+    var title: String
+    var yLabel: String
+    var xRange: ClosedRange<Double>
+    var yRange: ClosedRange<Double>
+    var series: [Series] = []
+
+    let width = 960, height = 420
+    let left = 96, right = 24, top = 40, bottom = 64
+
+    private var plotW: Int { width - left - right }
+    private var plotH: Int { height - top - bottom }
+
+    private func px(_ x: Double) -> Double {
+        Double(left) + (x - xRange.lowerBound) / (xRange.upperBound - xRange.lowerBound) * Double(plotW)
+    }
+
+    private func py(_ y: Double) -> Double {
+        Double(top) + (yRange.upperBound - y) / (yRange.upperBound - yRange.lowerBound) * Double(plotH)
+    }
+
+    func render() -> PNGImage {
+        var img = PNGImage(width: width, height: height, background: .white)
+        let grid = PNGColor(225, 225, 225), axis = PNGColor(40, 40, 40)
+        // Five horizontal grid lines with labels; a vertical one per dB.
+        for i in 0...5 {
+            let v = yRange.lowerBound + (yRange.upperBound - yRange.lowerBound) * Double(i) / 5
+            let y = Int(py(v).rounded())
+            img.horizontalLine(y: y, from: left, to: left + plotW, color: grid)
+            let label = String(Int(v.rounded()))
+            PlotFont.draw(label, x: left - 10 - PlotFont.width(of: label, scale: 2), y: y - 7, color: axis, scale: 2, into: &img)
+        }
+        var x = xRange.lowerBound
+        while x <= xRange.upperBound + 1e-9 {
+            let xp = Int(px(x).rounded())
+            img.verticalLine(x: xp, from: top, to: top + plotH, color: grid)
+            let label = String(Int(x.rounded()))
+            PlotFont.draw(label, x: xp - PlotFont.width(of: label, scale: 2) / 2, y: top + plotH + 10, color: axis, scale: 2, into: &img)
+            x += 1
+        }
+        img.strokeRectangle(x: left, y: top, width: plotW + 1, height: plotH + 1, color: axis)
+        PlotFont.draw(title, x: left + (plotW - PlotFont.width(of: title, scale: 2)) / 2, y: 12, color: axis, scale: 2, into: &img)
+        let xl = "full-band SNR at 48 kHz (dB)"
+        PlotFont.draw(xl, x: left + (plotW - PlotFont.width(of: xl, scale: 2)) / 2, y: height - 28, color: axis, scale: 2, into: &img)
+        PlotFont.drawVertical(yLabel, x: 16, y: top + (plotH + PlotFont.width(of: yLabel, scale: 2)) / 2, color: axis, scale: 2, into: &img)
+
+        for s in series {
+            let pts = s.points.map { (px($0.x), py($0.y)) }
+            for i in pts.indices.dropFirst() { line(from: pts[i - 1], to: pts[i], color: s.color, into: &img) }
+            for p in pts { marker(at: p, color: s.color, into: &img) }
+        }
+
+        // Legend, top left inside the plot (the curves rise to the right).
+        let rowH = 22
+        let legendW = (series.map { PlotFont.width(of: $0.label, scale: 2) }.max() ?? 0) + 64
+        let lx = left + 12, ly = top + 12
+        img.fill(x: lx, y: ly, width: legendW, height: rowH * series.count + 12, color: .white)
+        img.strokeRectangle(x: lx, y: ly, width: legendW, height: rowH * series.count + 12, color: PNGColor(160, 160, 160))
+        for (i, s) in series.enumerated() {
+            let cy = Double(ly + 6 + rowH * i + rowH / 2)
+            line(from: (Double(lx + 8), cy), to: (Double(lx + 44), cy), color: s.color, into: &img)
+            marker(at: (Double(lx + 26), cy), color: s.color, into: &img)
+            PlotFont.draw(s.label, x: lx + 54, y: Int(cy) - 7, color: axis, scale: 2, into: &img)
+        }
+        return img
+    }
+
+    private func marker(at p: (Double, Double), color: PNGColor, into img: inout PNGImage) {
+        let cx = Int(p.0.rounded()), cy = Int(p.1.rounded()), r = 4
+        for dy in -r...r { for dx in -r...r where dx * dx + dy * dy <= r * r { img[cx + dx, cy + dy] = color } }
+    }
+
+    private func line(from a: (Double, Double), to b: (Double, Double), color: PNGColor, into img: inout PNGImage) {
+        let dx = b.0 - a.0, dy = b.1 - a.1
+        let steps = max(1, Int((dx * dx + dy * dy).squareRoot() * 2))
+        for i in 0...steps {
+            let t = Double(i) / Double(steps)
+            img.fill(x: Int((a.0 + dx * t).rounded()) - 1, y: Int((a.1 + dy * t).rounded()) - 1, width: 2, height: 2, color: color)
+        }
+    }
+}
