@@ -77,7 +77,7 @@ let package = Package(
         .target(name: "ModemLinkTransport", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemTransport"]),
         .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTransport"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
-        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemCodecs"]),
+        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport"]),
         // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
         .target(name: "ModemSockets"),
         // The seam between messaging sessions and the lines that carry their frames (TCP, the channel
@@ -86,10 +86,10 @@ let package = Package(
         // Messaging over any link: keys, Noise sessions, pairing, mailbox, data connections; never DSP or audio.
         .target(
             name: "ModemMessaging",
-            dependencies: ["ModemTransport", "ModemLinkProtocol", "ModemCodecs", "ModemSockets", "ModemCrypto"]
+            dependencies: ["ModemTransport", "ModemCodecs", "ModemSockets", "ModemCrypto"]
         ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
-        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemTransport", "ModemLink", "ModemCrypto"]),
+        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemTransport", "ModemLink", "ModemDSP", "ModemCrypto"]),
         .target(
             name: "SwiftModem",
             dependencies: [
@@ -101,7 +101,8 @@ let package = Package(
             name: "modem",
             dependencies: [
                 "SwiftModem",
-                "ModemTransport",
+                // The layers it names in its own imports (the umbrella re-exports them too).
+                "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink", "ModemBluetooth", "ModemTransport", "ModemMessaging",
                 "ModemMessagingHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -175,19 +176,19 @@ let package = Package(
         ),
         .testTarget(
             name: "ModemTNCTests",
-            dependencies: ["ModemTNC", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemTestSupport",
+            dependencies: ["ModemTNC", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTestSupport",
                            .product(name: "Clocks", package: "swift-clocks")]
         ),
-        .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ModemTestSupport", "ProcessTestSupport"]),
+        .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemLinkTests",
-            dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
+            dependencies: ["ModemLink", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
                            "ModemMessaging", "ModemMessagingHarness", "ModemTransport"]
         ),
-        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemCodecs", "ModemTestSupport"]),
+        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemTestSupport"]),
         .testTarget(
             name: "ModemMessagingTests",
-            dependencies: ["ModemMessaging", "ModemTransport", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport", "ProcessTestSupport",
+            dependencies: ["ModemMessaging", "ModemTransport", "ModemSockets", "ModemTestSupport", "ProcessTestSupport",
                            "ModemCrypto", .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport", "ProcessTestSupport"]),
