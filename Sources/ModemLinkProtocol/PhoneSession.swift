@@ -172,6 +172,7 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
     /// - Parameters:
     ///   - open: the open to run (``open()``, or a manager's open with an identifier).
     ///   - code: the channel's return code for a failure.
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func openDevice(_ open: @escaping @Sendable () async throws(LinkError) -> Void,
                            code: @escaping @Sendable (LinkError) -> Int32) -> Int32 {
         blocking { () async -> Int32 in
@@ -186,25 +187,22 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
 
     /// The seed's `exchangeData`: starts an exchange whose outcome goes to `callback`.
     /// - Returns: 0 (started), -1 (busy, or the timeout is not positive), -2 (not opened), -3 (too large), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
         let driver: Driver
         switch reserveExchange(callback: callback) {
         case .success(let d): driver = d
         case .failure(let e): return e.returnCode
         }
-        let codeBox = Mutex<Int32?>(nil)
-        let sem = DispatchSemaphore(value: 0)
+        let started = BlockingHandoff<Int32>()
         Task {
-            _ = await self.runExchange(on: driver, data, timeout: timeout) { code in
-                codeBox.withLock { $0 = code }
-                sem.signal()
-            }
+            _ = await self.runExchange(on: driver, data, timeout: timeout) { code in started.put(code) }
         }
-        sem.wait()
-        return codeBox.withLock { $0 } ?? ReturnCode.notOpenedOrInput
+        return started.take()
     }
 
     /// The seed's `cancelExchange`: 0, -1 (nothing to cancel), -2 (not opened), -3 (already cancelling), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func cancelExchange() -> Int32 {
         blocking { () async -> Int32 in
             do throws(LinkError) {
@@ -217,9 +215,11 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
     }
 
     /// The seed's `closeDevice` (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeDevice() { blocking { await self.close() } }
 
     /// The seed's `closeResource` (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeResource() { blocking { await self.closeResources() } }
 
     // MARK: Internals
@@ -271,12 +271,10 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         }
     }
 
+    /// Blocks the calling thread (the facade's caller's, never the cooperative pool's) until `body` returns.
+    @available(*, noasync)
     private func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-        let box = Mutex<T?>(nil)
-        let sem = DispatchSemaphore(value: 0)
-        Task { let v = await body(); box.withLock { $0 = v }; sem.signal() }
-        sem.wait()
-        return box.withLock { $0 }!
+        BlockingHandoff.run(body)
     }
 
     private func stopDriver() async {

@@ -68,12 +68,10 @@ public enum CommunicationManagerBase {
                 _ = try? BlueZ.scan(seconds: seconds, onFound: found)
             }
             if detectAudioDevice {
-                let done = DispatchSemaphore(value: 0)
-                Task {
+                // This thread of the search's own waits; the probes run as tasks.
+                BlockingHandoff<Void>.run {
                     _ = await AudioJackManager.searchDevices(found: { listener.discoverOneDevice($0) })
-                    done.signal()
                 }
-                done.wait()
             }
             listener.discoverComplete()
         }.start()

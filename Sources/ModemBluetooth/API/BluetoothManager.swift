@@ -148,6 +148,7 @@ public final class BluetoothManager: CommunicationManager {
 
     /// The seed's `openDevice(identifier)` (blocking).
     /// - Returns: 0 connected; -1 illegal address; -2 connection failed; -4 no Bluetooth; -5 not powered; -6 unknown error.
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func openDevice(_ identifier: String) -> Int32 {
         session.openDevice({ () throws(LinkError) in try await self.open(identifier: identifier) }) { error in
             // A device that did not answer the handshake: the connection failed.
@@ -157,17 +158,21 @@ public final class BluetoothManager: CommunicationManager {
     }
 
     /// The seed's `exchangeData` (see ``ModemLinkProtocol/PhoneSession/exchangeData(_:timeout:callback:)``).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
         session.exchangeData(data, timeout: timeout, callback: callback)
     }
 
     /// The seed's `cancelExchange`.
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func cancelExchange() -> Int32 { session.cancelExchange() }
 
     /// The seed's `closeDevice`: the close signal, then disconnect (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeDevice() { session.closeDevice() }
 
     /// The seed's `closeResource`: disconnect (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeResource() { session.closeResource() }
 }
 

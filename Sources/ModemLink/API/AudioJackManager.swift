@@ -110,6 +110,7 @@ public final class AudioJackManager: CommunicationManager {
     /// Opens the device (blocking).
     /// - Returns: 0 (opened), -1 (the output could not be opened, or an open is under way), -2 (the
     ///   input could not be opened, or the audio failed), -3 (handshake failed), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func openDevice() -> Int32 {
         session.openDevice({ () throws(LinkError) in try await self.open() }) { error in
             if case .failed = error { return ReturnCode.notOpenedOrInput }
@@ -124,18 +125,22 @@ public final class AudioJackManager: CommunicationManager {
     ///   - callback: receives `onSendOK`, `onReceive`, `onTimeout`, `onError`, `onProgress`.
     /// - Returns: 0 (started), -1 (an exchange is under way, or the timeout is not positive),
     ///   -2 (not opened), -3 (data too large), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
         session.exchangeData(data, timeout: timeout, callback: callback)
     }
 
     /// Cancels the exchange under way (non-blocking for the outcome, which comes as error 12 or 13).
     /// - Returns: 0, -1 (nothing to cancel), -2 (not opened), -3 (already cancelling), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func cancelExchange() -> Int32 { session.cancelExchange() }
 
     /// Sends the close signal up to 3 times and releases the audio resources (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeDevice() { session.closeDevice() }
 
     /// Releases the audio resources without powering the device off (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeResource() { session.closeResource() }
 
     // MARK: Internals
