@@ -19,7 +19,7 @@ public struct PhoneDriverHooks: Sendable {
     public let observe: @Sendable (PhoneStateMachine) -> Void
     /// An event of the machine.
     public let onEvent: @Sendable (LinkEvent) -> Void
-    /// The transport failed with one of the seed's codes (9, 10, 20, ...); the driver is ending.
+    /// The transport failed with one of the Communication API's codes (9, 10, 20, ...); the driver is ending.
     public let onFailure: @Sendable (CommunicationError, String) -> Void
     /// The transport could not be brought up after all (a connection that failed after the driver
     /// started): ``PhoneSession/open()`` throws this error; the driver is ending.
@@ -27,7 +27,7 @@ public struct PhoneDriverHooks: Sendable {
 }
 
 /// The phone side of the Communication API without the transport: the one-open/one-exchange/
-/// one-cancel rules, the waiters of the async calls, the seed's callback facade and its integer
+/// one-cancel rules, the waiters of the async calls, the Communication API's callback facade and its integer
 /// codes. ``CommunicationManager`` implementations (the audio-jack manager, the Bluetooth manager)
 /// own one and supply the driver.
 public final class PhoneSession<Driver: PhoneDriver>: Sendable {
@@ -166,9 +166,9 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         await stopDriver()
     }
 
-    // MARK: Callback facade (the seed's names and integer codes)
+    // MARK: Callback facade (the Communication API's names and integer codes)
 
-    /// The seed's `openDevice`, blocking: 0, or `open`'s failure as the channel's integer.
+    /// The Communication API's `openDevice`, blocking: 0, or `open`'s failure as the channel's integer.
     /// - Parameters:
     ///   - open: the open to run (``open()``, or a manager's open with an identifier).
     ///   - code: the channel's return code for a failure.
@@ -185,7 +185,7 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         }
     }
 
-    /// The seed's `exchangeData`: starts an exchange whose outcome goes to `callback`.
+    /// The Communication API's `exchangeData`: starts an exchange whose outcome goes to `callback`.
     /// - Returns: 0 (started), -1 (busy, or the timeout is not positive), -2 (not opened), -3 (too large), -4 (no device).
     @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
@@ -201,7 +201,7 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         return started.take()
     }
 
-    /// The seed's `cancelExchange`: 0, -1 (nothing to cancel), -2 (not opened), -3 (already cancelling), -4 (no device).
+    /// The Communication API's `cancelExchange`: 0, -1 (nothing to cancel), -2 (not opened), -3 (already cancelling), -4 (no device).
     @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func cancelExchange() -> Int32 {
         blocking { () async -> Int32 in
@@ -214,11 +214,11 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         }
     }
 
-    /// The seed's `closeDevice` (blocking).
+    /// The Communication API's `closeDevice` (blocking).
     @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeDevice() { blocking { await self.close() } }
 
-    /// The seed's `closeResource` (blocking).
+    /// The Communication API's `closeResource` (blocking).
     @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeResource() { blocking { await self.closeResources() } }
 

@@ -25,7 +25,7 @@ struct DevicesCommand: AsyncParsableCommand {
         each answering device is printed with the name it gave. A probe takes a few seconds per \
         device when nothing answers.
 
-        With --bluetooth, Bluetooth devices in range are listed too (the seed's search over both \
+        With --bluetooth, Bluetooth devices in range are listed too (the Communication API's search over both \
         channels): an inquiry of --seconds through --hci (or the kernel's inquiry on hci0), one line per \
         device with its address and name.
 
@@ -53,7 +53,7 @@ struct DevicesCommand: AsyncParsableCommand {
         }
     }
 
-    /// The seed's search, Bluetooth only (the sound devices were listed above).
+    /// The Communication API's search, Bluetooth only (the sound devices were listed above).
     func searchBluetooth() async throws {
         var factory: HCITransportFactory?
         try controller.requireKernelBluetooth()   // without --hci: the kernel's line, exit 1, at once

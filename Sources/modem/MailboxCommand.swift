@@ -8,13 +8,13 @@ import SwiftModem
 import Synchronization
 import SystemPackage
 
-/// `modem mailbox`: the two-party mailbox of seed 000 between two `modem` processes. Each line of
+/// `modem mailbox`: the two-party mailbox (the mailbox API, with Bump's names and reasons) between two `modem` processes. Each line of
 /// standard input is one chunk; each chunk received is one line of standard output; events go to
 /// standard error. docs/messaging-plan.md section 5.
 struct MailboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mailbox",
-        abstract: "Exchange lines with one trusted peer: the mailbox of seed 000, end-to-end encrypted.",
+        abstract: "Exchange lines with one trusted peer: the mailbox (the mailbox API), end-to-end encrypted.",
         discussion: """
         Each line of standard input is one chunk, sent as soon as both ends confirmed; each chunk
         received is printed as one line on standard output. Events go to standard error:

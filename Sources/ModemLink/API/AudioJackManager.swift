@@ -3,7 +3,7 @@ import ModemAudio
 import ModemCodecs
 import Synchronization
 
-/// The phone side of the Communication API over audio (the seed's `AudioJackManager`): a sound
+/// The phone side of the Communication API over audio (its `AudioJackManager`): a sound
 /// card's output and input, or any ``AudioSink``/``AudioSource`` pair such as an ``AudioPipe``.
 ///
 /// Async/await:
@@ -13,13 +13,13 @@ import Synchronization
 ///     try await manager.open()
 ///     let reply = try await manager.exchange(Array("ping".utf8), timeout: .seconds(10))
 /// } catch {
-///     print(error, error.returnCode)   // a LinkError and the seed's integer for it
+///     print(error, error.returnCode)   // a LinkError and the Communication API's integer for it
 /// }
 /// await manager.close()
 /// ```
 /// Events (progress, device messages in duplex mode, cancel outcomes) arrive on ``events``. The
 /// callback-style facade (``openDevice()``, ``exchangeData(_:timeout:callback:)``,
-/// ``cancelExchange()``, ``closeDevice()``, ``closeResource()``) has the seed's names and integer codes.
+/// ``cancelExchange()``, ``closeDevice()``, ``closeResource()``) has the Communication API's names and integer codes.
 public final class AudioJackManager: CommunicationManager {
     /// The protocol parameters.
     public var configuration: LinkConfiguration { session.configuration }
@@ -54,7 +54,7 @@ public final class AudioJackManager: CommunicationManager {
                          openInput: { try ALSACapture(device: device, sampleRate: sampleRate) })
     }
 
-    /// The library version (the seed's `getLibVersion`).
+    /// The library version (the Communication API's `getLibVersion`).
     public static var libraryVersion: String { "SwiftModem link protocol \(LinkFrame.version)" }
 
     public var state: PhoneStateMachine.State { session.state }
@@ -62,7 +62,7 @@ public final class AudioJackManager: CommunicationManager {
     /// The name the device gave at the last successful handshake.
     public var deviceName: String? { session.deviceName }
 
-    /// Searches for devices (the seed's `searchDevices`): lists the ALSA devices that can both play
+    /// Searches for devices (the Communication API's `searchDevices`): lists the ALSA devices that can both play
     /// and record (or takes `candidates`) and probes each with a handshake, releasing it afterwards
     /// without powering the device off. A device that answers is returned with its name.
     /// - Parameters:
@@ -101,7 +101,7 @@ public final class AudioJackManager: CommunicationManager {
 
     public func closeResources() async { await session.closeResources() }
 
-    // MARK: Callback facade (the seed's names and integer codes)
+    // MARK: Callback facade (the Communication API's names and integer codes)
     //
     // These block the calling thread until the call is taken (and, for open and close, until it
     // ended). Call them from an ordinary thread (a command-line tool's main thread, a `Thread`), not

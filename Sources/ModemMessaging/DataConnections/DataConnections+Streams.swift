@@ -10,7 +10,7 @@ extension DataConnections {
         return ch
     }
 
-    /// Queues a block on a stream; returns once it has been handed to the session (the seed's done
+    /// Queues a block on a stream; returns once it has been handed to the session (the data-connection API's done
     /// callback), or throws ``DataError/cancelled`` if the stream was closed first.
     public func send(_ bytes: [UInt8], on ch: ChannelID, of id: ConnectionID) async throws(DataError) {
         let key = ChannelKey(conn: id, ch: ch)

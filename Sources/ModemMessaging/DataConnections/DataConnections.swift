@@ -1,4 +1,4 @@
-/// Data connections (seed 004) over one ``RecordSession``: offers with metadata, accept or decline,
+/// Data connections (the data-connection API, with Spark's names) over one ``RecordSession``: offers with metadata, accept or decline,
 /// several connections at once, and on each connection streams, in-memory blobs and files.
 ///
 /// Files travel in blocks (``DataConfiguration/blockSize``), read with `pread` and written with
