@@ -51,6 +51,10 @@ let package = Package(
         .package(url: "https://github.com/vapor/sqlite-nio", from: "1.13.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        // Already in the graph under the above; named here because the hub's targets import them.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.3.0"),
     ]),
     targets: [
         // C libraries, found by pkg-config.
@@ -77,7 +81,7 @@ let package = Package(
         .target(name: "ModemLinkTransport", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemTransport"]),
         .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTransport"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
-        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemCodecs"]),
+        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport"]),
         // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
         .target(name: "ModemSockets"),
         // The seam between messaging sessions and the lines that carry their frames (TCP, the channel
@@ -86,10 +90,10 @@ let package = Package(
         // Messaging over any link: keys, Noise sessions, pairing, mailbox, data connections; never DSP or audio.
         .target(
             name: "ModemMessaging",
-            dependencies: ["ModemTransport", "ModemLinkProtocol", "ModemCodecs", "ModemSockets", "ModemCrypto"]
+            dependencies: ["ModemTransport", "ModemCodecs", "ModemSockets", "ModemCrypto"]
         ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
-        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemTransport", "ModemLink", "ModemCrypto"]),
+        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemTransport", "ModemLink", "ModemDSP", "ModemCrypto"]),
         .target(
             name: "SwiftModem",
             dependencies: [
@@ -101,7 +105,8 @@ let package = Package(
             name: "modem",
             dependencies: [
                 "SwiftModem",
-                "ModemTransport",
+                // The layers it names in its own imports (the umbrella re-exports them too).
+                "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink", "ModemBluetooth", "ModemTransport", "ModemMessaging",
                 "ModemMessagingHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -116,6 +121,7 @@ let package = Package(
                 "HubCore",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -130,6 +136,14 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // The PostgreSQL LISTEN/NOTIFY bus across nodes (Bus/); it belongs with the store (issue 16).
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         // The hub's clients: HTTP on AsyncHTTPClient, the groups socket on HummingbirdWSClient.
@@ -139,6 +153,10 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         .executableTarget(
@@ -158,7 +176,8 @@ let package = Package(
         // Child processes for the tests of both halves, on swift-subprocess: run to completion or in the background.
         .target(
             name: "ProcessTestSupport",
-            dependencies: [.product(name: "Subprocess", package: "swift-subprocess")],
+            dependencies: [.product(name: "Subprocess", package: "swift-subprocess"),
+                           .product(name: "SystemPackage", package: "swift-system")],
             path: "Tests/ProcessTestSupport"
         ),
         .target(
@@ -168,26 +187,26 @@ let package = Package(
         ),
         .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP", "ModemTestSupport"]),
         .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs", "ModemTestSupport"]),
-        .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio", "ModemTestSupport", "ProcessTestSupport"]),
+        .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio", "CSndFile", "ModemTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemPipelinesTests",
             dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTestSupport"]
         ),
         .testTarget(
             name: "ModemTNCTests",
-            dependencies: ["ModemTNC", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemTestSupport",
+            dependencies: ["ModemTNC", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTestSupport",
                            .product(name: "Clocks", package: "swift-clocks")]
         ),
-        .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ModemTestSupport", "ProcessTestSupport"]),
+        .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemLinkTests",
-            dependencies: ["ModemLink", "ModemPipelines", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
+            dependencies: ["ModemLink", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
                            "ModemMessaging", "ModemMessagingHarness", "ModemTransport"]
         ),
-        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemCodecs", "ModemTestSupport"]),
+        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemTestSupport"]),
         .testTarget(
             name: "ModemMessagingTests",
-            dependencies: ["ModemMessaging", "ModemTransport", "ModemLinkProtocol", "ModemSockets", "ModemTestSupport", "ProcessTestSupport",
+            dependencies: ["ModemMessaging", "ModemTransport", "ModemSockets", "ProcessTestSupport",
                            "ModemCrypto", .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport", "ProcessTestSupport"]),
@@ -201,10 +220,10 @@ let package = Package(
                 "HubCore", "HubStore", "HubServer", "HubTestSupport", "ProcessTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
-                .product(name: "HummingbirdWSTesting", package: "hummingbird-websocket"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // The whole hub in the test process on a free port, codes and clocks for tests, processes.
@@ -215,6 +234,7 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/HubTestSupport"
         ),

@@ -59,7 +59,7 @@ run() {
   SWIFTMODEM_BUILD=$part swift test "${config[@]}" --skip-build "$@" > "/tmp/tsan-$name.log" 2>&1
   local rc=$?
   set -e
-  grep -E "WARNING: ThreadSanitizer|SUMMARY: ThreadSanitizer|✘|passed after|failed after|Executed .* tests" "/tmp/tsan-$name.log" | tail -n 20 || true
+  grep -E "WARNING: ThreadSanitizer|SUMMARY: ThreadSanitizer|✘|passed after|failed after|Test run with" "/tmp/tsan-$name.log" | tail -n 20 || true
   if [[ $rc != 0 ]] || grep -q "WARNING: ThreadSanitizer" "/tmp/tsan-$name.log"; then
     echo "tsan.sh: $name: failures or data races (exit $rc; whole log: /tmp/tsan-$name.log)" >&2
     status=1

@@ -5,7 +5,7 @@ import NIOHTTP1
 import NIOSSL
 import Synchronization
 
-/// Seed 003's API client in Swift form, for the hub (`modem-hub serve`): OAuth2 client credentials and
+/// The hub API's client (Bliep's API) in Swift form, for the hub (`modem-hub serve`): OAuth2 client credentials and
 /// resource-owner tokens, the `/v1` API's JSend envelope, pagination, the account flow and groups over
 /// REST. The groups socket is `HubGroupsConnection` (`connectGroups(user:)`).
 ///
@@ -223,7 +223,7 @@ public final class HubClient: Sendable {
                            scope: json?["scope"]?.stringValue)
     }
 
-    // MARK: - Accounts (seed 003's flow)
+    // MARK: - Accounts (the hub API's flow)
 
     /// `createAccount`: a pending account; the hub delivers a confirmation code out of band (in
     /// development, its log). Needs a token (a client-credentials one will do).

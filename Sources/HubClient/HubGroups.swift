@@ -5,7 +5,7 @@ import Logging
 import NIOSSL
 import Synchronization
 
-/// A user's presence in a group (seed 001's `user` packet).
+/// A user's presence in a group (the groups API's `user` packet).
 public struct HubGroupUser: Sendable, Hashable, Codable {
     /// The group the packet comes from.
     public var group: String
@@ -19,7 +19,7 @@ public struct HubGroupUser: Sendable, Hashable, Codable {
     public var isOnline: Bool { timestamp == 0 }
 }
 
-/// What the groups socket pushes, in seed 001's shapes.
+/// What the groups socket pushes, in the groups API's shapes.
 public enum HubGroupEvent: Sendable, Hashable {
     /// `{"type":"hello","user":ID}`: the socket's user id (keep a device id to present it next time).
     case hello(user: String)
@@ -30,7 +30,7 @@ public enum HubGroupEvent: Sendable, Hashable {
     /// `{"type":"error","op","message"}`: the hub refused an operation (a bad name, unposting another's post).
     case error(op: String?, message: String)
 
-    /// The event as seed 001's JSON object (with `type`).
+    /// The event as the groups API's JSON object (with `type`).
     public var json: HubJSON {
         switch self {
         case .hello(let u):
@@ -46,7 +46,7 @@ public enum HubGroupEvent: Sendable, Hashable {
         }
     }
 
-    /// The event as a dictionary, the form seed 001's `socketReceivedDict` delivers.
+    /// The event as a dictionary, the form the groups API's `socketReceivedDict` delivers.
     public var dictionary: [String: Any] { json.foundationValue as? [String: Any] ?? [:] }
 
     /// Reads one pushed frame; nil for a frame of an unknown `type` (ignored, for later extensions).
@@ -84,7 +84,7 @@ public enum HubGroupEvent: Sendable, Hashable {
     }
 }
 
-/// One groups socket (`/v1/socket`) with seed 001's operations; its events are an `AsyncSequence`
+/// One groups socket (`/v1/socket`) with the groups API's operations; its events are an `AsyncSequence`
 /// (one consumer). Made by `HubClient.connectGroups(user:)` or ``connect(baseURL:accessToken:user:tlsConfiguration:)``.
 ///
 /// `close()` ends the events normally; any other end (the hub closed it, the connection dropped)
@@ -308,9 +308,9 @@ public final class HubGroupsConnection: AsyncSequence, Sendable {
     }
 }
 
-/// Seed 001's delegate: packets arrive as dictionaries through `socketReceivedDict`.
+/// The groups API's delegate: packets arrive as dictionaries through `socketReceivedDict`.
 public protocol HubGroupsDelegate: AnyObject, Sendable {
-    /// Every packet the socket pushes (`hello`, `user`, `post`, `error`) as a dictionary in the seed's
+    /// Every packet the socket pushes (`hello`, `user`, `post`, `error`) as a dictionary in the groups API's
     /// shape: `type`, `group`, `user`, `timestamp`, `userload` / `pid`, `pidload`. Called in order,
     /// one at a time, on a task of the facade.
     func socketReceivedDict(_ dict: [String: Any])
@@ -322,7 +322,7 @@ extension HubGroupsDelegate {
     public func socketDidClose(error: HubClientError?) {}
 }
 
-/// Seed 001's SDK shape over a ``HubGroupsConnection``: the operations as methods, the packets delivered
+/// The groups API's SDK shape over a ``HubGroupsConnection``: the operations as methods, the packets delivered
 /// to a delegate's `socketReceivedDict`. The facade holds its delegate until the socket ends.
 public final class HubGroups: Sendable {
     /// The socket underneath.

@@ -61,7 +61,7 @@ public struct HubPage<Item: Sendable>: Sendable {
     public var nextSkip: Int? { more ? skip + limit : nil }
 }
 
-/// A member of a group (REST `members`): seed 001's user item.
+/// A member of a group (REST `members`): the groups API's user item.
 public struct HubMember: Sendable, Hashable, Codable {
     /// The stable user id (an account's, or a device id).
     public var user: String
@@ -73,7 +73,7 @@ public struct HubMember: Sendable, Hashable, Codable {
     public var isOnline: Bool { timestamp == 0 }
 }
 
-/// A kept post: seed 001's post item.
+/// A kept post: the groups API's post item.
 public struct HubPost: Sendable, Hashable, Codable {
     /// The group it was posted to.
     public var group: String

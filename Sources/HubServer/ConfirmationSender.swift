@@ -1,7 +1,7 @@
 import Foundation
 import Logging
 
-/// Delivers confirmation and reset codes out of band (seed 003's SMS, in general form).
+/// Delivers confirmation and reset codes out of band (the hub API's SMS, in general form).
 public protocol ConfirmationSender: Sendable {
     /// Delivers `code` for `purpose` ("confirm" or "reset") to the account `user` at `contact`.
     func send(code: String, purpose: String, user: String, contact: String?) async

@@ -1,5 +1,5 @@
 /// The error codes of the Communication API, reported through the `error(code, message)` callback
-/// and ``CommunicationEvent/error(_:_:)``. The raw values are the seed SDK's codes.
+/// and ``CommunicationEvent/error(_:_:)``. The raw values are the Communication API's codes.
 public enum CommunicationError: Int32, Error, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// Failed to decode the audio waveform; send the command again.
     case waveformDecode = 3
@@ -26,7 +26,7 @@ public enum CommunicationError: Int32, Error, Sendable, Hashable, CaseIterable, 
     /// The Bluetooth channel was disconnected.
     case bluetoothDisconnected = 20
 
-    /// The seed's message for the code.
+    /// The Communication API's message for the code.
     public var description: String {
         switch self {
         case .waveformDecode: return "Failed to decode audio waveform, send the command again."
@@ -45,7 +45,7 @@ public enum CommunicationError: Int32, Error, Sendable, Hashable, CaseIterable, 
     }
 }
 
-/// Return codes of the Communication API's calls (the seed's integers), as named constants.
+/// Return codes of the Communication API's calls (its integers), as named constants.
 public enum ReturnCode {
     /// The call was accepted.
     public static let ok: Int32 = 0
@@ -55,13 +55,13 @@ public enum ReturnCode {
     /// `open`: the input could not be opened. `exchange`, `cancel`: the device is not opened.
     public static let notOpenedOrInput: Int32 = -2
     /// `open`: the handshake failed. `cancel`: a cancel is already under way.
-    /// `exchange` (an extension of the seed): the data is larger than the maximum message size.
+    /// `exchange` (an extension of the Communication API): the data is larger than the maximum message size.
     public static let handshakeFailedOrCancelling: Int32 = -3
     /// No device detected.
     public static let noDevice: Int32 = -4
 }
 
-/// Why a call of a ``CommunicationManager`` failed: the seed's negative return codes and its
+/// Why a call of a ``CommunicationManager`` failed: the Communication API's negative return codes and its
 /// failure callbacks (`onTimeout`, `onError`) as one typed error.
 public enum LinkError: Error, Sendable, Hashable, CustomStringConvertible {
     /// `open`: the output (the sending side of the transport) could not be opened (seed: -1).
@@ -88,14 +88,14 @@ public enum LinkError: Error, Sendable, Hashable, CustomStringConvertible {
     case timedOut
     /// The exchange was cancelled by ``CommunicationManager/cancel()`` (seed: error 12).
     case cancelled
-    /// The exchange, or the transport under it, failed with one of the seed's error codes.
+    /// The exchange, or the transport under it, failed with one of the Communication API's error codes.
     case failed(CommunicationError, String)
-    /// `open`: the transport could not be set up; `code` is the seed's return code for it on this
+    /// `open`: the transport could not be set up; `code` is the Communication API's return code for it on this
     /// channel (Bluetooth: -1 illegal address, -2 connection failed, -4 no Bluetooth, -5 not powered,
     /// -6 unknown error).
     case transportUnavailable(code: Int32, String)
 
-    /// The seed's integer for this failure: the negative return code of the call that was refused,
+    /// The Communication API's integer for this failure: the negative return code of the call that was refused,
     /// or the positive error code that `onError`/`onTimeout` report for an exchange that ended badly.
     public var returnCode: Int32 {
         switch self {

@@ -1,4 +1,4 @@
-/// The channel a device is connected by (the seed's `DeviceCommunicationChannel`).
+/// The channel a device is connected by (the Communication API's `DeviceCommunicationChannel`).
 public enum DeviceCommunicationChannel: String, Sendable, Hashable {
     /// A sound card's output and input (an audio-jack cable, or speaker and microphone).
     case audioJack
@@ -6,7 +6,7 @@ public enum DeviceCommunicationChannel: String, Sendable, Hashable {
     case bluetooth
 }
 
-/// A device found by a search (the seed's `DeviceInfo`).
+/// A device found by a search (the Communication API's `DeviceInfo`).
 public struct DeviceInfo: Sendable, Hashable {
     /// The device's name as given in the handshake (nil when it did not answer).
     public var name: String?
@@ -22,10 +22,10 @@ public struct DeviceInfo: Sendable, Hashable {
     }
 }
 
-/// Events of a ``CommunicationManager``: the seed's callbacks as values.
+/// Events of a ``CommunicationManager``: the Communication API's callbacks as values.
 public typealias CommunicationEvent = LinkEvent
 
-/// The seed's callbacks (`CommunicationCallBack`), for the callback-style facade.
+/// The Communication API's callbacks (`CommunicationCallBack`), for the callback-style facade.
 public protocol CommunicationCallback: AnyObject, Sendable {
     /// The data was sent and acknowledged.
     func onSendOK()
@@ -39,12 +39,12 @@ public protocol CommunicationCallback: AnyObject, Sendable {
     func onProgress(bytes: Int, total: Int)
 }
 
-/// The phone side of the Communication API (the seed's `CommunicationManagerBase`): open a device,
+/// The phone side of the Communication API (its `CommunicationManagerBase`): open a device,
 /// exchange data, cancel, close. It says nothing about the transport: ``AudioJackManager`` implements
 /// it over any audio output and input, a Bluetooth manager will implement it over a byte stream
 /// (RFCOMM) with the same state machine, calls, errors and events.
 ///
-/// Calls fail by throwing ``LinkError`` (each case is one of the seed's return codes or callbacks,
+/// Calls fail by throwing ``LinkError`` (each case is one of the Communication API's return codes or callbacks,
 /// see ``LinkError/returnCode``); what happens on the link afterwards arrives on ``events``.
 ///
 /// Contract for implementations:
@@ -59,9 +59,9 @@ public protocol CommunicationCallback: AnyObject, Sendable {
 public protocol CommunicationManager: AnyObject, Sendable {
     /// How the device is connected.
     var channel: DeviceCommunicationChannel { get }
-    /// The events of the link (every callback of the seed, as values).
+    /// The events of the link (every callback of the Communication API, as values).
     var events: AsyncStream<CommunicationEvent> { get }
-    /// The phone state (the seed's phone state machine, the same for every channel).
+    /// The phone state (the Communication API's phone state machine, the same for every channel).
     var state: PhoneStateMachine.State { get }
     /// The name the device gave at the last successful handshake.
     var deviceName: String? { get }

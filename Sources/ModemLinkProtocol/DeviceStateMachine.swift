@@ -2,11 +2,11 @@ import ModemCodecs
 
 /// The device side of the channel protocol as a pure value (see ``PhoneStateMachine``).
 ///
-/// States follow the seed: ``State/notReady`` until attached to the audio, ``State/deviceReady`` while
+/// States follow the Communication API: ``State/notReady`` until attached to the audio, ``State/deviceReady`` while
 /// powered off and listening for the boot signal, ``State/idle`` once the phone's hello was answered,
 /// ``State/dataProcess`` while a request is being received, processed and replied to.
 public struct DeviceStateMachine: Sendable {
-    /// The seed's device states.
+    /// The Communication API's device states.
     public enum State: String, Sendable, Hashable {
         /// Not attached to the audio.
         case notReady = "NOT READY"

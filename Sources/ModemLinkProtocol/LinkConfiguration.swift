@@ -1,6 +1,6 @@
 import ModemCodecs
 
-/// How two ends exchange data: the seed's `DeviceCommunicationMode`.
+/// How two ends exchange data: the Communication API's `DeviceCommunicationMode`.
 public enum CommunicationMode: String, Sendable, Hashable, CaseIterable {
     /// A request and its reply inside a timeout form one session.
     case masterSlave = "master-slave"
@@ -48,7 +48,7 @@ public struct LinkConfiguration: Sendable, Hashable {
     public var windowFrames: Int
     /// Unanswered polls after which a sender gives up on a message that no exchange deadline covers.
     public var maximumPolls: Int
-    /// Attempts for the cancel and close signals (the seed's 3).
+    /// Attempts for the cancel and close signals (the Communication API's 3).
     public var signalAttempts: Int
     /// Hellos sent by `open` before it gives up (default 5).
     public var handshakeAttempts: Int

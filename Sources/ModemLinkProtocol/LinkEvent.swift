@@ -4,13 +4,13 @@ import ModemCodecs
 public enum LinkEvent: Sendable, Equatable {
     /// Phone: the handshake ended; `code` is `open`'s result (0, -3 handshake failed, -4 no device).
     case opened(code: Int32, deviceName: String?)
-    /// The message `message` was acknowledged by the peer (the seed's `onSendOK`).
+    /// The message `message` was acknowledged by the peer (the Communication API's `onSendOK`).
     case sendOK(message: UInt16)
     /// A whole message arrived: the reply of an exchange, a duplex message, or (device) a request.
     case received(message: UInt16, data: [UInt8])
-    /// The exchange carrying `message` ran out of time (the seed's `onTimeout`).
+    /// The exchange carrying `message` ran out of time (the Communication API's `onTimeout`).
     case timeout(message: UInt16)
-    /// An error with the seed's code (`onError`); 12 and 13 end a cancel.
+    /// An error with the Communication API's code (`onError`); 12 and 13 end a cancel.
     case error(CommunicationError, String)
     /// Bytes of the message in transit so far, of `total` (`onProgress`).
     case progress(bytes: Int, total: Int)

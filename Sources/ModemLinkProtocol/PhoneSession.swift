@@ -19,7 +19,7 @@ public struct PhoneDriverHooks: Sendable {
     public let observe: @Sendable (PhoneStateMachine) -> Void
     /// An event of the machine.
     public let onEvent: @Sendable (LinkEvent) -> Void
-    /// The transport failed with one of the seed's codes (9, 10, 20, ...); the driver is ending.
+    /// The transport failed with one of the Communication API's codes (9, 10, 20, ...); the driver is ending.
     public let onFailure: @Sendable (CommunicationError, String) -> Void
     /// The transport could not be brought up after all (a connection that failed after the driver
     /// started): ``PhoneSession/open()`` throws this error; the driver is ending.
@@ -27,7 +27,7 @@ public struct PhoneDriverHooks: Sendable {
 }
 
 /// The phone side of the Communication API without the transport: the one-open/one-exchange/
-/// one-cancel rules, the waiters of the async calls, the seed's callback facade and its integer
+/// one-cancel rules, the waiters of the async calls, the Communication API's callback facade and its integer
 /// codes. ``CommunicationManager`` implementations (the audio-jack manager, the Bluetooth manager)
 /// own one and supply the driver.
 public final class PhoneSession<Driver: PhoneDriver>: Sendable {
@@ -166,12 +166,13 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         await stopDriver()
     }
 
-    // MARK: Callback facade (the seed's names and integer codes)
+    // MARK: Callback facade (the Communication API's names and integer codes)
 
-    /// The seed's `openDevice`, blocking: 0, or `open`'s failure as the channel's integer.
+    /// The Communication API's `openDevice`, blocking: 0, or `open`'s failure as the channel's integer.
     /// - Parameters:
     ///   - open: the open to run (``open()``, or a manager's open with an identifier).
     ///   - code: the channel's return code for a failure.
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func openDevice(_ open: @escaping @Sendable () async throws(LinkError) -> Void,
                            code: @escaping @Sendable (LinkError) -> Int32) -> Int32 {
         blocking { () async -> Int32 in
@@ -184,27 +185,24 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         }
     }
 
-    /// The seed's `exchangeData`: starts an exchange whose outcome goes to `callback`.
+    /// The Communication API's `exchangeData`: starts an exchange whose outcome goes to `callback`.
     /// - Returns: 0 (started), -1 (busy, or the timeout is not positive), -2 (not opened), -3 (too large), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
         let driver: Driver
         switch reserveExchange(callback: callback) {
         case .success(let d): driver = d
         case .failure(let e): return e.returnCode
         }
-        let codeBox = Mutex<Int32?>(nil)
-        let sem = DispatchSemaphore(value: 0)
+        let started = BlockingHandoff<Int32>()
         Task {
-            _ = await self.runExchange(on: driver, data, timeout: timeout) { code in
-                codeBox.withLock { $0 = code }
-                sem.signal()
-            }
+            _ = await self.runExchange(on: driver, data, timeout: timeout) { code in started.put(code) }
         }
-        sem.wait()
-        return codeBox.withLock { $0 } ?? ReturnCode.notOpenedOrInput
+        return started.take()
     }
 
-    /// The seed's `cancelExchange`: 0, -1 (nothing to cancel), -2 (not opened), -3 (already cancelling), -4 (no device).
+    /// The Communication API's `cancelExchange`: 0, -1 (nothing to cancel), -2 (not opened), -3 (already cancelling), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func cancelExchange() -> Int32 {
         blocking { () async -> Int32 in
             do throws(LinkError) {
@@ -216,10 +214,12 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         }
     }
 
-    /// The seed's `closeDevice` (blocking).
+    /// The Communication API's `closeDevice` (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeDevice() { blocking { await self.close() } }
 
-    /// The seed's `closeResource` (blocking).
+    /// The Communication API's `closeResource` (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeResource() { blocking { await self.closeResources() } }
 
     // MARK: Internals
@@ -271,12 +271,10 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
         }
     }
 
+    /// Blocks the calling thread (the facade's caller's, never the cooperative pool's) until `body` returns.
+    @available(*, noasync)
     private func blocking<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
-        let box = Mutex<T?>(nil)
-        let sem = DispatchSemaphore(value: 0)
-        Task { let v = await body(); box.withLock { $0 = v }; sem.signal() }
-        sem.wait()
-        return box.withLock { $0 }!
+        BlockingHandoff.run(body)
     }
 
     private func stopDriver() async {

@@ -3,8 +3,8 @@ import ModemCodecs
 /// The phone side of the channel protocol as a pure value: API calls, received frames and the passing
 /// of time go in (each with the current time in seconds, from any clock), ``LinkAction``s come out.
 ///
-/// States follow the seed: ``State/waitingDevice`` until a handshake succeeds, ``State/idle`` between
-/// exchanges, ``State/dataExchange`` during one. Return codes are the seed's (see ``ReturnCode``).
+/// States follow the Communication API: ``State/waitingDevice`` until a handshake succeeds, ``State/idle`` between
+/// exchanges, ``State/dataExchange`` during one. Return codes are the Communication API's (see ``ReturnCode``).
 ///
 /// ```swift
 /// var phone = PhoneStateMachine(configuration: LinkConfiguration())
@@ -14,7 +14,7 @@ import ModemCodecs
 /// let (code, more) = phone.exchange([1, 2, 3], timeout: 10, now: 1)
 /// ```
 public struct PhoneStateMachine: Sendable {
-    /// The seed's phone states.
+    /// The Communication API's phone states.
     public enum State: String, Sendable, Hashable {
         /// No device opened: not connected, or the handshake has not succeeded.
         case waitingDevice = "WAITING DEVICE"

@@ -115,7 +115,7 @@ public struct RemoteLinkTest: Sendable {
     private enum Outcome { case completed, timedOut, failed }
 
     /// Opens the manager unless it is already open: up to three attempts, as an application would.
-    /// - Returns: `open`'s code (0, or the seed's negative code of the last failure).
+    /// - Returns: `open`'s code (0, or the Communication API's negative code of the last failure).
     private func openIfNeeded(_ manager: any CommunicationManager) async -> Int32 {
         if manager.state == .idle || manager.state == .dataExchange { return ReturnCode.ok }
         var code = ReturnCode.noDevice

@@ -33,7 +33,7 @@ public final class FrameRecordSession: RecordSession {
         }
     }
 
-    /// The next record, or the end (the transport's end mapped to the seed's reasons).
+    /// The next record, or the end (the transport's end mapped to the mailbox API's reasons).
     public func receive() async -> SessionIncoming {
         while true {
             switch await transport.receive() {

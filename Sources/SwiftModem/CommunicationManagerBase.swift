@@ -1,7 +1,7 @@
 import Foundation
 import Synchronization
 
-/// The seed's `DeviceSearchListener`: told of each device a search finds, then that it ended.
+/// The Communication API's `DeviceSearchListener`: told of each device a search finds, then that it ended.
 public protocol DeviceSearchListener: AnyObject, Sendable {
     /// A device was found (Bluetooth: as soon as it answered the inquiry, again when its name came).
     func discoverOneDevice(_ device: DeviceInfo)
@@ -9,10 +9,10 @@ public protocol DeviceSearchListener: AnyObject, Sendable {
     func discoverComplete()
 }
 
-/// The seed's `CommunicationManagerBase`: one entry point over both channels: a manager by channel,
+/// The Communication API's `CommunicationManagerBase`: one entry point over both channels: a manager by channel,
 /// and a device search over the audio jack and Bluetooth.
 public enum CommunicationManagerBase {
-    /// A manager for `channel` (the seed's `sharedInstance(channel)`, minus the singleton).
+    /// A manager for `channel` (the Communication API's `sharedInstance(channel)`, minus the singleton).
     /// - Parameters:
     ///   - channel: audio jack or Bluetooth.
     ///   - configuration: the protocol parameters; nil picks the channel's default (audio: 1200 baud
@@ -29,7 +29,7 @@ public enum CommunicationManagerBase {
         }
     }
 
-    /// The seed's `searchDevices`: starts a search and returns at once; devices go to `listener`
+    /// The Communication API's `searchDevices`: starts a search and returns at once; devices go to `listener`
     /// (Bluetooth ones first, from an inquiry of `timeout` seconds, then audio-jack devices that
     /// answer a handshake), then `discoverComplete`.
     /// - Returns: 0 the search started; -1 no Bluetooth; -2 Bluetooth not powered; -3 the discovery
@@ -68,12 +68,10 @@ public enum CommunicationManagerBase {
                 _ = try? BlueZ.scan(seconds: seconds, onFound: found)
             }
             if detectAudioDevice {
-                let done = DispatchSemaphore(value: 0)
-                Task {
+                // This thread of the search's own waits; the probes run as tasks.
+                BlockingHandoff<Void>.run {
                     _ = await AudioJackManager.searchDevices(found: { listener.discoverOneDevice($0) })
-                    done.signal()
                 }
-                done.wait()
             }
             listener.discoverComplete()
         }.start()

@@ -25,7 +25,7 @@ struct DevicesCommand: AsyncParsableCommand {
         each answering device is printed with the name it gave. A probe takes a few seconds per \
         device when nothing answers.
 
-        With --bluetooth, Bluetooth devices in range are listed too (the seed's search over both \
+        With --bluetooth, Bluetooth devices in range are listed too (the Communication API's search over both \
         channels): an inquiry of --seconds through --hci (or the kernel's inquiry on hci0), one line per \
         device with its address and name.
 
@@ -49,12 +49,12 @@ struct DevicesCommand: AsyncParsableCommand {
     func run() async throws {
         try await reportingErrors {
             try await list()
-            if bluetooth { try searchBluetooth() }
+            if bluetooth { try await searchBluetooth() }
         }
     }
 
-    /// The seed's search, Bluetooth only (the sound devices were listed above).
-    func searchBluetooth() throws {
+    /// The Communication API's search, Bluetooth only (the sound devices were listed above).
+    func searchBluetooth() async throws {
         var factory: HCITransportFactory?
         try controller.requireKernelBluetooth()   // without --hci: the kernel's line, exit 1, at once
         if let hci = controller.hci {
@@ -78,7 +78,7 @@ struct DevicesCommand: AsyncParsableCommand {
             printError("modem: the Bluetooth discovery could not start")
             throw ExitCode(1)
         }
-        listener.done.wait()
+        await listener.completed()
         try printOutput("")
         try printOutput("Bluetooth devices (modem bt connect --address ADDR):")
         let found = listener.devices.withLock { $0 }
@@ -134,14 +134,35 @@ struct DevicesCommand: AsyncParsableCommand {
     }
 }
 
-/// Collects what a device search finds.
+/// Collects what a device search finds; `completed()` returns once the search has ended.
 private final class SearchCollector: DeviceSearchListener {
+    private struct State {
+        var complete = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
     let devices = Mutex<[DeviceInfo]>([])
-    let done = DispatchSemaphore(value: 0)
+    private let state = Mutex(State())
     func discoverOneDevice(_ device: DeviceInfo) {
         devices.withLock { list in
             if let i = list.firstIndex(where: { $0.identifier == device.identifier }) { list[i] = device } else { list.append(device) }
         }
     }
-    func discoverComplete() { done.signal() }
+    func discoverComplete() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            state.complete = true
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume()
+    }
+    /// Waits (without holding a thread) until `discoverComplete` has been called.
+    func completed() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let complete = state.withLock { state -> Bool in
+                if !state.complete { state.waiter = continuation }
+                return state.complete
+            }
+            if complete { continuation.resume() }
+        }
+    }
 }

@@ -2,20 +2,19 @@
 import Glibc
 #endif
 import ArgumentParser
-import Dispatch
 import Foundation
 import ModemMessaging
 import SwiftModem
 import Synchronization
 import SystemPackage
 
-/// `modem mailbox`: the two-party mailbox of seed 000 between two `modem` processes. Each line of
+/// `modem mailbox`: the two-party mailbox (the mailbox API, with Bump's names and reasons) between two `modem` processes. Each line of
 /// standard input is one chunk; each chunk received is one line of standard output; events go to
 /// standard error. docs/messaging-plan.md section 5.
 struct MailboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mailbox",
-        abstract: "Exchange lines with one trusted peer: the mailbox of seed 000, end-to-end encrypted.",
+        abstract: "Exchange lines with one trusted peer: the mailbox (the mailbox API), end-to-end encrypted.",
         discussion: """
         Each line of standard input is one chunk, sent as soon as both ends confirmed; each chunk
         received is printed as one line on standard output. Events go to standard error:
@@ -248,10 +247,12 @@ final class LineQueue: Sendable {
         var failure: String?
         var waiter: CheckedContinuation<[UInt8]?, Never>?
         var producerWaiting = false
+        var wakeProducer = false
     }
 
     private let state = Mutex(State())
-    private let room = DispatchSemaphore(value: 0)
+    /// Where the reading thread sleeps while the queue is full (woken when a line is taken).
+    private let room = NSCondition()
 
     /// Why reading stopped early (a line too long, a read error), if it did.
     var failure: String? { state.withLock { $0.failure } }
@@ -282,17 +283,33 @@ final class LineQueue: Sendable {
                 state.waiter = continuation
                 return nil
             }
+            wakeProducerIfTold()
             if let ready { continuation.resume(returning: ready) }
         }
     }
 
     /// Every line queued now, without waiting (what is sent when the peer quits first).
     func takeQueued() -> [[UInt8]] {
-        state.withLock { state in
+        let lines = state.withLock { state in
             var lines: [[UInt8]] = []
             while let line = pop(&state) { lines.append(line) }
             return lines
         }
+        wakeProducerIfTold()
+        return lines
+    }
+
+    /// Wakes the reading thread if a line taken made room for it (outside `state`'s lock: the reader
+    /// takes `room`'s lock first, then `state`'s).
+    private func wakeProducerIfTold() {
+        let wake = state.withLock { state -> Bool in
+            defer { state.wakeProducer = false }
+            return state.wakeProducer
+        }
+        guard wake else { return }
+        room.lock()
+        room.broadcast()
+        room.unlock()
     }
 
     private func pop(_ state: inout State) -> [UInt8]? {
@@ -307,7 +324,7 @@ final class LineQueue: Sendable {
         }
         if state.producerWaiting {
             state.producerWaiting = false
-            room.signal()
+            state.wakeProducer = true
         }
         return line
     }
@@ -334,7 +351,11 @@ final class LineQueue: Sendable {
             case .some(nil):
                 return
             case nil:
-                room.wait()
+                // Sleeps until a consumer has cleared `producerWaiting` (checked under `room`'s lock,
+                // which the consumer takes to wake it, so the wake-up cannot be missed).
+                room.lock()
+                while state.withLock({ $0.producerWaiting }) { room.wait() }
+                room.unlock()
             }
         }
     }

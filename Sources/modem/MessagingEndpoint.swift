@@ -11,7 +11,7 @@ import Synchronization
 /// `--listen` asked for TCP port 0, and for `audio:` and `bt:` once the device end runs, the event a
 /// peer or a test waits for before it dials), never a key.
 /// - Throws: ``UsageError`` for a bad or missing endpoint (exit 64); ``SessionFailure`` when the
-///   session could not be connected (the seed's reason: refused, untrusted key, rate limit...).
+///   session could not be connected (the mailbox API's reason: refused, untrusted key, rate limit...).
 func openSession(listen: String?, to: String?, hci: String?, options: SessionOptions) async throws -> NoiseSession {
     let (endpoint, listening) = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
     switch endpoint {

@@ -10,7 +10,7 @@ import Synchronization
 struct ReceiveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
-        abstract: "Receive files over an encrypted data connection (seed 004) into a folder.",
+        abstract: "Receive files over an encrypted data connection (the data-connection API) into a folder.",
         discussion: """
         Serves one session on ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR with --hci) and exits when it ends. Each file is stored under
         a cleaned name inside --dir (never outside it), verified block by block and as a whole, and
@@ -124,7 +124,7 @@ actor FileQuestion {
 struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
-        abstract: "Send files over an encrypted data connection (seed 004).",
+        abstract: "Send files over an encrypted data connection (the data-connection API).",
         discussion: """
         Dials ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR: our own host stack with --hci, else the kernel's Bluetooth), offers one connection carrying --metadata, and sends each FILE
         in verified blocks; a file the receiver already holds part of resumes. One line per file on

@@ -1,102 +1,112 @@
 import Foundation
 import ModemTestSupport
-import XCTest
+import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// The Bumble peer (`scripts/bt-peer.py`) driven by hand-written HCI packets over raw H4/TCP:
 /// proves that the peer's controller answers as the plan says before any of our stack runs on it.
-final class BumblePeerTests: XCTestCase {
+@Suite(.serialized) struct BumblePeerTests {
     private func startPeer(_ arguments: [String]) async throws -> BumblePeer {
+        let peer: BumblePeer?
+        let failure: BumblePeerError?
         do {
-            return try await BumblePeer.start(arguments)
-        } catch .unavailable(let message) {
-            throw XCTSkip(message)
+            peer = try await BumblePeer.start(arguments)
+            failure = nil
+        } catch {
+            peer = nil
+            failure = error
+        }
+        if let peer { return peer }
+        switch failure {
+        case .unavailable(let message)?: try Test.cancel("\(message)")
+        case let other?: throw other
+        case nil: fatalError("unreachable: no peer and no failure")
         }
     }
 
-    func testResetAddressInquiryAndNamesWithTwoExtraDevices() async throws {
+    @Test func testResetAddressInquiryAndNamesWithTwoExtraDevices() async throws {
         let peer = try await startPeer(["--extra-devices", "2"])
         defer { peer.stop() }
-        XCTAssertEqual(peer.deviceAddress, "00:1B:DC:00:00:0B")
+        #expect(peer.deviceAddress == "00:1B:DC:00:00:0B")
         let client = try H4TestClient(port: peer.port)
 
         // The controller sends nothing first; HCI_Reset is answered with exactly this Command Complete.
         try client.send([0x01, 0x03, 0x0C, 0x00])
-        XCTAssertEqual(try client.packet(), [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
+        #expect(try client.packet() == [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
 
         // Read_BD_ADDR: status 0, the address least significant byte first.
         let address = try client.command(0x1009)
-        XCTAssertEqual(address.first, 0x00)
-        XCTAssertEqual(formatAddress(Array(address.dropFirst())), peer.hostAddress)
+        #expect(address.first == 0x00)
+        #expect(formatAddress(Array(address.dropFirst())) == peer.hostAddress)
 
         // Read_Buffer_Size: the default 1021 x 8.
         let buffers = try client.command(0x1005)
-        XCTAssertEqual(buffers, [0x00, 0xFD, 0x03, 0x00, 0x08, 0x00, 0x00, 0x00])
+        #expect(buffers == [0x00, 0xFD, 0x03, 0x00, 0x08, 0x00, 0x00, 0x00])
 
         // A vendor command the controller does not know: Command Complete 0x01, never silence.
-        XCTAssertEqual(try client.command(0xFC01), [0x01])
+        #expect(try client.command(0xFC01) == [0x01])
         // A known command with its parameters missing: invalid parameters (0x12), again never silence.
-        XCTAssertEqual(try client.command(0x0C1A), [0x12])
+        #expect(try client.command(0x0C1A) == [0x12])
 
         // Extended inquiry: 3 devices, each with its complete local name in the EIR.
-        XCTAssertEqual(try client.command(0x0C45, [0x02]), [0x00])
+        #expect(try client.command(0x0C45, [0x02]) == [0x00])
         try client.sendCommand(0x0401, [0x33, 0x8B, 0x9E, 0x02, 0x00])
-        XCTAssertEqual(try client.packet(), [0x04, 0x0F, 0x04, 0x00, 0x01, 0x01, 0x04])
+        #expect(try client.packet() == [0x04, 0x0F, 0x04, 0x00, 0x01, 0x01, 0x04])
         var found: [String: String] = [:]
         while true {
             let event = try client.packet()
-            XCTAssertEqual(event[0], 0x04)
-            if event[1] == 0x01 { XCTAssertEqual(event[3], 0x00); break }
-            XCTAssertEqual(event[1], 0x2F, "an Extended Inquiry Result after Write_Inquiry_Mode 2")
-            XCTAssertEqual(event.count, 3 + 255)
+            #expect(event[0] == 0x04)
+            if event[1] == 0x01 { #expect(event[3] == 0x00); break }
+            #expect(event[1] == 0x2F, "an Extended Inquiry Result after Write_Inquiry_Mode 2")
+            #expect(event.count == (3 + 255))
             let address = formatAddress(Array(event[4..<10]))
             found[address] = eirName(Array(event[18...]))
         }
-        XCTAssertEqual(found, ["00:1B:DC:00:00:0B": "Bumble Echo", "00:1B:DC:00:01:02": "Echo 2", "00:1B:DC:00:01:03": "Echo 3"])
+        #expect(found == ["00:1B:DC:00:00:0B": "Bumble Echo", "00:1B:DC:00:01:02": "Echo 2", "00:1B:DC:00:01:03": "Echo 3"])
 
         // Standard inquiry results (mode 0) carry the same addresses without names.
-        XCTAssertEqual(try client.command(0x0C45, [0x00]), [0x00])
+        #expect(try client.command(0x0C45, [0x00]) == [0x00])
         try client.sendCommand(0x0401, [0x33, 0x8B, 0x9E, 0x01, 0x01])  // at most one response
         _ = try client.packet()
         let standard = try client.packet()
-        XCTAssertEqual(Array(standard[0...3]), [0x04, 0x02, 15, 0x01])
-        XCTAssertEqual(formatAddress(Array(standard[4..<10])), "00:1B:DC:00:00:0B")
-        XCTAssertEqual(Array(try client.packet()[0...3]), [0x04, 0x01, 0x01, 0x00])
+        #expect(Array(standard[0...3]) == [0x04, 0x02, 15, 0x01])
+        #expect(formatAddress(Array(standard[4..<10])) == "00:1B:DC:00:00:0B")
+        #expect(Array(try client.packet()[0...3]) == [0x04, 0x01, 0x01, 0x00])
 
         // Remote_Name_Request: a known device's name; an unknown address times out with 0x04.
         try client.sendCommand(0x0419, [0x02, 0x01, 0x00, 0xDC, 0x1B, 0x00, 0x01, 0x00, 0x00, 0x00])
-        XCTAssertEqual(try client.packet(), [0x04, 0x0F, 0x04, 0x00, 0x01, 0x19, 0x04])
+        #expect(try client.packet() == [0x04, 0x0F, 0x04, 0x00, 0x01, 0x19, 0x04])
         let name = try client.packet()
-        XCTAssertEqual(Array(name[0...3]), [0x04, 0x07, 255, 0x00])
-        XCTAssertEqual(String(decoding: name[10...].prefix { $0 != 0 }, as: UTF8.self), "Echo 2")
+        #expect(Array(name[0...3]) == [0x04, 0x07, 255, 0x00])
+        #expect(String(decoding: name[10...].prefix { $0 != 0 }, as: UTF8.self) == "Echo 2")
         try client.sendCommand(0x0419, [0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x01, 0x00, 0x00, 0x00])
         _ = try client.packet()
-        XCTAssertEqual(Array(try client.packet()[0...3]), [0x04, 0x07, 255, 0x04])
+        #expect(Array(try client.packet()[0...3]) == [0x04, 0x07, 255, 0x04])
 
         // Create_Connection to nobody: Command Status 0, then Connection Complete with page timeout.
         try client.sendCommand(0x0405, [0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x18, 0xCC, 0x01, 0x00, 0x00, 0x00, 0x01])
-        XCTAssertEqual(try client.packet(), [0x04, 0x0F, 0x04, 0x00, 0x01, 0x05, 0x04])
+        #expect(try client.packet() == [0x04, 0x0F, 0x04, 0x00, 0x01, 0x05, 0x04])
         let failed = try client.packet()
-        XCTAssertEqual(Array(failed[0...3]), [0x04, 0x03, 11, 0x04])
+        #expect(Array(failed[0...3]) == [0x04, 0x03, 11, 0x04])
     }
 
-    func testSmallACLBuffersSplitTheDeviceDataAndDisconnectReasonsPassThrough() async throws {
+    @Test func testSmallACLBuffersSplitTheDeviceDataAndDisconnectReasonsPassThrough() async throws {
         let peer = try await startPeer(["--acl-mtu", "27", "--acl-count", "2"])
         defer { peer.stop() }
         var client = try H4TestClient(port: peer.port)
         try client.send([0x01, 0x03, 0x0C, 0x00])
         _ = try client.packet()
-        XCTAssertEqual(try client.command(0x1005), [0x00, 27, 0x00, 0x00, 2, 0x00, 0x00, 0x00])
+        #expect(try client.command(0x1005) == [0x00, 27, 0x00, 0x00, 2, 0x00, 0x00, 0x00])
 
         // Page the echo device: Command Status, then Connection Complete with a handle.
         let device: [UInt8] = [0x0B, 0x00, 0x00, 0xDC, 0x1B, 0x00]
         try client.sendCommand(0x0405, device + [0x18, 0xCC, 0x01, 0x00, 0x00, 0x00, 0x01])
-        XCTAssertEqual(try client.packet(), [0x04, 0x0F, 0x04, 0x00, 0x01, 0x05, 0x04])
+        #expect(try client.packet() == [0x04, 0x0F, 0x04, 0x00, 0x01, 0x05, 0x04])
         let complete = try client.packet(until: { $0[1] == 0x03 })
-        XCTAssertEqual(complete[3], 0x00, "Connection Complete status")
-        XCTAssertEqual(Array(complete[6..<12]), device)
+        #expect(complete[3] == 0x00, "Connection Complete status")
+        #expect(Array(complete[6..<12]) == device)
         let handle = UInt16(complete[4]) | UInt16(complete[5]) << 8
 
         // An L2CAP Echo Request of 100 bytes (two 27-byte-or-less fragments from us); Bumble's
@@ -116,32 +126,36 @@ final class BumblePeerTests: XCTestCase {
             let packet = try client.packet(until: { $0[0] == 0x02 })
             let field = UInt16(packet[1]) | UInt16(packet[2]) << 8
             let length = Int(packet[3]) | Int(packet[4]) << 8
-            XCTAssertEqual(field & 0x0FFF, handle)
-            XCTAssertEqual(field >> 12 & 0x3, fragments == 0 ? 0b10 : 0b01, "packet boundary flag")
-            XCTAssertLessThanOrEqual(length, 27)
+            #expect((field & 0x0FFF) == handle)
+            #expect((field >> 12 & 0x3) == (fragments == 0 ? 0b10 : 0b01), "packet boundary flag")
+            #expect(length <= 27)
             response += packet[5...]
             fragments += 1
         }
-        XCTAssertEqual(fragments, 4)
-        XCTAssertEqual(Array(response[0..<8]), [0x68, 0x00, 0x01, 0x00, 0x09, 0x07, 0x64, 0x00])
-        XCTAssertEqual(Array(response[8...]), payload)
+        #expect(fragments == 4)
+        #expect(Array(response[0..<8]) == [0x68, 0x00, 0x01, 0x00, 0x09, 0x07, 0x64, 0x00])
+        #expect(Array(response[8...]) == payload)
 
         // Disconnect with 0x13: we hear 0x16 (terminated by the local host), the device hears 0x13.
         try client.sendCommand(0x0406, [UInt8(handle & 0xFF), UInt8(handle >> 8), 0x13])
-        XCTAssertEqual(try client.packet(until: { $0[1] == 0x0F }), [0x04, 0x0F, 0x04, 0x00, 0x01, 0x06, 0x04])
+        #expect(try client.packet(until: { $0[1] == 0x0F }) == [0x04, 0x0F, 0x04, 0x00, 0x01, 0x06, 0x04])
         let disconnected = try client.packet(until: { $0[1] == 0x05 })
-        XCTAssertEqual(disconnected, [0x04, 0x05, 0x04, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x16])
+        #expect(disconnected == [0x04, 0x05, 0x04, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x16])
         let down = await peer.waitForLine(startingWith: "PEER-LINK down", timeout: H4TestClient.guardSeconds)
-        XCTAssertEqual(down, "PEER-LINK down address=\(peer.hostAddress) reason=0x13")
+        #expect(down == "PEER-LINK down address=\(peer.hostAddress) reason=0x13")
 
         // Disconnect of a handle that is gone: Command Status 0x02 (unknown connection identifier).
         try client.sendCommand(0x0406, [UInt8(handle & 0xFF), UInt8(handle >> 8), 0x13])
-        XCTAssertEqual(try client.packet(), [0x04, 0x0F, 0x04, 0x02, 0x01, 0x06, 0x04])
+        #expect(try client.packet() == [0x04, 0x0F, 0x04, 0x02, 0x01, 0x06, 0x04])
 
         // One client at a time: a second one is closed (the close itself is awaited, not a quiet spell).
         let second = try H4TestClient(port: peer.port)
-        XCTAssertThrowsError(try second.packet(), "a second client is closed at once") { error in
-            XCTAssertEqual("\(error)", "the peer closed the connection")
+        do {
+            _ = try second.packet()
+            Issue.record("a second client is closed at once")
+        } catch let caught {
+            let error: any Error = caught
+            #expect("\(error)" == "the peer closed the connection")
         }
         // After the first leaves, a new one starts afresh with Reset. The peer frees its place when it
         // has seen the first go: until then a newcomer is closed as a second client, so try again.
@@ -156,23 +170,23 @@ final class BumblePeerTests: XCTestCase {
             } catch let error as TestSupportError
                         where error.description == "the peer closed the connection" || error.description.hasPrefix("send: errno") {
                 client.close()
-                guard Date() < deadline else { return XCTFail("the peer still closed newcomers \(H4TestClient.guardSeconds) s after the first client left") }
+                guard Date() < deadline else { Issue.record("the peer still closed newcomers \(H4TestClient.guardSeconds) s after the first client left"); return }
                 usleep(10_000)
             }
         }
-        XCTAssertEqual(reset, [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
+        #expect(reset == [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
     }
 
-    func testExposeBServesTheDeviceAddressOnASecondPort() async throws {
+    @Test func testExposeBServesTheDeviceAddressOnASecondPort() async throws {
         let peer = try await startPeer(["--expose-b", "0"])
         defer { peer.stop() }
-        let portB = try XCTUnwrap(peer.portB)
-        XCTAssertNotEqual(portB, peer.port)
-        XCTAssertEqual(peer.echoAddress, "00:1B:DC:00:00:0C")
+        let portB = try #require(peer.portB)
+        #expect(portB != peer.port)
+        #expect(peer.echoAddress == "00:1B:DC:00:00:0C")
         let b = try H4TestClient(port: portB)
         try b.send([0x01, 0x03, 0x0C, 0x00])
         _ = try b.packet()
-        XCTAssertEqual(formatAddress(Array(try b.command(0x1009).dropFirst())), "00:1B:DC:00:00:0B")
+        #expect(formatAddress(Array(try b.command(0x1009).dropFirst())) == "00:1B:DC:00:00:0B")
     }
 
     private func formatAddress(_ wire: [UInt8]) -> String {

@@ -1,4 +1,4 @@
-import XCTest
+import Testing
 import ModemTestSupport
 @testable import ModemBluetooth
 

@@ -1,10 +1,10 @@
-import XCTest
+import Testing
 import ModemLinkProtocol
 @testable import ModemBluetooth
 
 /// The whole host stack (GAP, L2CAP, SDP, RFCOMM) as two values on a fake air (HCIFakeAir): our central against
 /// our device, no threads, no Python.
-final class HostStackTests: XCTestCase {
+@Suite(.serialized) struct HostStackTests {
     private func pair(aclLength: Int = 1021, aclCount: Int = 8) -> HostPair {
         HostPair(central: HostConfiguration(gap: GAPConfiguration(role: .central)),
                  device: HostConfiguration(gap: GAPConfiguration(role: .device(name: "Test Device", classOfDevice: 0x1F00)),
@@ -14,14 +14,14 @@ final class HostStackTests: XCTestCase {
 
     private let device = BDAddress("00:1B:DC:00:00:0B")!
 
-    func testInquiryFindsTheDeviceWithItsName() {
+    @Test func testInquiryFindsTheDeviceWithItsName() {
         var p = pair()
         p.run(seconds: 0.2)
-        XCTAssertTrue(p.reported[0].contains { if case .ready = $0 { return true }; return false })
+        #expect(p.reported[0].contains { if case .ready = $0 { return true }; return false })
         p.apply(0, p.hosts[0].inquire(seconds: 1.28, now: p.now))
         p.run(seconds: 2)
-        XCTAssertTrue(p.reported[0].contains(.found(address: device, name: "Test Device")), "\(p.reported[0])")
-        XCTAssertTrue(p.reported[0].contains(.inquiryComplete(failure: nil)))
+        #expect(p.reported[0].contains(.found(address: device, name: "Test Device")), "\(p.reported[0])")
+        #expect(p.reported[0].contains(.inquiryComplete(failure: nil)))
     }
 
     /// Echo on the device side: whatever arrives is written back.
@@ -37,10 +37,10 @@ final class HostStackTests: XCTestCase {
         p.run(seconds: 1, react: Self.echo)
         guard let opened = p.reported[0].compactMap({ a -> SerialChannelID? in
             if case .opened(let id, _, false) = a { return id }; return nil }).first else {
-            XCTFail("not opened: \(p.reported[0])")
+            Issue.record("not opened: \(p.reported[0])")
             return ([], [], nil)
         }
-        XCTAssertEqual(opened.serverChannel, 5)
+        #expect(opened.serverChannel == 5)
         var rng = SystemRandomNumberGenerator()
         let payload = (0..<bytes).map { _ in UInt8.random(in: 0...255, using: &rng) }
         var offset = 0
@@ -55,88 +55,88 @@ final class HostStackTests: XCTestCase {
         return (payload, back, opened)
     }
 
-    func testSDPThenRFCOMMEchoes100KB() {
+    @Test func testSDPThenRFCOMMEchoes100KB() {
         var p = pair()
         let r = openAndEcho(&p, bytes: 100_000, channel: nil)
-        XCTAssertEqual(r.back.count, r.sent.count)
-        XCTAssertTrue(r.back == r.sent, "the echo differs")
-        XCTAssertEqual(p.hosts[0].damaged, 0)
-        XCTAssertEqual(p.hosts[1].damaged, 0)
-        XCTAssertEqual(p.violations, [])
+        #expect(r.back.count == r.sent.count)
+        #expect(r.back == r.sent, "the echo differs")
+        #expect(p.hosts[0].damaged == 0)
+        #expect(p.hosts[1].damaged == 0)
+        #expect(p.violations == [])
     }
 
-    func testEchoWithTinyACLPacketsAndTwoBuffers() {
+    @Test func testEchoWithTinyACLPacketsAndTwoBuffers() {
         var p = pair(aclLength: 27, aclCount: 2)
         let r = openAndEcho(&p, bytes: 20_000, channel: 5)
-        XCTAssertTrue(r.back == r.sent, "the echo differs: \(r.back.count) of \(r.sent.count) bytes")
-        XCTAssertEqual(p.violations, [])
+        #expect(r.back == r.sent, "the echo differs: \(r.back.count) of \(r.sent.count) bytes")
+        #expect(p.violations == [])
     }
 
-    func testNoServiceOnAnotherChannelIsRefused() {
+    @Test func testNoServiceOnAnotherChannelIsRefused() {
         var p = pair()
         p.run(seconds: 0.2)
         let (request, actions) = p.hosts[0].openSerialPort(to: device, channel: 9, now: p.now)
         p.apply(0, actions)
         p.run(seconds: 1)
-        XCTAssertTrue(p.reported[0].contains { if case .openFailed(request, _) = $0 { return true }; return false }, "\(p.reported[0])")
+        #expect(p.reported[0].contains { if case .openFailed(request, _) = $0 { return true }; return false }, "\(p.reported[0])")
     }
 
-    func testUnknownAddressFailsWithPageTimeout() {
+    @Test func testUnknownAddressFailsWithPageTimeout() {
         var p = pair()
         p.run(seconds: 0.2)
         let (request, actions) = p.hosts[0].openSerialPort(to: BDAddress("00:11:22:33:44:55")!, channel: nil, now: p.now)
         p.apply(0, actions)
         p.run(seconds: 6)   // the fake controller pages for 5.12 s
         let failure = p.reported[0].compactMap { a -> String? in if case .openFailed(request, let r) = a { return r }; return nil }.first
-        XCTAssertNotNil(failure)
-        XCTAssertTrue(failure?.lowercased().contains("page timeout") ?? false, failure ?? "")
+        #expect(failure != nil)
+        #expect(failure?.lowercased().contains("page timeout") ?? false, "\(failure ?? "")")
     }
 
-    func testDeviceDisconnectIsNamed() {
+    @Test func testDeviceDisconnectIsNamed() {
         var p = pair()
         let r = openAndEcho(&p, bytes: 100, channel: 5)
         guard let id = r.id else { return }
         p.apply(1, p.hosts[1].disconnect(handle: id.handle, now: p.now))
         p.run(seconds: 0.5)
         let closed = p.reported[0].compactMap { a -> (String, Bool)? in if case .closed(id, let why, let byPeer) = a { return (why, byPeer) }; return nil }.first
-        XCTAssertEqual(closed?.1, true)
-        XCTAssertTrue(closed?.0.contains("0x13") ?? false, closed?.0 ?? "not closed")
+        #expect(closed?.1 == true)
+        #expect(closed?.0.contains("0x13") ?? false, "\(closed?.0 ?? "not closed")")
     }
 
-    func testTheDeviceSideNamesThePhone() {
+    @Test func testTheDeviceSideNamesThePhone() {
         var p = pair()
         let r = openAndEcho(&p, bytes: 100, channel: 5)
         guard let id = r.id else { return }
         p.apply(0, p.hosts[0].disconnect(handle: id.handle, now: p.now))
         p.run(seconds: 0.5)
         let closed = p.reported[1].compactMap { a -> String? in if case .closed(_, let why, true) = a { return why }; return nil }.first
-        XCTAssertTrue(closed?.hasPrefix("the phone disconnected: HCI reason 0x13") ?? false, closed ?? "not closed")
+        #expect(closed?.hasPrefix("the phone disconnected: HCI reason 0x13") ?? false, "\(closed ?? "not closed")")
     }
 
-    func testLinkLossIsNamed() {
+    @Test func testLinkLossIsNamed() {
         var p = pair()
         let r = openAndEcho(&p, bytes: 100, channel: 5)
         guard let id = r.id else { return }
         p.air.loseLink(0, handle: id.handle)
         p.run(seconds: 0.2)
         let closed = p.reported[0].compactMap { a -> String? in if case .closed(id, let why, true) = a { return why }; return nil }.first
-        XCTAssertTrue(closed?.contains("link lost") ?? false, closed ?? "not closed")
+        #expect(closed?.contains("link lost") ?? false, "\(closed ?? "not closed")")
     }
 
-    func testOurCloseIsNotThePeers() {
+    @Test func testOurCloseIsNotThePeers() {
         var p = pair()
         let r = openAndEcho(&p, bytes: 100, channel: 5)
         guard let id = r.id else { return }
         p.apply(0, p.hosts[0].close(id, now: p.now))
         p.run(seconds: 0.5)
-        XCTAssertTrue(p.reported[0].contains(.closed(id, reason: p.reported[0].compactMap { a -> String? in
+        #expect(p.reported[0].contains(.closed(id, reason: p.reported[0].compactMap { a -> String? in
             if case .closed(id, let why, _) = a { return why }; return nil }.first ?? "", byPeer: false)), "\(p.reported[0].suffix(4))")
         // The device saw the channel closed by the phone.
-        XCTAssertTrue(p.reported[1].contains { if case .closed(_, _, true) = $0 { return true }; return false })
+        #expect(p.reported[1].contains { if case .closed(_, _, true) = $0 { return true }; return false })
     }
 
     /// The channel protocol on both ends of the stack: a phone and a device machine, 50 exchanges each mode.
-    func testChannelProtocolOverTheStack() {
+    @Test func testChannelProtocolOverTheStack() {
         for mode in [CommunicationMode.masterSlave, .duplex] {
             var p = pair()
             let r = openAndEcho(&p, bytes: 1, channel: 5)
@@ -146,7 +146,7 @@ final class HostStackTests: XCTestCase {
             device.machine.attach()
             var deviceChannel: SerialChannelID?
             for a in p.reported[1] { if case .opened(let d, _, true) = a { deviceChannel = d } }
-            guard let dch = deviceChannel else { return XCTFail("no device channel") }
+            guard let dch = deviceChannel else { Issue.record("no device channel"); return }
             var delivered: [[UInt8]] = []
             var completed = 0
             var phoneEvents: [LinkEvent] = []
@@ -187,12 +187,12 @@ final class HostStackTests: XCTestCase {
             }
             carry(0, phone.perform(phone.machine.open(session: 3, now: p.now)))
             pump(1)
-            XCTAssertTrue(phoneEvents.contains { if case .opened(0, "dev") = $0 { return true }; return false }, "\(mode): \(phoneEvents)")
+            #expect(phoneEvents.contains { if case .opened(0, "dev") = $0 { return true }; return false }, "\(mode): \(phoneEvents)")
             for i in 0..<50 {
                 let payload = (0..<64).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ i) }
                 phoneEvents.removeAll()
                 let (code, actions) = phone.machine.exchange(payload, timeout: 5, now: p.now)
-                XCTAssertEqual(code, 0)
+                #expect(code == 0)
                 carry(0, phone.perform(actions))
                 pump(0.3)
                 let ok = mode == .masterSlave
@@ -200,8 +200,8 @@ final class HostStackTests: XCTestCase {
                     : phoneEvents.contains { if case .sendOK = $0 { return true }; return false }
                 if ok { completed += 1 }
             }
-            XCTAssertEqual(completed, 50, "\(mode)")
-            XCTAssertEqual(delivered.count, 50, "\(mode)")
+            #expect(completed == 50, "\(mode)")
+            #expect(delivered.count == 50, "\(mode)")
         }
     }
 }

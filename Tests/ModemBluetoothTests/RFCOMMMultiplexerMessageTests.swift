@@ -1,33 +1,33 @@
-import XCTest
+import Testing
 import ModemTestSupport
 @testable import ModemBluetooth
 
-final class RFCOMMMultiplexerMessageTests: XCTestCase {
-    func testTypeBytesMatchTheTable() {
+@Suite struct RFCOMMMultiplexerMessageTests {
+    @Test func testTypeBytesMatchTheTable() {
         let table: [(RFCOMMMultiplexerMessage.Code, UInt8, UInt8)] = [
             (.parameterNegotiation, 0x83, 0x81), (.test, 0x23, 0x21), (.flowControlOn, 0xA3, 0xA1),
             (.flowControlOff, 0x63, 0x61), (.modemStatus, 0xE3, 0xE1), (.remotePortNegotiation, 0x93, 0x91),
             (.remoteLineStatus, 0x53, 0x51),
         ]
         for (code, command, response) in table {
-            XCTAssertEqual(code.typeByte(command: true), command, "\(code)")
-            XCTAssertEqual(code.typeByte(command: false), response, "\(code)")
+            #expect(code.typeByte(command: true) == command, "\(code)")
+            #expect(code.typeByte(command: false) == response, "\(code)")
         }
-        XCTAssertEqual(RFCOMMMultiplexerMessage.Code.notSupported.typeByte(command: false), 0x11)
+        #expect(RFCOMMMultiplexerMessage.Code.notSupported.typeByte(command: false) == 0x11)
     }
 
-    func testParameterNegotiationBytes() throws {
+    @Test func testParameterNegotiationBytes() throws {
         let pn = RFCOMMParameters(dlci: 2, convergenceLayer: 0xF, priority: 7, maximumFrameSize: 1000, window: 7)
         let message = RFCOMMMultiplexerMessage(isCommand: true, content: .parameterNegotiation(pn))
-        XCTAssertEqual(message.encoded, [0x83, 0x11, 0x02, 0xF0, 0x07, 0x00, 0xE8, 0x03, 0x00, 0x07])
-        XCTAssertEqual(try RFCOMMMultiplexerMessage.decodeAll(message.encoded), [message])
+        #expect(message.encoded == [0x83, 0x11, 0x02, 0xF0, 0x07, 0x00, 0xE8, 0x03, 0x00, 0x07])
+        #expect(try RFCOMMMultiplexerMessage.decodeAll(message.encoded) == [message])
         // Fields are masked to their widths.
         let wide = RFCOMMParameters(dlci: 0xFF, frameType: 0xFF, convergenceLayer: 0xFF, priority: 0xFF, maximumFrameSize: 0xFFFF, window: 0xFF)
-        XCTAssertEqual(wide.encoded, [0x3F, 0xFF, 0x3F, 0x00, 0xFF, 0xFF, 0x00, 0x07])
-        XCTAssertThrowsError(try RFCOMMParameters.decode([1, 2, 3]))
+        #expect(wide.encoded == [0x3F, 0xFF, 0x3F, 0x00, 0xFF, 0xFF, 0x00, 0x07])
+        #expect(throws: (any Error).self) { _ = try RFCOMMParameters.decode([1, 2, 3]) }
     }
 
-    func testEveryMessageRoundTrips() throws {
+    @Test func testEveryMessageRoundTrips() throws {
         let messages: [RFCOMMMultiplexerMessage] = [
             .init(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil)),
             .init(isCommand: false, content: .modemStatus(dlci: 61, signals: 0x8F, breakSignal: 0x31)),
@@ -44,22 +44,20 @@ final class RFCOMMMultiplexerMessageTests: XCTestCase {
             .init(isCommand: true, content: .unknown(type: [0x42, 0x43], value: [9])),   // a two-byte type (EA = 0 first)
         ]
         for message in messages {
-            XCTAssertEqual(try RFCOMMMultiplexerMessage.decodeAll(message.encoded), [message], "\(message)")
+            #expect(try RFCOMMMultiplexerMessage.decodeAll(message.encoded) == [message], "\(message)")
         }
         let all = messages.flatMap(\.encoded)
-        XCTAssertEqual(try RFCOMMMultiplexerMessage.decodeAll(all), messages)
+        #expect(try RFCOMMMultiplexerMessage.decodeAll(all) == messages)
     }
 
-    func testExactBytesOfMSCRPNAndTheLongLength() {
-        XCTAssertEqual(RFCOMMMultiplexerMessage(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil)).encoded,
-                       [0xE3, 0x05, 0x0B, 0x8D])
-        XCTAssertEqual(RFCOMMMultiplexerMessage(isCommand: false, content: .remotePortNegotiation(dlci: 2, settings: .standard)).encoded,
-                       [0x91, 0x11, 0x0B, 0x03, 0x03, 0x00, 0x11, 0x13, 0xFF, 0x3F])
+    @Test func testExactBytesOfMSCRPNAndTheLongLength() {
+        #expect(RFCOMMMultiplexerMessage(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil)).encoded == [0xE3, 0x05, 0x0B, 0x8D])
+        #expect(RFCOMMMultiplexerMessage(isCommand: false, content: .remotePortNegotiation(dlci: 2, settings: .standard)).encoded == [0x91, 0x11, 0x0B, 0x03, 0x03, 0x00, 0x11, 0x13, 0xFF, 0x3F])
         let long = RFCOMMMultiplexerMessage(isCommand: true, content: .test(Array(repeating: 0, count: 200))).encoded
-        XCTAssertEqual(Array(long[0..<3]), [0x23, UInt8(200 & 0x7F) << 1, UInt8(200 >> 7) << 1 | 1])
+        #expect(Array(long[0..<3]) == [0x23, UInt8(200 & 0x7F) << 1, UInt8(200 >> 7) << 1 | 1])
     }
 
-    func testTruncatedAndBadLengthsThrow() {
+    @Test func testTruncatedAndBadLengthsThrow() throws {
         let messages: [[UInt8]] = [
             RFCOMMMultiplexerMessage(isCommand: true, content: .parameterNegotiation(
                 RFCOMMParameters(dlci: 2, convergenceLayer: 0xF, maximumFrameSize: 127, window: 7))).encoded,
@@ -69,19 +67,19 @@ final class RFCOMMMultiplexerMessageTests: XCTestCase {
         ]
         for bytes in messages {
             for cut in 0..<bytes.count {
-                XCTAssertThrowsError(try RFCOMMMultiplexerMessage.decodeAll(Array(bytes[0..<cut])), "cut \(cut) of \(bytes)")
+                #expect(throws: (any Error).self, "cut \(cut) of \(bytes)") { _ = try RFCOMMMultiplexerMessage.decodeAll(Array(bytes[0..<cut])) }
             }
         }
-        XCTAssertThrowsError(try RFCOMMMultiplexerMessage.decodeAll([0x83, 0x05, 1, 2]))             // PN of 2 bytes
-        XCTAssertThrowsError(try RFCOMMMultiplexerMessage.decodeAll([0xE3, 0x03, 0x0B]))             // MSC of 1 byte
-        XCTAssertThrowsError(try RFCOMMMultiplexerMessage.decodeAll([0x93, 0x07, 0x0B, 1, 2]))       // RPN of 3 bytes
-        XCTAssertThrowsError(try RFCOMMMultiplexerMessage.decodeAll([0x53, 0x03, 0x0B]))             // RLS of 1 byte
-        XCTAssertThrowsError(try RFCOMMMultiplexerMessage.decodeAll([0x11, 0x01]))                   // NSC naming nothing
-        XCTAssertThrowsError(try RFCOMMMultiplexerMessage.decodeAll([0x02, 0x02, 0x02, 0x02, 0x02])) // type never ends
-        XCTAssertThrowsError(try RFCOMMMultiplexerMessage.decodeAll([0x23, 0x00, 0x00, 0x00, 0x00])) // length never ends
+        #expect(throws: (any Error).self) { _ = try RFCOMMMultiplexerMessage.decodeAll([0x83, 0x05, 1, 2]) }             // PN of 2 bytes
+        #expect(throws: (any Error).self) { _ = try RFCOMMMultiplexerMessage.decodeAll([0xE3, 0x03, 0x0B]) }             // MSC of 1 byte
+        #expect(throws: (any Error).self) { _ = try RFCOMMMultiplexerMessage.decodeAll([0x93, 0x07, 0x0B, 1, 2]) }       // RPN of 3 bytes
+        #expect(throws: (any Error).self) { _ = try RFCOMMMultiplexerMessage.decodeAll([0x53, 0x03, 0x0B]) }             // RLS of 1 byte
+        #expect(throws: (any Error).self) { _ = try RFCOMMMultiplexerMessage.decodeAll([0x11, 0x01]) }                   // NSC naming nothing
+        #expect(throws: (any Error).self) { _ = try RFCOMMMultiplexerMessage.decodeAll([0x02, 0x02, 0x02, 0x02, 0x02]) } // type never ends
+        #expect(throws: (any Error).self) { _ = try RFCOMMMultiplexerMessage.decodeAll([0x23, 0x00, 0x00, 0x00, 0x00]) } // length never ends
     }
 
-    func testJunkNeverCrashes() {
+    @Test func testJunkNeverCrashes() throws {
         var random = TestRandom(seed: 3)
         for _ in 0..<20_000 {
             _ = try? RFCOMMMultiplexerMessage.decodeAll(random.bytes(Int(random.next() % 24)))

@@ -1,4 +1,4 @@
-import XCTest
+import Testing
 import ModemTestSupport
 @testable import ModemBluetooth
 
@@ -121,111 +121,110 @@ enum RFCOMMScript {
     }
 }
 
-final class RFCOMMSessionTests: XCTestCase {
-    func testOpenRunsPNSABMUAThenMSCBothWays() throws {
+@Suite struct RFCOMMSessionTests {
+    @Test func testOpenRunsPNSABMUAThenMSCBothWays() throws {
         let pair = RFCOMMPair()
         pair.connect(channels: [1])
         let fromA = pair.framesFromA
-        XCTAssertEqual(fromA[0].encoded, [0x03, 0x3F, 0x01, 0x1C])   // SABM on DLCI 0
-        let pn = try XCTUnwrap(RFCOMMMultiplexerMessage.decodeAll(fromA[1].information).first)
-        XCTAssertEqual(pn, .init(isCommand: true, content: .parameterNegotiation(
+        #expect(fromA[0].encoded == [0x03, 0x3F, 0x01, 0x1C])   // SABM on DLCI 0
+        let pn = try #require(RFCOMMMultiplexerMessage.decodeAll(fromA[1].information).first)
+        #expect(pn == .init(isCommand: true, content: .parameterNegotiation(
             RFCOMMParameters(dlci: 2, convergenceLayer: 0xF, priority: 7, maximumFrameSize: 1000, window: 7))))
-        XCTAssertEqual(fromA[2].encoded, [0x0B, 0x3F, 0x01, 0x59])   // SABM on DLCI 2 after the PN answer
-        XCTAssertEqual(try RFCOMMMultiplexerMessage.decodeAll(fromA[3].information),
-                       [.init(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil))])
+        #expect(fromA[2].encoded == [0x0B, 0x3F, 0x01, 0x59])   // SABM on DLCI 2 after the PN answer
+        #expect(try RFCOMMMultiplexerMessage.decodeAll(fromA[3].information) == [.init(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil))])
         let fromB = pair.framesFromB
-        XCTAssertEqual(fromB[0].encoded, [0x03, 0x73, 0x01, 0xD7])   // UA on DLCI 0 (C/R 1 from the responder)
-        XCTAssertEqual(try RFCOMMMultiplexerMessage.decodeAll(fromB[1].information), [.init(isCommand: false, content: .parameterNegotiation(
+        #expect(fromB[0].encoded == [0x03, 0x73, 0x01, 0xD7])   // UA on DLCI 0 (C/R 1 from the responder)
+        #expect(try RFCOMMMultiplexerMessage.decodeAll(fromB[1].information) == [.init(isCommand: false, content: .parameterNegotiation(
             RFCOMMParameters(dlci: 2, convergenceLayer: 0xE, priority: 7, maximumFrameSize: 1000, window: 7)))])
-        XCTAssertEqual(fromB[2].kind, .ua)
-        XCTAssertEqual(fromB[2].dlci, 2)
-        XCTAssertTrue(fromB[2].commandResponse)
-        XCTAssertEqual(pair.eventsA, [.channelOpened(dlci: 2, frameSize: 1000, incoming: false)])
-        XCTAssertEqual(pair.eventsB, [.channelOpened(dlci: 2, frameSize: 1000, incoming: true)])
+        #expect(fromB[2].kind == .ua)
+        #expect(fromB[2].dlci == 2)
+        #expect(fromB[2].commandResponse)
+        #expect(pair.eventsA == [.channelOpened(dlci: 2, frameSize: 1000, incoming: false)])
+        #expect(pair.eventsB == [.channelOpened(dlci: 2, frameSize: 1000, incoming: true)])
         // Both sides topped the other up to the target of 32 right after UA.
-        XCTAssertEqual(pair.a.sendCredits(dlci: 2), 32)
-        XCTAssertEqual(pair.b.sendCredits(dlci: 2), 32)
-        XCTAssertEqual(pair.a.peerCredits(dlci: 2), 32)
+        #expect(pair.a.sendCredits(dlci: 2) == 32)
+        #expect(pair.b.sendCredits(dlci: 2) == 32)
+        #expect(pair.a.peerCredits(dlci: 2) == 32)
         // Every UIH from A on DLCI 0 carried C/R 1 and from B C/R 0.
-        XCTAssertTrue(pair.framesFromA.filter { $0.kind == .uih }.allSatisfy(\.commandResponse))
-        XCTAssertTrue(pair.framesFromB.filter { $0.kind == .uih }.allSatisfy { !$0.commandResponse })
+        #expect(pair.framesFromA.filter { $0.kind == .uih }.allSatisfy { $0.commandResponse })
+        #expect(pair.framesFromB.filter { $0.kind == .uih }.allSatisfy { !$0.commandResponse })
     }
 
-    func testFrameSizeFitsTheSmallerMTU() {
+    @Test func testFrameSizeFitsTheSmallerMTU() {
         let pair = RFCOMMPair(mtuA: 1691, mtuB: 100)
         pair.connect(channels: [1])
-        XCTAssertEqual(pair.eventsA, [.channelOpened(dlci: 2, frameSize: 94, incoming: false)])
-        XCTAssertEqual(pair.eventsB, [.channelOpened(dlci: 2, frameSize: 94, incoming: true)])
+        #expect(pair.eventsA == [.channelOpened(dlci: 2, frameSize: 94, incoming: false)])
+        #expect(pair.eventsB == [.channelOpened(dlci: 2, frameSize: 94, incoming: true)])
         let data = Array(repeating: UInt8(0x5A), count: 1000)
         pair.absorb(pair.a.send(dlci: 2, data), fromA: true)
         pair.settle()
-        XCTAssertEqual(pair.dataB[2], data)
-        XCTAssertTrue(pair.framesFromA.allSatisfy { $0.encoded.count <= 100 })
-        XCTAssertEqual(pair.framesFromA.filter { $0.dlci == 2 && !$0.information.isEmpty }.map(\.information.count).max(), 94)
+        #expect(pair.dataB[2] == data)
+        #expect(pair.framesFromA.allSatisfy { $0.encoded.count <= 100 })
+        #expect(pair.framesFromA.filter { $0.dlci == 2 && !$0.information.isEmpty }.map(\.information.count).max() == 94)
     }
 
-    func testOpenBeforeStartStartsAndOpensQueuedChannels() {
+    @Test func testOpenBeforeStartStartsAndOpensQueuedChannels() {
         let pair = RFCOMMPair()
         pair.b.listen(channel: 3)
         pair.absorb(pair.a.open(channel: 3, now: 0), fromA: true)
-        XCTAssertEqual(pair.framesFromA.map(\.kind), [.sabm])   // DLCI 0 first; PN waits for its UA
+        #expect(pair.framesFromA.map(\.kind) == [.sabm])   // DLCI 0 first; PN waits for its UA
         pair.settle()
-        XCTAssertEqual(pair.eventsA, [.channelOpened(dlci: 6, frameSize: 1000, incoming: false)])
+        #expect(pair.eventsA == [.channelOpened(dlci: 6, frameSize: 1000, incoming: false)])
     }
 
-    func testResponderOpensAChannelOnTheInitiatorWithTheDirectionBit() {
+    @Test func testResponderOpensAChannelOnTheInitiatorWithTheDirectionBit() {
         let pair = RFCOMMPair()
         pair.a.listen(channel: 4)
         pair.connect(channels: [1])
-        XCTAssertEqual(pair.b.dlci(forRemoteChannel: 4), 9)
+        #expect(pair.b.dlci(forRemoteChannel: 4) == 9)
         pair.absorb(pair.b.open(channel: 4, now: 0), fromA: false)
         pair.settle()
-        XCTAssertEqual(pair.eventsB.last, .channelOpened(dlci: 9, frameSize: 1000, incoming: false))
-        XCTAssertEqual(pair.eventsA.last, .channelOpened(dlci: 9, frameSize: 1000, incoming: true))
+        #expect(pair.eventsB.last == .channelOpened(dlci: 9, frameSize: 1000, incoming: false))
+        #expect(pair.eventsA.last == .channelOpened(dlci: 9, frameSize: 1000, incoming: true))
         // B's SABM on DLCI 9 carries C/R 0 (a command from the responder).
         let sabm = pair.framesFromB.first { $0.kind == .sabm }
-        XCTAssertEqual(sabm?.dlci, 9)
-        XCTAssertEqual(sabm?.commandResponse, false)
+        #expect(sabm?.dlci == 9)
+        #expect(sabm?.commandResponse == false)
         // The initiator refuses the responder's request for a channel it does not listen on.
         pair.absorb(pair.b.open(channel: 5, now: 0), fromA: false)
         pair.settle()
-        XCTAssertEqual(pair.eventsB.last, .channelClosed(dlci: 11, reason: "refused"))
+        #expect(pair.eventsB.last == .channelClosed(dlci: 11, reason: "refused"))
     }
 
-    func testRefusedChannelClosesAndTheInitiatorClosesTheIdleSession() {
+    @Test func testRefusedChannelClosesAndTheInitiatorClosesTheIdleSession() {
         let pair = RFCOMMPair()
         pair.b.listen(channel: 1)
         pair.absorb(pair.a.open(channel: 2, now: 0), fromA: true)
         pair.settle()
-        XCTAssertEqual(pair.eventsA, [.channelClosed(dlci: 4, reason: "refused"), .sessionClosed(reason: "closed")])
-        XCTAssertEqual(pair.eventsB, [.sessionClosed(reason: "closed by the device")])
-        XCTAssertEqual(pair.framesFromB.filter { $0.kind == .dm }.map(\.dlci), [4])   // DM answers the PN
-        XCTAssertEqual(pair.framesFromA.last?.encoded, [0x03, 0x53, 0x01, 0xFD])      // DISC on DLCI 0
+        #expect(pair.eventsA == [.channelClosed(dlci: 4, reason: "refused"), .sessionClosed(reason: "closed")])
+        #expect(pair.eventsB == [.sessionClosed(reason: "closed by the device")])
+        #expect(pair.framesFromB.filter { $0.kind == .dm }.map(\.dlci) == [4])   // DM answers the PN
+        #expect(pair.framesFromA.last?.encoded == [0x03, 0x53, 0x01, 0xFD])      // DISC on DLCI 0
     }
 
-    func testSABMWithoutPNIsAcceptedForAListenedChannelAndRefusedOtherwise() throws {
+    @Test func testSABMWithoutPNIsAcceptedForAListenedChannelAndRefusedOtherwise() throws {
         var session = RFCOMMScript.openResponder(listen: [1])
         let accepted = session.received(RFCOMMScript.frame(.sabm, dlci: 2, fromInitiator: true), now: 1)
         let frames = RFCOMMScript.frames(accepted)
-        XCTAssertEqual(frames.first?.kind, .ua)
-        XCTAssertEqual(RFCOMMScript.messages(accepted), [.init(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil))])
+        #expect(frames.first?.kind == .ua)
+        #expect(RFCOMMScript.messages(accepted) == [.init(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil))])
         for (dlci, why) in [(UInt8(4), "not listened"), (3, "wrong direction bit"), (62, "reserved DLCI")] {
             let refused = RFCOMMScript.frames(session.received(RFCOMMScript.frame(.sabm, dlci: dlci, fromInitiator: true), now: 1))
-            XCTAssertEqual(refused.map(\.kind), [.dm], why)
-            XCTAssertEqual(refused.first?.dlci, dlci, why)
+            #expect(refused.map(\.kind) == [.dm], "\(why)")
+            #expect(refused.first?.dlci == dlci, "\(why)")
         }
         // Without PN: N1 127, no credits; opens after the MSC exchange.
         var out = session.received(RFCOMMScript.message(.init(isCommand: false, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil)), fromInitiator: true), now: 1)
-        XCTAssertEqual(out, [])
+        #expect(out == [])
         out = session.received(RFCOMMScript.message(.init(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil)), fromInitiator: true), now: 1)
-        XCTAssertEqual(RFCOMMScript.messages(out), [.init(isCommand: false, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil))])
-        XCTAssertEqual(out.last, .channelOpened(dlci: 2, frameSize: 127, incoming: true))
+        #expect(RFCOMMScript.messages(out) == [.init(isCommand: false, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil))])
+        #expect(out.last == .channelOpened(dlci: 2, frameSize: 127, incoming: true))
         let sent = session.send(dlci: 2, Array(repeating: 1, count: 300))
-        XCTAssertEqual(RFCOMMScript.frames(sent).map(\.information.count), [127, 127, 46])
-        XCTAssertTrue(RFCOMMScript.frames(sent).allSatisfy { $0.credits == nil && !$0.pollFinal })
+        #expect(RFCOMMScript.frames(sent).map(\.information.count) == [127, 127, 46])
+        #expect(RFCOMMScript.frames(sent).allSatisfy { $0.credits == nil && !$0.pollFinal })
     }
 
-    func testDMAnsweringOurSABMIsARefusal() {
+    @Test func testDMAnsweringOurSABMIsARefusal() {
         var session = RFCOMMSession(initiator: true, peerMTU: 1691, localMTU: 1691)
         _ = session.start(now: 0)
         _ = session.received(RFCOMMScript.frame(.ua, dlci: 0, fromInitiator: false), now: 0)
@@ -233,76 +232,74 @@ final class RFCOMMSessionTests: XCTestCase {
         _ = session.open(channel: 2, now: 0)
         let pn = RFCOMMParameters(dlci: 2, convergenceLayer: 0xE, maximumFrameSize: 500, window: 7)
         _ = session.received(RFCOMMScript.message(.init(isCommand: false, content: .parameterNegotiation(pn)), fromInitiator: false), now: 0)
-        XCTAssertEqual(session.received(RFCOMMScript.frame(.dm, dlci: 2, fromInitiator: false), now: 1),
-                       [.channelClosed(dlci: 2, reason: "refused")])
-        XCTAssertEqual(session.dlcis, [4])   // the other open goes on; DLCI 0 stays up for it
-        XCTAssertTrue(session.isOpen)
+        #expect(session.received(RFCOMMScript.frame(.dm, dlci: 2, fromInitiator: false), now: 1) == [.channelClosed(dlci: 2, reason: "refused")])
+        #expect(session.dlcis == [4])   // the other open goes on; DLCI 0 stays up for it
+        #expect(session.isOpen)
         // A DM for DLCI 0 while it is up is a stray: counted.
-        XCTAssertEqual(session.received(RFCOMMScript.frame(.dm, dlci: 0, fromInitiator: false), now: 1), [])
-        XCTAssertEqual(session.statistics.unexpectedResponses, 1)
+        #expect(session.received(RFCOMMScript.frame(.dm, dlci: 0, fromInitiator: false), now: 1) == [])
+        #expect(session.statistics.unexpectedResponses == 1)
         // A DM for DLCI 0 in answer to our SABM refuses the session and every pending open.
         var refused = RFCOMMSession(initiator: true, peerMTU: 1691, localMTU: 1691)
         _ = refused.open(channel: 1, now: 0)
-        XCTAssertEqual(refused.received(RFCOMMScript.frame(.dm, dlci: 0, fromInitiator: false), now: 1),
-                       [.channelClosed(dlci: 2, reason: "refused"), .sessionClosed(reason: "refused")])
+        #expect(refused.received(RFCOMMScript.frame(.dm, dlci: 0, fromInitiator: false), now: 1) == [.channelClosed(dlci: 2, reason: "refused"), .sessionClosed(reason: "refused")])
     }
 
-    func testTestEchoIsCutToThePeersMTU() {
+    @Test func testTestEchoIsCutToThePeersMTU() {
         var session = RFCOMMScript.openResponder(peerMTU: 60)
         let big = Array(repeating: UInt8(0x33), count: 500)
         let out = session.received(RFCOMMScript.message(.init(isCommand: true, content: .test(big)), fromInitiator: true), now: 1)
-        XCTAssertEqual(RFCOMMScript.messages(out), [.init(isCommand: false, content: .test(Array(big.prefix(50))))])
-        XCTAssertTrue(RFCOMMScript.frames(out).allSatisfy { $0.encoded.count <= 60 })
+        #expect(RFCOMMScript.messages(out) == [.init(isCommand: false, content: .test(Array(big.prefix(50))))])
+        #expect(RFCOMMScript.frames(out).allSatisfy { $0.encoded.count <= 60 })
     }
 
-    func testDataArrivingBeforeTheMSCExchangeIsHeldThenDelivered() {
+    @Test func testDataArrivingBeforeTheMSCExchangeIsHeldThenDelivered() {
         var session = RFCOMMScript.openResponder(RFCOMMConfiguration(creditBasedFlowControl: false), listen: [1])
         _ = session.received(RFCOMMScript.frame(.sabm, dlci: 2, fromInitiator: true), now: 0)
-        XCTAssertEqual(session.received(RFCOMMScript.data(dlci: 2, [1, 2, 3], fromInitiator: true), now: 0), [])
+        #expect(session.received(RFCOMMScript.data(dlci: 2, [1, 2, 3], fromInitiator: true), now: 0) == [])
         _ = session.received(RFCOMMScript.message(.init(isCommand: false, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil)), fromInitiator: true), now: 0)
         let out = session.received(RFCOMMScript.message(.init(isCommand: true, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil)), fromInitiator: true), now: 0)
-        XCTAssertEqual(Array(out.suffix(2)), [.channelOpened(dlci: 2, frameSize: 127, incoming: true), .received(dlci: 2, [1, 2, 3])])
+        #expect(Array(out.suffix(2)) == [.channelOpened(dlci: 2, frameSize: 127, incoming: true), .received(dlci: 2, [1, 2, 3])])
     }
 
-    func testPeerDISCClosesTheChannelAndOurCloseWaitsForUA() {
+    @Test func testPeerDISCClosesTheChannelAndOurCloseWaitsForUA() {
         let pair = RFCOMMPair()
         pair.connect(channels: [1, 2])
         pair.eventsA = []; pair.eventsB = []
         // B closes DLCI 4: A answers UA and reports "closed by the device".
         pair.absorb(pair.b.close(dlci: 4, now: 1), fromA: false)
-        XCTAssertEqual(pair.eventsB, [])   // not before UA
+        #expect(pair.eventsB == [])   // not before UA
         pair.settle()
-        XCTAssertEqual(pair.eventsA, [.channelClosed(dlci: 4, reason: "closed by the device")])
-        XCTAssertEqual(pair.eventsB, [.channelClosed(dlci: 4, reason: "closed")])
-        XCTAssertTrue(pair.a.isOpen)   // DLCI 2 is still there
+        #expect(pair.eventsA == [.channelClosed(dlci: 4, reason: "closed by the device")])
+        #expect(pair.eventsB == [.channelClosed(dlci: 4, reason: "closed")])
+        #expect(pair.a.isOpen)   // DLCI 2 is still there
         // A closes the last one: DISC, UA, then DISC on DLCI 0 and both sessions end.
         pair.absorb(pair.a.close(dlci: 2, now: 2), fromA: true)
         pair.settle()
-        XCTAssertEqual(Array(pair.eventsA.suffix(2)), [.channelClosed(dlci: 2, reason: "closed"), .sessionClosed(reason: "closed")])
-        XCTAssertEqual(Array(pair.eventsB.suffix(2)), [.channelClosed(dlci: 2, reason: "closed by the device"), .sessionClosed(reason: "closed by the device")])
-        XCTAssertFalse(pair.a.isOpen)
-        XCTAssertFalse(pair.b.isOpen)
+        #expect(Array(pair.eventsA.suffix(2)) == [.channelClosed(dlci: 2, reason: "closed"), .sessionClosed(reason: "closed")])
+        #expect(Array(pair.eventsB.suffix(2)) == [.channelClosed(dlci: 2, reason: "closed by the device"), .sessionClosed(reason: "closed by the device")])
+        #expect(!pair.a.isOpen)
+        #expect(!pair.b.isOpen)
         // A closed session answers nothing and opens nothing.
-        XCTAssertEqual(pair.a.open(channel: 1, now: 3), [.channelClosed(dlci: 2, reason: "the RFCOMM session is closed")])
-        XCTAssertEqual(pair.b.received(RFCOMMScript.frame(.sabm, dlci: 2, fromInitiator: true), now: 3), [])
+        #expect(pair.a.open(channel: 1, now: 3) == [.channelClosed(dlci: 2, reason: "the RFCOMM session is closed")])
+        #expect(pair.b.received(RFCOMMScript.frame(.sabm, dlci: 2, fromInitiator: true), now: 3) == [])
     }
 
-    func testTimersT1AndT2() {
+    @Test func testTimersT1AndT2() {
         // SABM on DLCI 0 never answered.
         var session = RFCOMMSession(initiator: true, peerMTU: 1691, localMTU: 1691)
         _ = session.start(now: 0)
         _ = session.open(channel: 1, now: 0)
-        XCTAssertEqual(session.tick(now: 19.9), [])
-        XCTAssertEqual(session.tick(now: 20), [.channelClosed(dlci: 2, reason: "the device did not answer SABM within 20 s"),
+        #expect(session.tick(now: 19.9) == [])
+        #expect(session.tick(now: 20) == [.channelClosed(dlci: 2, reason: "the device did not answer SABM within 20 s"),
                                                .sessionClosed(reason: "the device did not answer SABM within 20 s")])
-        XCTAssertEqual(session.tick(now: 40), [])
+        #expect(session.tick(now: 40) == [])
         // PN never answered: the session fails (T2).
         session = RFCOMMSession(initiator: true, peerMTU: 1691, localMTU: 1691)
         _ = session.start(now: 0)
         _ = session.received(RFCOMMScript.frame(.ua, dlci: 0, fromInitiator: false), now: 1)
         _ = session.open(channel: 1, now: 1)
-        XCTAssertEqual(session.tick(now: 20.9), [])
-        XCTAssertEqual(session.tick(now: 21).last, .sessionClosed(reason: "the device did not answer PN within 20 s"))
+        #expect(session.tick(now: 20.9) == [])
+        #expect(session.tick(now: 21).last == .sessionClosed(reason: "the device did not answer PN within 20 s"))
         // SABM on a DLC never answered: that DLC closes (T1), then the idle session.
         session = RFCOMMSession(initiator: true, peerMTU: 1691, localMTU: 1691)
         _ = session.start(now: 0)
@@ -310,15 +307,15 @@ final class RFCOMMSessionTests: XCTestCase {
         _ = session.open(channel: 1, now: 0)
         let pn = RFCOMMParameters(dlci: 2, convergenceLayer: 0xE, maximumFrameSize: 500, window: 7)
         let afterPN = session.received(RFCOMMScript.message(.init(isCommand: false, content: .parameterNegotiation(pn)), fromInitiator: false), now: 5)
-        XCTAssertEqual(RFCOMMScript.frames(afterPN).map(\.kind), [.sabm])
-        XCTAssertEqual(session.tick(now: 24.9), [])
+        #expect(RFCOMMScript.frames(afterPN).map(\.kind) == [.sabm])
+        #expect(session.tick(now: 24.9) == [])
         let expired = session.tick(now: 25)
-        XCTAssertEqual(expired.first, .channelClosed(dlci: 2, reason: "the device did not answer SABM within 20 s"))
-        XCTAssertEqual(RFCOMMScript.frames(expired).map(\.kind), [.disc])   // DISC on DLCI 0
-        XCTAssertEqual(session.tick(now: 45), [.sessionClosed(reason: "closed")])   // its UA never came either
+        #expect(expired.first == .channelClosed(dlci: 2, reason: "the device did not answer SABM within 20 s"))
+        #expect(RFCOMMScript.frames(expired).map(\.kind) == [.disc])   // DISC on DLCI 0
+        #expect(session.tick(now: 45) == [.sessionClosed(reason: "closed")])   // its UA never came either
     }
 
-    func testMSCNeverAnsweredFailsTheSessionButAMissingPeerMSCOnlyDelaysTheOpen() {
+    @Test func testMSCNeverAnsweredFailsTheSessionButAMissingPeerMSCOnlyDelaysTheOpen() {
         var session = RFCOMMSession(initiator: true, peerMTU: 1691, localMTU: 1691)
         _ = session.start(now: 0)
         _ = session.received(RFCOMMScript.frame(.ua, dlci: 0, fromInitiator: false), now: 0)
@@ -329,53 +326,53 @@ final class RFCOMMSessionTests: XCTestCase {
         var other = session
         // Our MSC answered, theirs never sent: open at T2 anyway.
         _ = session.received(RFCOMMScript.message(.init(isCommand: false, content: .modemStatus(dlci: 2, signals: 0x8D, breakSignal: nil)), fromInitiator: false), now: 1)
-        XCTAssertEqual(session.tick(now: 19), [])
-        XCTAssertEqual(session.tick(now: 20), [.channelOpened(dlci: 2, frameSize: 500, incoming: false)])
+        #expect(session.tick(now: 19) == [])
+        #expect(session.tick(now: 20) == [.channelOpened(dlci: 2, frameSize: 500, incoming: false)])
         // Our MSC never answered: the session fails.
-        XCTAssertEqual(other.tick(now: 20).last, .sessionClosed(reason: "the device did not answer MSC within 20 s"))
+        #expect(other.tick(now: 20).last == .sessionClosed(reason: "the device did not answer MSC within 20 s"))
     }
 
-    func testLowerLayerClosedClosesEveryChannel() {
+    @Test func testLowerLayerClosedClosesEveryChannel() {
         let pair = RFCOMMPair()
         pair.connect(channels: [1, 2])
         let out = pair.a.lowerLayerClosed(reason: "the link was lost")
-        XCTAssertEqual(out, [.channelClosed(dlci: 2, reason: "the link was lost"), .channelClosed(dlci: 4, reason: "the link was lost"),
+        #expect(out == [.channelClosed(dlci: 2, reason: "the link was lost"), .channelClosed(dlci: 4, reason: "the link was lost"),
                              .sessionClosed(reason: "the link was lost")])
-        XCTAssertEqual(pair.a.lowerLayerClosed(reason: "again"), [])
-        XCTAssertEqual(pair.a.dlcis, [])
+        #expect(pair.a.lowerLayerClosed(reason: "again") == [])
+        #expect(pair.a.dlcis == [])
     }
 
-    func testTwoInitiatorsAndStrayFramesAreRefusedOrCounted() {
+    @Test func testTwoInitiatorsAndStrayFramesAreRefusedOrCounted() {
         let pair = RFCOMMPair()
         pair.connect(channels: [1])
         // SABM on DLCI 0 to the initiator: DM.
-        XCTAssertEqual(RFCOMMScript.frames(pair.a.received(RFCOMMScript.frame(.sabm, dlci: 0, fromInitiator: false), now: 1)).map(\.kind), [.dm])
+        #expect(RFCOMMScript.frames(pair.a.received(RFCOMMScript.frame(.sabm, dlci: 0, fromInitiator: false), now: 1)).map(\.kind) == [.dm])
         // DISC for a DLC that does not exist: DM; UIH for one: dropped and counted; stray UA: counted.
-        XCTAssertEqual(RFCOMMScript.frames(pair.a.received(RFCOMMScript.frame(.disc, dlci: 8, fromInitiator: false), now: 1)).map(\.kind), [.dm])
-        XCTAssertEqual(pair.a.received(RFCOMMScript.data(dlci: 8, [1, 2], fromInitiator: false), now: 1), [])
-        XCTAssertEqual(pair.a.statistics.droppedFrames, 1)
-        XCTAssertEqual(pair.a.received(RFCOMMScript.frame(.ua, dlci: 8, fromInitiator: false), now: 1), [])
-        XCTAssertEqual(pair.a.statistics.unexpectedResponses, 1)
+        #expect(RFCOMMScript.frames(pair.a.received(RFCOMMScript.frame(.disc, dlci: 8, fromInitiator: false), now: 1)).map(\.kind) == [.dm])
+        #expect(pair.a.received(RFCOMMScript.data(dlci: 8, [1, 2], fromInitiator: false), now: 1) == [])
+        #expect(pair.a.statistics.droppedFrames == 1)
+        #expect(pair.a.received(RFCOMMScript.frame(.ua, dlci: 8, fromInitiator: false), now: 1) == [])
+        #expect(pair.a.statistics.unexpectedResponses == 1)
     }
 
-    func testBadFCSAndMalformedFramesAreCountedAndDropped() {
+    @Test func testBadFCSAndMalformedFramesAreCountedAndDropped() {
         let pair = RFCOMMPair()
         pair.connect(channels: [1])
         var frame = RFCOMMScript.data(dlci: 2, [1, 2, 3], fromInitiator: false)
         frame[frame.count - 1] ^= 0x01
-        XCTAssertEqual(pair.a.received(frame, now: 1), [])
-        XCTAssertEqual(pair.a.statistics.badFCS, 1)
-        XCTAssertEqual(pair.a.received([0x0B, 0xEF], now: 1), [])
-        XCTAssertEqual(pair.a.received([], now: 1), [])
-        XCTAssertEqual(pair.a.statistics.malformed, 2)
+        #expect(pair.a.received(frame, now: 1) == [])
+        #expect(pair.a.statistics.badFCS == 1)
+        #expect(pair.a.received([0x0B, 0xEF], now: 1) == [])
+        #expect(pair.a.received([], now: 1) == [])
+        #expect(pair.a.statistics.malformed == 2)
         // A good UIH on DLCI 0 whose message does not parse.
-        XCTAssertEqual(pair.a.received(RFCOMMFrame(kind: .uih, dlci: 0, commandResponse: false, information: [0x83, 0x05, 1, 2]).encoded, now: 1), [])
-        XCTAssertEqual(pair.a.statistics.malformed, 3)
-        XCTAssertEqual(pair.dataA[2], nil)
-        XCTAssertTrue(pair.a.isOpen)
+        #expect(pair.a.received(RFCOMMFrame(kind: .uih, dlci: 0, commandResponse: false, information: [0x83, 0x05, 1, 2]).encoded, now: 1) == [])
+        #expect(pair.a.statistics.malformed == 3)
+        #expect(pair.dataA[2] == nil)
+        #expect(pair.a.isOpen)
     }
 
-    func testJunkAndFlippedBitsNeverCrashASession() {
+    @Test func testJunkAndFlippedBitsNeverCrashASession() {
         var random = TestRandom(seed: 11)
         for round in 0..<200 {
             let pair = RFCOMMPair()

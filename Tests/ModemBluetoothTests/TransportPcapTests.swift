@@ -1,9 +1,9 @@
-import XCTest
+import Testing
 import Foundation
 @testable import ModemBluetooth
 
-final class TransportPcapTests: XCTestCase {
-    func testWritesAPcapThatParsesBack() throws {
+@Suite(.serialized) struct TransportPcapTests {
+    @Test func testWritesAPcapThatParsesBack() throws {
         let path = NSTemporaryDirectory() + "pcap-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).pcap"
         defer { unlink(path) }
         let writer = try PcapWriter(path: path)
@@ -17,36 +17,40 @@ final class TransportPcapTests: XCTestCase {
             writer.record(packet, sent: sent, time: time)
             // Flushed per record: the file already holds it.
             expectedSize += 16 + 4 + packet.h4.count
-            let size = try XCTUnwrap(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
-            XCTAssertEqual(size, expectedSize)
+            let size = try #require(FileManager.default.attributesOfItem(atPath: path)[.size] as? Int)
+            #expect(size == expectedSize)
         }
         writer.close()
         writer.record(HCICommand.reset(), sent: true)  // dropped after close
 
         let data = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
         var r = ByteReader(data, context: "pcap")
-        XCTAssertEqual(try r.u32le(), 0xA1B2C3D4)
-        XCTAssertEqual(try r.u16le(), 2)
-        XCTAssertEqual(try r.u16le(), 4)
-        XCTAssertEqual(try r.u32le(), 0)
-        XCTAssertEqual(try r.u32le(), 0)
-        XCTAssertEqual(try r.u32le(), 65535)
-        XCTAssertEqual(try r.u32le(), 201)
+        #expect(try r.u32le() == 0xA1B2C3D4)
+        #expect(try r.u16le() == 2)
+        #expect(try r.u16le() == 4)
+        #expect(try r.u32le() == 0)
+        #expect(try r.u32le() == 0)
+        #expect(try r.u32le() == 65535)
+        #expect(try r.u32le() == 201)
         for (packet, sent, time) in packets {
-            XCTAssertEqual(Double(try r.u32le()), time.rounded(.down))
-            XCTAssertEqual(Double(try r.u32le()), ((time - time.rounded(.down)) * 1e6).rounded(), accuracy: 1)
+            #expect(Double(try r.u32le()) == time.rounded(.down))
+            #expect(try abs(Double(r.u32le()) - ((time - time.rounded(.down)) * 1e6).rounded()) <= 1)
             let included = try r.u32le()
-            XCTAssertEqual(try r.u32le(), included)
-            XCTAssertEqual(Int(included), 4 + packet.h4.count)
-            XCTAssertEqual(try r.u32be(), sent ? 0 : 1)
-            XCTAssertEqual(try HCIPacket(h4: try r.bytes(Int(included) - 4)), packet)
+            #expect(try r.u32le() == included)
+            #expect(Int(included) == (4 + packet.h4.count))
+            #expect(try r.u32be() == (sent ? 0 : 1))
+            #expect(try HCIPacket(h4: try r.bytes(Int(included) - 4)) == packet)
         }
-        XCTAssertTrue(r.isAtEnd)
+        #expect(r.isAtEnd)
     }
 
-    func testUnwritablePathNamesTheFile() {
-        XCTAssertThrowsError(try PcapWriter(path: "/nonexistent-dir/x.pcap")) { error in
-            XCTAssertTrue("\(error)".contains("/nonexistent-dir/x.pcap"), "\(error)")
+    @Test func testUnwritablePathNamesTheFile() throws {
+        do {
+            _ = try PcapWriter(path: "/nonexistent-dir/x.pcap")
+            Issue.record("expected an error")
+        } catch let caught {
+            let error: any Error = caught
+            #expect("\(error)".contains("/nonexistent-dir/x.pcap"), "\(error)")
         }
     }
 }

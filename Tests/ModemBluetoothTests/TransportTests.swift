@@ -1,11 +1,11 @@
-import XCTest
+import Testing
 import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 @testable import ModemBluetooth
 
-final class TransportTests: XCTestCase {
+@Suite(.serialized) struct TransportTests {
     private let packets: [HCIPacket] = [
         .event(code: 0x0E, parameters: [1, 0x03, 0x0C, 0x00]),
         .acl(handle: 1, boundary: 2, broadcast: 0, data: Array(repeating: 0x5A, count: 3000)),
@@ -43,7 +43,7 @@ final class TransportTests: XCTestCase {
         var offset = 0
         while offset < bytes.count {
             let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            XCTAssertGreaterThan(n, 0)
+            #expect(n > 0)
             if n <= 0 { return }
             offset += n
         }
@@ -62,22 +62,22 @@ final class TransportTests: XCTestCase {
                 bind(fd, $0, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
-        XCTAssertTrue(ok)
+        #expect(ok)
         return (fd, UInt16(bigEndian: address.sin_port))
     }
 
-    func testTCPCarriesPacketsBothWaysAndReportsTheEnd() throws {
+    @Test func testTCPCarriesPacketsBothWaysAndReportsTheEnd() throws {
         let (server, port) = try listener()
         defer { close(server) }
         let transport = try H4TCPTransport(host: "127.0.0.1", port: port)
         let peer = accept(server, nil, nil)
-        XCTAssertGreaterThanOrEqual(peer, 0)
+        #expect(peer >= 0)
         var nodelay: Int32 = 0
         var size = socklen_t(4)
         getsockopt(transport.fileDescriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &nodelay, &size)
-        XCTAssertEqual(nodelay, 1)
+        #expect(nodelay == 1)
 
-        XCTAssertEqual(try transport.receive(), [], "nothing readable: no packets, no blocking")
+        #expect(try transport.receive() == [], "nothing readable: no packets, no blocking")
         // Split and merged on the wire: bytes in odd chunks.
         let stream = packets.flatMap(\.h4)
         var offset = 0
@@ -86,12 +86,12 @@ final class TransportTests: XCTestCase {
             offset += chunk
         }
         writeAll(peer, Array(stream[min(offset, stream.count)...]))
-        XCTAssertEqual(try receive(transport, count: packets.count), packets)
+        #expect(try receive(transport, count: packets.count) == packets)
 
         try transport.send(HCICommand.reset())
         try transport.send(.acl(handle: 2, boundary: 2, broadcast: 0, data: [1, 2, 3]))
         let expected = HCICommand.reset().h4 + HCIPacket.acl(handle: 2, boundary: 2, broadcast: 0, data: [1, 2, 3]).h4
-        XCTAssertEqual(readAll(peer, count: expected.count), expected)
+        #expect(readAll(peer, count: expected.count) == expected)
 
         // A last packet then the end: the packet first, then transportClosed.
         writeAll(peer, packets[0].h4)
@@ -104,115 +104,145 @@ final class TransportTests: XCTestCase {
             _ = poll(&p, 1, 100)
             do { got += try transport.receive() } catch { failure = error }
         }
-        XCTAssertEqual(got, [packets[0]])
-        XCTAssertEqual(failure as? BluetoothError, .transportClosed("the controller at tcp:127.0.0.1:\(port) closed the connection"))
+        #expect(got == [packets[0]])
+        #expect(failure as? BluetoothError == .transportClosed("the controller at tcp:127.0.0.1:\(port) closed the connection"))
         // Said once, however often it is wrapped.
         let words = (failure as? BluetoothError)?.description ?? ""
-        XCTAssertEqual(BluetoothError.transportClosedWords(words), words)
-        XCTAssertEqual(words, "the controller transport closed: the controller at tcp:127.0.0.1:\(port) closed the connection")
+        #expect(BluetoothError.transportClosedWords(words) == words)
+        #expect(words == "the controller transport closed: the controller at tcp:127.0.0.1:\(port) closed the connection")
         transport.close()
-        XCTAssertEqual(transport.fileDescriptor, -1)
-        XCTAssertThrowsError(try transport.send(HCICommand.reset()))
+        #expect(transport.fileDescriptor == -1)
+        #expect(throws: (any Error).self) { _ = try transport.send(HCICommand.reset()) }
     }
 
-    func testTCPJunkLosesTheFraming() throws {
+    @Test func testTCPJunkLosesTheFraming() throws {
         let (server, port) = try listener()
         defer { close(server) }
         let transport = try H4TCPTransport(host: "127.0.0.1", port: port)
         let peer = accept(server, nil, nil)
         defer { close(peer) }
         writeAll(peer, [0x04, 0x05, 0x04, 0, 1, 0, 0x13, 0x07, 0x07])
-        XCTAssertThrowsError(try receive(transport, count: 10)) { error in
-            guard case let .transportClosed(message)? = error as? BluetoothError else { return XCTFail("\(error)") }
-            XCTAssertTrue(message.hasPrefix("H4 framing lost"), message)
+        do {
+            _ = try receive(transport, count: 10)
+            Issue.record("expected an error")
+        } catch let caught {
+            let error: any Error = caught
+            guard case let .transportClosed(message)? = error as? BluetoothError else { Issue.record("\(error)"); return }
+            #expect(message.hasPrefix("H4 framing lost"), "\(message)")
         }
     }
 
-    func testARefusedConnectionSaysSo() throws {
+    @Test func testARefusedConnectionSaysSo() throws {
         let (server, port) = try listener()
         close(server)  // nobody listens there now
-        XCTAssertThrowsError(try H4TCPTransport(host: "127.0.0.1", port: port)) { error in
-            XCTAssertEqual(error as? BluetoothError, .noBluetooth("no controller at tcp:127.0.0.1:\(port): connection refused"))
+        do {
+            _ = try H4TCPTransport(host: "127.0.0.1", port: port)
+            Issue.record("expected an error")
+        } catch let caught {
+            let error: any Error = caught
+            #expect(error as? BluetoothError == .noBluetooth("no controller at tcp:127.0.0.1:\(port): connection refused"))
         }
-        XCTAssertThrowsError(try HCITransportAddress(parsing: "tcp:127.0.0.1:\(port)").open(capture: nil)) { error in
-            XCTAssertEqual("\(error)", "no Bluetooth: no controller at tcp:127.0.0.1:\(port): connection refused")
+        do {
+            _ = try HCITransportAddress(parsing: "tcp:127.0.0.1:\(port)").open(capture: nil)
+            Issue.record("expected an error")
+        } catch let caught {
+            let error: any Error = caught
+            #expect("\(error)" == "no Bluetooth: no controller at tcp:127.0.0.1:\(port): connection refused")
         }
     }
 
     /// A pseudo-terminal pair: the master's descriptor and the slave's path.
     private func openPTY() throws -> (master: Int32, path: String) {
         let master = open("/dev/ptmx", O_RDWR | O_NOCTTY)
-        guard master >= 0 else { throw XCTSkip("no /dev/ptmx here") }
+        guard master >= 0 else { try Test.cancel("no /dev/ptmx here") }
         var unlock: Int32 = 0
         var number: UInt32 = 0
         // TIOCSPTLCK and TIOCGPTN (asm-generic ioctls; the importer cannot expand their _IOW/_IOR macros).
         guard ioctl(master, UInt(0x4004_5431), &unlock) == 0, ioctl(master, UInt(0x8004_5430), &number) == 0 else {
             close(master)
-            throw XCTSkip("cannot unlock the pty")
+            try Test.cancel("cannot unlock the pty")
         }
         return (master, "/dev/pts/\(number)")
     }
 
-    func testSerialOverAPseudoTerminal() throws {
+    @Test func testSerialOverAPseudoTerminal() throws {
         let (master, path) = try openPTY()
         defer { close(master) }
         let transport = try H4SerialTransport(path: path)
         defer { transport.close() }
-        XCTAssertEqual(transport.baud, 115_200)
+        #expect(transport.baud == 115_200)
         var t = termios()
-        XCTAssertEqual(tcgetattr(transport.fileDescriptor, &t), 0)
-        XCTAssertEqual(t.c_lflag & tcflag_t(ICANON | ECHO), 0, "raw: no line editing, no echo")
-        XCTAssertEqual(cfgetospeed(&t), speed_t(B115200))
+        #expect(tcgetattr(transport.fileDescriptor, &t) == 0)
+        #expect((t.c_lflag & tcflag_t(ICANON | ECHO)) == 0, "raw: no line editing, no echo")
+        #expect(cfgetospeed(&t) == speed_t(B115200))
 
         // H4 bytes written on the master arrive as packets, a byte at a time too.
         let stream = packets.flatMap(\.h4)
         writeAll(master, Array(stream.prefix(3)))
         for byte in stream[3..<10] { writeAll(master, [byte]) }
         writeAll(master, Array(stream[10...]))
-        XCTAssertEqual(try receive(transport, count: packets.count), packets)
+        #expect(try receive(transport, count: packets.count) == packets)
 
         try transport.send(HCICommand.readBDADDR())
-        XCTAssertEqual(readAll(master, count: 4), HCICommand.readBDADDR().h4)
+        #expect(readAll(master, count: 4) == HCICommand.readBDADDR().h4)
     }
 
-    func testSerialErrorsNameTheDevice() {
-        XCTAssertThrowsError(try H4SerialTransport(path: "/dev/no-such-tty")) { error in
-            XCTAssertEqual(error as? BluetoothError, .noBluetooth("no controller at serial:/dev/no-such-tty,115200: no such device"))
+    @Test func testSerialErrorsNameTheDevice() throws {
+        do {
+            _ = try H4SerialTransport(path: "/dev/no-such-tty")
+            Issue.record("expected an error")
+        } catch let caught {
+            let error: any Error = caught
+            #expect(error as? BluetoothError == .noBluetooth("no controller at serial:/dev/no-such-tty,115200: no such device"))
         }
-        XCTAssertThrowsError(try H4SerialTransport(path: "/dev/null")) { error in
-            guard case let .noBluetooth(message)? = error as? BluetoothError else { return XCTFail("\(error)") }
-            XCTAssertTrue(message.contains("not a serial port"), message)
+        do {
+            _ = try H4SerialTransport(path: "/dev/null")
+            Issue.record("expected an error")
+        } catch let caught {
+            let error: any Error = caught
+            if case let .noBluetooth(message)? = error as? BluetoothError {
+                #expect(message.contains("not a serial port"), "\(message)")
+            } else {
+                Issue.record("\(error)")
+            }
         }
-        XCTAssertThrowsError(try H4SerialTransport(path: "/dev/null", baud: 12345)) { error in
-            guard case .invalidArgument? = error as? BluetoothError else { return XCTFail("\(error)") }
+        do {
+            _ = try H4SerialTransport(path: "/dev/null", baud: 12345)
+            Issue.record("expected an error")
+        } catch let caught {
+            let error: any Error = caught
+            guard case .invalidArgument? = error as? BluetoothError else { Issue.record("\(error)"); return }
         }
     }
 
-    func testUserChannelFailsInOneClearLineWithoutKernelBluetooth() throws {
+    @Test func testUserChannelFailsInOneClearLineWithoutKernelBluetooth() throws {
         let probe = socket(31, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 1)
         if probe >= 0 {
             close(probe)
-            throw XCTSkip("this kernel has Bluetooth sockets")
+            try Test.cancel("this kernel has Bluetooth sockets")
         }
-        XCTAssertEqual(errno, EAFNOSUPPORT)
+        #expect(errno == EAFNOSUPPORT)
         for spec in ["hci0", "hci3"] {
-            XCTAssertThrowsError(try HCITransportAddress(parsing: spec).open()) { error in
-                XCTAssertEqual(error as? BluetoothError,
-                               .noBluetooth("this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT)"))
+            do {
+                _ = try HCITransportAddress(parsing: spec).open()
+                Issue.record("expected an error")
+            } catch let caught {
+                let error: any Error = caught
+                #expect(error as? BluetoothError == .noBluetooth("this kernel has no Bluetooth support (socket(AF_BLUETOOTH) failed: EAFNOSUPPORT)"))
             }
         }
     }
 
-    func testAddressesParseAndBadOnesSayWhy() throws {
-        XCTAssertEqual(try HCITransportAddress(parsing: "tcp:127.0.0.1:5000"), .tcp(host: "127.0.0.1", port: 5000))
-        XCTAssertEqual(try HCITransportAddress(parsing: "tcp:localhost:1"), .tcp(host: "localhost", port: 1))
-        XCTAssertEqual(try HCITransportAddress(parsing: "tcp:[::1]:65535"), .tcp(host: "::1", port: 65535))
-        XCTAssertEqual(try HCITransportAddress(parsing: "serial:/dev/ttyUSB0"), .serial(path: "/dev/ttyUSB0", baud: 115_200))
-        XCTAssertEqual(try HCITransportAddress(parsing: "serial:/dev/ttyACM1,921600"), .serial(path: "/dev/ttyACM1", baud: 921_600))
-        XCTAssertEqual(try HCITransportAddress(parsing: "hci0"), .userChannel(index: 0))
-        XCTAssertEqual(try HCITransportAddress(parsing: "hci12"), .userChannel(index: 12))
-        XCTAssertEqual(HCITransportAddress.tcp(host: "::1", port: 5).description, "tcp:[::1]:5")
-        XCTAssertEqual(HCITransportAddress.serial(path: "/dev/ttyS0", baud: 9600).description, "serial:/dev/ttyS0,9600")
+    @Test func testAddressesParseAndBadOnesSayWhy() throws {
+        #expect(try HCITransportAddress(parsing: "tcp:127.0.0.1:5000") == .tcp(host: "127.0.0.1", port: 5000))
+        #expect(try HCITransportAddress(parsing: "tcp:localhost:1") == .tcp(host: "localhost", port: 1))
+        #expect(try HCITransportAddress(parsing: "tcp:[::1]:65535") == .tcp(host: "::1", port: 65535))
+        #expect(try HCITransportAddress(parsing: "serial:/dev/ttyUSB0") == .serial(path: "/dev/ttyUSB0", baud: 115_200))
+        #expect(try HCITransportAddress(parsing: "serial:/dev/ttyACM1,921600") == .serial(path: "/dev/ttyACM1", baud: 921_600))
+        #expect(try HCITransportAddress(parsing: "hci0") == .userChannel(index: 0))
+        #expect(try HCITransportAddress(parsing: "hci12") == .userChannel(index: 12))
+        #expect(HCITransportAddress.tcp(host: "::1", port: 5).description == "tcp:[::1]:5")
+        #expect(HCITransportAddress.serial(path: "/dev/ttyS0", baud: 9600).description == "serial:/dev/ttyS0,9600")
         let bad: [(String, String)] = [
             ("", "use tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN"),
             ("usb:0", "use tcp:HOST:PORT"),
@@ -231,27 +261,31 @@ final class TransportTests: XCTestCase {
             ("hci-1", "expected hciN"),
         ]
         for (spec, why) in bad {
-            XCTAssertThrowsError(try HCITransportAddress(parsing: spec), spec) { error in
-                guard case let .invalidArgument(message)? = error as? BluetoothError else { return XCTFail("\(error)") }
-                XCTAssertTrue(message.contains(why), "\(spec): \(message)")
-                XCTAssertTrue(message.contains("'\(spec)'"), "\(spec): \(message)")
+            do {
+                _ = try HCITransportAddress(parsing: spec)
+                Issue.record("\(spec)")
+            } catch let caught {
+                let error: any Error = caught
+                guard case let .invalidArgument(message)? = error as? BluetoothError else { Issue.record("\(error)"); continue }
+                #expect(message.contains(why), "\(spec): \(message)")
+                #expect(message.contains("'\(spec)'"), "\(spec): \(message)")
             }
         }
     }
 
-    func testCaptureRecordsBothDirections() throws {
+    @Test func testCaptureRecordsBothDirections() throws {
         let (server, port) = try listener()
         defer { close(server) }
         let path = NSTemporaryDirectory() + "capture-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).pcap"
         defer { unlink(path) }
         let writer = try PcapWriter(path: path)
         let transport = try HCITransportAddress(parsing: "tcp:127.0.0.1:\(port)").open(capture: writer)
-        XCTAssertTrue(transport is CapturingHCITransport)
+        #expect(transport is CapturingHCITransport)
         let peer = accept(server, nil, nil)
         defer { close(peer) }
         try transport.send(HCICommand.reset())
         writeAll(peer, packets[0].h4)
-        XCTAssertEqual(try receive(transport, count: 1), [packets[0]])
+        #expect(try receive(transport, count: 1) == [packets[0]])
         transport.close()
         writer.close()
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
@@ -264,7 +298,7 @@ final class TransportTests: XCTestCase {
             let direction = try r.u32be()
             seen.append((direction == 0, try HCIPacket(h4: try r.bytes(length - 4))))
         }
-        XCTAssertEqual(seen.map(\.0), [true, false])
-        XCTAssertEqual(seen.map(\.1), [HCICommand.reset(), packets[0]])
+        #expect(seen.map(\.0) == [true, false])
+        #expect(seen.map(\.1) == [HCICommand.reset(), packets[0]])
     }
 }

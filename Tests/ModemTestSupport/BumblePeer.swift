@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// Why the Bumble peer could not be used. `unavailable` means this machine lacks it (no venv, no
-/// Bumble): tests turn it into a skip (`throw XCTSkip(error.description)`); `failed` is a real failure.
+/// Bumble): tests turn it into a skip (`try Test.cancel(...)`); `failed` is a real failure.
 public enum BumblePeerError: Error, CustomStringConvertible, Sendable {
     /// No Python venv with Bumble here (skip, unless `SWIFTMODEM_REQUIRE_BUMBLE=1`).
     case unavailable(String)

@@ -38,7 +38,7 @@ public enum JSONText {
     public static func bool(_ b: Bool) -> String { b ? "true" : "false" }
 }
 
-/// Seed 003's response envelope, which is JSend's shape: `success` with `data`, `fail` with `data`
+/// The hub API's response envelope, which is JSend's shape: `success` with `data`, `fail` with `data`
 /// (a client error: `message` and perhaps `field`), `error` with `message` (a server error); lists add
 /// `limit` and `more`.
 public enum JSend {

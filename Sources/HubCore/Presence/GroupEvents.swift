@@ -1,4 +1,4 @@
-// Seed 001's pushed events, in exactly its shape, and the client's messages on /v1/socket.
+// The groups API's pushed events, in exactly its shape, and the client's messages on /v1/socket.
 
 /// Limits of the groups protocol.
 public enum PresenceLimits {
@@ -64,7 +64,7 @@ public struct GroupPost: Sendable, Hashable {
     }
 }
 
-/// An event pushed to a group's subscribers, in seed 001's shape.
+/// An event pushed to a group's subscribers, in the groups API's shape.
 public enum GroupEvent: Sendable, Hashable {
     /// `{"type":"user","group","user","timestamp","userload"}`
     case user(MemberPresence)

@@ -1,4 +1,4 @@
-// Seed 001's groups and presence as a pure value: the in-memory reference of what every store does.
+// Groups with presence (the groups API, Lompang's) as a pure value: the in-memory reference of what every store does.
 
 /// Groups state in memory: membership with last-seen times, live connections per (group, user),
 /// userloads and kept posts. Each operation returns its `PresenceOutcome`; the SQL stores implement
@@ -130,7 +130,7 @@ public enum PresenceInput: Sendable, Hashable {
     case nodeDied(String, lastSeen: Int64)
 }
 
-/// Seed 001's groups with presence as a state machine: inputs with the time in, actions out.
+/// Groups with presence (the groups API) as a state machine: inputs with the time in, actions out.
 public struct PresenceMachine: Sendable {
     /// The state the machine keeps.
     public private(set) var state = PresenceState()

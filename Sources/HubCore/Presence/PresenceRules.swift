@@ -1,6 +1,6 @@
 // What a groups operation did to the shared state (outcome) and what must be sent because of it
 // (actions). Stores (in memory, SQLite, PostgreSQL) compute outcomes in one transaction; the rules
-// below turn any outcome into the same events, so every engine speaks seed 001 the same way.
+// below turn any outcome into the same events, so every engine speaks the groups API the same way.
 
 /// A connection's id: unique across nodes (the node's instance id is part of it).
 public typealias ConnectionID = String
@@ -17,7 +17,7 @@ public enum PresenceOutcome: Sendable, Hashable {
     case updated([MemberPresence])
     /// A post stored (new or replaced by its author).
     case posted(GroupPost, replaced: Bool)
-    /// A post removed (no event: the seed has none).
+    /// A post removed (no event: the groups API has none).
     case unposted(group: String, pid: String)
     /// Users gone offline in groups (a closed connection or a dead node).
     case wentOffline([MemberPresence])

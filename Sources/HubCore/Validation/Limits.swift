@@ -65,7 +65,7 @@ public enum Limits {
     }
 }
 
-/// Paging of list answers (seed 003): `limit` 1...1000 (default 25), `skip` >= 0.
+/// Paging of list answers (the hub API): `limit` 1...1000 (default 25), `skip` >= 0.
 public struct Page: Sendable, Equatable {
     public var limit: Int
     public var skip: Int

@@ -9,14 +9,14 @@ info:
   summary: Groups with presence behind an OAuth2 API (SwiftModem's hub).
   description: |
     Every `/v1` answer is JSend (`{"status":"success"|"fail"|"error", ...}`); lists add `limit` and `more`
-    (seed 003's conventions). Tokens come from the OAuth2 endpoints (RFC 6749): `POST /oauth/token`
+    (the hub API's conventions). Tokens come from the OAuth2 endpoints (RFC 6749): `POST /oauth/token`
     (grants `client_credentials`, `password` for permitted clients, `refresh_token`, rotated) and
     `POST /oauth/revoke` (RFC 7009), both `application/x-www-form-urlencoded` with client authentication by
     HTTP Basic or `client_id`/`client_secret` in the body; they are described by the `oauth2` security scheme
     and by `/.well-known/oauth-authorization-server` (RFC 8414) rather than as operations. Resource requests
     carry `Authorization: Bearer TOKEN` (RFC 6750; never in the query string).
 
-    Groups with presence (seed 001) also run over a WebSocket at `GET /v1/socket` (Bearer token at the
+    Groups with presence (the groups API) also run over a WebSocket at `GET /v1/socket` (Bearer token at the
     upgrade; text frames of JSON: `{"op":"hello"}`, `join`, `listen`, `leave`, `post`, `unpost`, `update`;
     events `{"type":"user",...}` and `{"type":"post",...}`), which is not an HTTP operation and so is not
     listed under `paths`. See docs/hub-plan.md.
@@ -463,7 +463,7 @@ components:
         pidload: {$ref: "#/components/schemas/Load"}
     Post:
       type: object
-      description: Seed 001's post event without its `type`.
+      description: The groups API's post event without its `type`.
       required: [group, pid, pidload, timestamp, user]
       properties:
         group: {type: string}

@@ -3,7 +3,7 @@ import HubCore
 import HubStore
 import Hummingbird
 
-/// Seed 003's account flow under `/v1` (JSend): create -> code out of band -> confirm returns tokens;
+/// The hub API's account flow under `/v1` (JSend): create -> code out of band -> confirm returns tokens;
 /// forgot -> reset code -> reset returns tokens; `GET /v1/users/me`.
 enum AccountRoutes {
     /// Codes live 15 minutes and allow 5 tries.

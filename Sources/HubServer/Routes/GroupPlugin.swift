@@ -9,7 +9,7 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 
-/// Groups with presence (seed 001) for `modem-hub serve`.
+/// Groups with presence (the groups API) for `modem-hub serve`.
 public final class GroupsPlugin: HubPlugin {
     let nodeName: String
     let heartbeat: Duration

@@ -1,4 +1,4 @@
-// REST for groups (seed 003's conventions, JSend): members and posts as paginated lists, posts made
+// REST for groups (the hub API's conventions, JSend): members and posts as paginated lists, posts made
 // and removed by their author, the caller's userload. Payloads are answered as their exact text.
 
 import HubCore

@@ -6,7 +6,7 @@ import Synchronization
 /// (nil) the kernel's Bluetooth.
 public typealias HCITransportFactory = @Sendable () throws(BluetoothError) -> any HCITransport
 
-/// The phone side of the Communication API over Bluetooth RFCOMM (the seed's `BluetoothManager`):
+/// The phone side of the Communication API over Bluetooth RFCOMM (its `BluetoothManager`):
 /// the same state machine, calls, errors and events as ``ModemLink/AudioJackManager``, with the
 /// channel protocol's frames written back to back on the RFCOMM byte stream.
 ///
@@ -19,7 +19,7 @@ public typealias HCITransportFactory = @Sendable () throws(BluetoothError) -> an
 /// When the link goes away (the device disconnects, closes the channel, the link is lost), error 20
 /// (``CommunicationError/bluetoothDisconnected``) arrives on ``events`` at once and the state
 /// returns to WAITING DEVICE. The callback facade (``openDevice(_:)``, ``exchangeData(_:timeout:callback:)``,
-/// ``cancelExchange()``, ``closeDevice()``, ``closeResource()``) has the seed's names and codes.
+/// ``cancelExchange()``, ``closeDevice()``, ``closeResource()``) has the Communication API's names and codes.
 public final class BluetoothManager: CommunicationManager {
     /// Always ``DeviceCommunicationChannel/bluetooth``.
     public var channel: DeviceCommunicationChannel { .bluetooth }
@@ -110,7 +110,7 @@ public final class BluetoothManager: CommunicationManager {
 
     /// Connects to the device at `identifier` (a Bluetooth address, "00:1B:DC:00:00:0B"; optionally
     /// "ADDRESS/CHANNEL" to skip the SDP look-up) and runs the handshake.
-    /// - Throws: ``ModemLinkProtocol/LinkError/transportUnavailable(code:_:)`` with the seed's codes
+    /// - Throws: ``ModemLinkProtocol/LinkError/transportUnavailable(code:_:)`` with the Communication API's codes
     ///   (-1 illegal address, -2 connection failed, -4 no Bluetooth, -5 not powered, -6 unknown), or
     ///   the handshake's errors as for ``open()``.
     public func open(identifier: String) async throws(LinkError) {
@@ -144,10 +144,11 @@ public final class BluetoothManager: CommunicationManager {
     /// Disconnects without powering the device off.
     public func closeResources() async { await session.closeResources() }
 
-    // MARK: The seed's facade
+    // MARK: The Communication API's facade
 
-    /// The seed's `openDevice(identifier)` (blocking).
+    /// The Communication API's `openDevice(identifier)` (blocking).
     /// - Returns: 0 connected; -1 illegal address; -2 connection failed; -4 no Bluetooth; -5 not powered; -6 unknown error.
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func openDevice(_ identifier: String) -> Int32 {
         session.openDevice({ () throws(LinkError) in try await self.open(identifier: identifier) }) { error in
             // A device that did not answer the handshake: the connection failed.
@@ -156,24 +157,28 @@ public final class BluetoothManager: CommunicationManager {
         }
     }
 
-    /// The seed's `exchangeData` (see ``ModemLinkProtocol/PhoneSession/exchangeData(_:timeout:callback:)``).
+    /// The Communication API's `exchangeData` (see ``ModemLinkProtocol/PhoneSession/exchangeData(_:timeout:callback:)``).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
         session.exchangeData(data, timeout: timeout, callback: callback)
     }
 
-    /// The seed's `cancelExchange`.
+    /// The Communication API's `cancelExchange`.
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func cancelExchange() -> Int32 { session.cancelExchange() }
 
-    /// The seed's `closeDevice`: the close signal, then disconnect (blocking).
+    /// The Communication API's `closeDevice`: the close signal, then disconnect (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeDevice() { session.closeDevice() }
 
-    /// The seed's `closeResource`: disconnect (blocking).
+    /// The Communication API's `closeResource`: disconnect (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeResource() { session.closeResource() }
 }
 
 /// The driver behind a Bluetooth manager, whichever the way down (our own host stack or the kernel's
 /// RFCOMM socket): events and the machine's state to the session, error 20 when the channel goes
-/// away, the seed's open codes when it never opens.
+/// away, the Communication API's open codes when it never opens.
 final class BluetoothPhoneDriver: PhoneDriver, BluetoothPhoneChannelOwner {
     private let hooks: PhoneDriverHooks
     private let way: any BluetoothPhoneWay

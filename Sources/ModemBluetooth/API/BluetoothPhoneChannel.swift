@@ -17,7 +17,7 @@ protocol BluetoothPhoneWay: AnyObject, Sendable {
 enum BluetoothPhoneFailure: Sendable {
     /// The controller could not be brought up.
     case controller(String)
-    /// Page, SDP or RFCOMM failed; `code` is the seed's open code (-2 connection failed, -4, -5).
+    /// Page, SDP or RFCOMM failed; `code` is the Communication API's open code (-2 connection failed, -4, -5).
     case connect(address: BDAddress, reason: String, code: Int32)
     /// The open channel closed (the device disconnected, the link was lost).
     case closed(String)
@@ -40,7 +40,7 @@ protocol BluetoothPhoneChannelOwner: AnyObject, Sendable {
 /// Runs a phone's state machine on an RFCOMM channel of our own host stack: connects (page, SDP
 /// unless a channel is given, RFCOMM) when started, holds the machine's calls until the channel is
 /// open, writes its frames on the channel back to back (``ModemLinkProtocol/StreamLinkStation``) and
-/// feeds it what arrives. Shared by ``BluetoothManager`` (the seed's phone) and ``BluetoothLinkPhone``
+/// feeds it what arrives. Shared by ``BluetoothManager`` (the Communication API's phone) and ``BluetoothLinkPhone``
 /// (link transports for messaging), which differ only in what they do with events and failures.
 ///
 /// `@unchecked Sendable`: the station and the channel are used on the host driver's thread only

@@ -1,13 +1,13 @@
 /// Why a Bluetooth operation failed, in words a user can act on. Each case maps to one of the
-/// seed's return codes for `open` (see ``seedOpenCode``).
+/// the Communication API's return codes for `open` (see ``seedOpenCode``).
 public enum BluetoothError: Error, Sendable, Hashable, CustomStringConvertible {
-    /// No Bluetooth at all: the kernel has none, no adapter, no controller at the given transport (seed -4).
+    /// No Bluetooth at all: the kernel has none, no adapter, no controller at the given transport (open code -4).
     case noBluetooth(String)
-    /// An adapter exists but is down or blocked (seed -5).
+    /// An adapter exists but is down or blocked (open code -5).
     case notPowered(String)
-    /// The address is not a Bluetooth address (seed -1).
+    /// The address is not a Bluetooth address (open code -1).
     case illegalAddress(String)
-    /// The device could not be reached or refused (page timeout, no Serial Port service, RFCOMM refused) (seed -2).
+    /// The device could not be reached or refused (page timeout, no Serial Port service, RFCOMM refused) (open code -2).
     case connectionFailed(String)
     /// The link went away: the device disconnected, the channel closed, the link was lost.
     case disconnected(String)
@@ -15,10 +15,10 @@ public enum BluetoothError: Error, Sendable, Hashable, CustomStringConvertible {
     case transportClosed(String)
     /// A bad option or specification (`--hci` syntax and such).
     case invalidArgument(String)
-    /// Anything else (seed -6).
+    /// Anything else (open code -6).
     case unknown(String)
 
-    /// The seed's return code for `open(identifier:)` failing this way.
+    /// The Communication API's return code for `open(identifier:)` failing this way.
     public var seedOpenCode: Int32 {
         switch self {
         case .illegalAddress, .invalidArgument: return -1

@@ -3,7 +3,7 @@ import ModemAudio
 import ModemCodecs
 import Synchronization
 
-/// The phone side of the Communication API over audio (the seed's `AudioJackManager`): a sound
+/// The phone side of the Communication API over audio (its `AudioJackManager`): a sound
 /// card's output and input, or any ``AudioSink``/``AudioSource`` pair such as an ``AudioPipe``.
 ///
 /// Async/await:
@@ -13,13 +13,13 @@ import Synchronization
 ///     try await manager.open()
 ///     let reply = try await manager.exchange(Array("ping".utf8), timeout: .seconds(10))
 /// } catch {
-///     print(error, error.returnCode)   // a LinkError and the seed's integer for it
+///     print(error, error.returnCode)   // a LinkError and the Communication API's integer for it
 /// }
 /// await manager.close()
 /// ```
 /// Events (progress, device messages in duplex mode, cancel outcomes) arrive on ``events``. The
 /// callback-style facade (``openDevice()``, ``exchangeData(_:timeout:callback:)``,
-/// ``cancelExchange()``, ``closeDevice()``, ``closeResource()``) has the seed's names and integer codes.
+/// ``cancelExchange()``, ``closeDevice()``, ``closeResource()``) has the Communication API's names and integer codes.
 public final class AudioJackManager: CommunicationManager {
     /// The protocol parameters.
     public var configuration: LinkConfiguration { session.configuration }
@@ -54,7 +54,7 @@ public final class AudioJackManager: CommunicationManager {
                          openInput: { try ALSACapture(device: device, sampleRate: sampleRate) })
     }
 
-    /// The library version (the seed's `getLibVersion`).
+    /// The library version (the Communication API's `getLibVersion`).
     public static var libraryVersion: String { "SwiftModem link protocol \(LinkFrame.version)" }
 
     public var state: PhoneStateMachine.State { session.state }
@@ -62,7 +62,7 @@ public final class AudioJackManager: CommunicationManager {
     /// The name the device gave at the last successful handshake.
     public var deviceName: String? { session.deviceName }
 
-    /// Searches for devices (the seed's `searchDevices`): lists the ALSA devices that can both play
+    /// Searches for devices (the Communication API's `searchDevices`): lists the ALSA devices that can both play
     /// and record (or takes `candidates`) and probes each with a handshake, releasing it afterwards
     /// without powering the device off. A device that answers is returned with its name.
     /// - Parameters:
@@ -101,7 +101,7 @@ public final class AudioJackManager: CommunicationManager {
 
     public func closeResources() async { await session.closeResources() }
 
-    // MARK: Callback facade (the seed's names and integer codes)
+    // MARK: Callback facade (the Communication API's names and integer codes)
     //
     // These block the calling thread until the call is taken (and, for open and close, until it
     // ended). Call them from an ordinary thread (a command-line tool's main thread, a `Thread`), not
@@ -110,6 +110,7 @@ public final class AudioJackManager: CommunicationManager {
     /// Opens the device (blocking).
     /// - Returns: 0 (opened), -1 (the output could not be opened, or an open is under way), -2 (the
     ///   input could not be opened, or the audio failed), -3 (handshake failed), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func openDevice() -> Int32 {
         session.openDevice({ () throws(LinkError) in try await self.open() }) { error in
             if case .failed = error { return ReturnCode.notOpenedOrInput }
@@ -124,18 +125,22 @@ public final class AudioJackManager: CommunicationManager {
     ///   - callback: receives `onSendOK`, `onReceive`, `onTimeout`, `onError`, `onProgress`.
     /// - Returns: 0 (started), -1 (an exchange is under way, or the timeout is not positive),
     ///   -2 (not opened), -3 (data too large), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func exchangeData(_ data: [UInt8], timeout: Double, callback: any CommunicationCallback) -> Int32 {
         session.exchangeData(data, timeout: timeout, callback: callback)
     }
 
     /// Cancels the exchange under way (non-blocking for the outcome, which comes as error 12 or 13).
     /// - Returns: 0, -1 (nothing to cancel), -2 (not opened), -3 (already cancelling), -4 (no device).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func cancelExchange() -> Int32 { session.cancelExchange() }
 
     /// Sends the close signal up to 3 times and releases the audio resources (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeDevice() { session.closeDevice() }
 
     /// Releases the audio resources without powering the device off (blocking).
+    @available(*, noasync, message: "blocks until done; from async code, await the async API instead")
     public func closeResource() { session.closeResource() }
 
     // MARK: Internals

@@ -77,7 +77,7 @@ public final class LinkDevice: Sendable {
 
 /// The phone end of link transports over audio: a phone state machine on its own thread;
 /// ``dial()`` runs the channel protocol's handshake and returns the connection's ``LinkTransport``.
-/// (``AudioJackManager`` is the seed's API over the same machine; this end is for messaging.)
+/// (``AudioJackManager`` is the Communication API over the same machine; this end is for messaging.)
 public final class LinkPhone: Sendable {
     /// The protocol parameters (duplex).
     public let configuration: LinkConfiguration

@@ -87,7 +87,7 @@ public enum ChannelInput: Sendable, Equatable {
     case connectionEnded(ConnectionID, reason: DataReason)
 }
 
-/// The lifecycle of data connections in one session (seed 004), as a pure value: offers, answers,
+/// The lifecycle of data connections in one session (the data-connection API), as a pure value: offers, answers,
 /// ends, channel opening and closing, and validation of every record against that state. Several
 /// connections may be open at once, started by either side.
 public struct ConnectionStateMachine: Sendable {

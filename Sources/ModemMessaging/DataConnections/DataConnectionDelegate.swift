@@ -1,4 +1,4 @@
-/// The seed's names (seed 004's media delegate and connection callbacks) over ``DataConnections``'s
+/// The data-connection API's names (Spark's media delegate and connection callbacks) over ``DataConnections``'s
 /// events: implement what you need, then call ``DataConnections/deliverEvents(to:)``. Every method has
 /// an empty default.
 public protocol DataConnectionDelegate: AnyObject, Sendable {

@@ -1,4 +1,4 @@
-/// Record kinds of data connections (seed 004), carried in a ``RecordSession`` (0x20...0x2F).
+/// Record kinds of data connections (the data-connection API), carried in a ``RecordSession`` (0x20...0x2F).
 public enum DataRecordKind {
     public static let offer: UInt8 = 0x20
     public static let answer: UInt8 = 0x21
@@ -76,7 +76,7 @@ public enum DataMessage: Sendable, Equatable {
     case channelClose(conn: UInt32, channel: UInt16, reason: DataReason)
     case progress(conn: UInt32, channel: UInt16, bytes: UInt64)
 
-    /// The largest metadata an offer may carry (seed 004: 4 KiB).
+    /// The largest metadata an offer may carry (the data-connection API: 4 KiB).
     public static let maximumMetadata = 4096
     /// The largest channel description.
     public static let maximumDescription = 1024

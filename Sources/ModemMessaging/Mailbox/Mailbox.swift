@@ -1,5 +1,5 @@
-/// The two-party mailbox of seed 000 over a ``RecordSession``: `send(chunk)` with a `sendSuccess` per
-/// chunk once the peer's application holds it, received chunks, contact exchange, the seed's
+/// The two-party mailbox (the mailbox API, with Bump's names and reasons) over a ``RecordSession``: `send(chunk)` with a `sendSuccess` per
+/// chunk once the peer's application holds it, received chunks, contact exchange, the mailbox API's
 /// disconnect and connect-failed reasons, and session limits.
 ///
 /// ```swift
@@ -442,15 +442,15 @@ private func heldBody(_ seq: UInt32) -> [UInt8] {
      UInt8(truncatingIfNeeded: seq >> 8), UInt8(truncatingIfNeeded: seq)]
 }
 
-/// The seed's delegate methods (seed 000: `bumpDidConnect`, `bumpDidDisconnect:`,
+/// The mailbox API's delegate methods (Bump's names: `bumpDidConnect`, `bumpDidDisconnect:`,
 /// `bumpConnectFailed:`, `bumpDataReceived:`, `bumpSendSuccess`, `bumpContactExchangeSuccess:`).
 /// Called in order, from one task, by ``MailboxDelegateAdapter``.
 public protocol MailboxDelegate: AnyObject, Sendable {
     /// Both users confirmed; chunks may be sent and received.
     func mailboxDidConnect(otherUserName: String)
-    /// The connected mailbox ended, with the seed's reason.
+    /// The connected mailbox ended, with the mailbox API's reason.
     func mailboxDidDisconnect(reason: SessionEnd)
-    /// The mailbox never connected, with the seed's reason.
+    /// The mailbox never connected, with the mailbox API's reason.
     func mailboxConnectFailed(reason: SessionFailure)
     /// A chunk from the other user.
     func mailboxDataReceived(chunk: [UInt8])
@@ -467,7 +467,7 @@ extension MailboxDelegate {
     public func mailboxContactExchangeSuccess(contact: VCard) {}
 }
 
-/// The seed's callback style over a ``Mailbox``: events become delegate calls, in order.
+/// The mailbox API's callback style over a ``Mailbox``: events become delegate calls, in order.
 public final class MailboxDelegateAdapter: Sendable {
     /// The mailbox driven.
     public let mailbox: Mailbox

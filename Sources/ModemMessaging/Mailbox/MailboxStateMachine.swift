@@ -34,7 +34,7 @@ public struct MailboxConfiguration: Sendable, Equatable {
     }
 }
 
-/// What a mailbox reports to its application (seed 000's delegate calls, as values).
+/// What a mailbox reports to its application (the mailbox API's delegate calls, as values).
 public enum MailboxEvent: Sendable, Equatable {
     /// Both ends confirmed: chunks may flow. Carries the other user's name.
     case connected(otherUserName: String)
@@ -87,7 +87,7 @@ public enum MailboxAction: Sendable, Equatable {
     case abort
 }
 
-/// The mailbox protocol of seed 000 as a pure value (house style): chunks numbered from 1 per
+/// The mailbox protocol (the mailbox API) as a pure value (house style): chunks numbered from 1 per
 /// direction, cumulative HELD once the application took a chunk (which gives `sendSuccess` on the
 /// sender), a bounded window of unacknowledged chunks, contact exchange, quit semantics and limits.
 /// It never touches a session: ``MailboxAction``s say what to send and report.

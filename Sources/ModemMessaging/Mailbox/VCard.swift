@@ -1,4 +1,4 @@
-/// A vCard 4.0 (RFC 6350) contact card, validated: the mailbox's contact exchange (seed 000's
+/// A vCard 4.0 (RFC 6350) contact card, validated: the mailbox's contact exchange (the mailbox API's
 /// `BumpContact`) carries one of these. ``VCard/parse(_:)`` accepts exactly one card and refuses
 /// anything the RFC's grammar does not allow, naming the line and the problem; ``serialized()``
 /// writes a card that ``VCard/parse(_:)`` reads back to the same properties.

@@ -434,7 +434,7 @@ public final class NoiseSession: RecordSession, Sendable {
     ///   - initiator: whether this side sends Noise's first message (the dialer).
     ///   - options: user name, service, keepalive, limits, keys.
     ///   - ephemeralKey: this session's ephemeral key (random unless a test fixes it).
-    /// - Throws: ``SessionFailure`` with the seed's reason: `FAIL_INVALID_AUTHORIZATION` for an
+    /// - Throws: ``SessionFailure`` with the mailbox API's reason: `FAIL_INVALID_AUTHORIZATION` for an
     ///   untrusted key (either side), `FAIL_EXPIRED_KEY`, `FAIL_NETWORK_UNAVAILABLE`,
     ///   `FAIL_EXCEEDED_RATE_LIMIT`, `FAIL_USER_CANCELED` when the task is cancelled. The transport
     ///   is closed after a failure (once the refusal went out).

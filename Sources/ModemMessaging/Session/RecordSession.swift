@@ -46,7 +46,7 @@ public enum SessionIncoming: Sendable, Equatable {
     case ended(SessionEnd)
 }
 
-/// How a session that was connected ended: the seed's disconnect reasons (seed 000).
+/// How a session that was connected ended: the mailbox API's disconnect reasons.
 public enum SessionEnd: Sendable, Equatable, Error {
     /// We closed first, or both sides closed at once (`END_USER_QUIT`); the text gives a detail such
     /// as a session limit, or is nil.
@@ -59,7 +59,7 @@ public enum SessionEnd: Sendable, Equatable, Error {
     /// The line went silent or failed here (`END_LOST_NET`): keepalive expired, a cut, a local failure.
     case lostNet(String)
 
-    /// The seed's name of this reason.
+    /// The mailbox API's name of this reason.
     public var seedName: String {
         switch self {
         case .userQuit: "END_USER_QUIT"
@@ -70,14 +70,14 @@ public enum SessionEnd: Sendable, Equatable, Error {
     }
 }
 
-/// Why a session could not be connected: the seed's connect-failed reasons (seed 000).
+/// Why a session could not be connected: the mailbox API's connect-failed reasons.
 public enum SessionFailure: Error, Sendable, Equatable, CustomStringConvertible {
     /// Cancelled here before it connected (`FAIL_USER_CANCELED`).
     case userCanceled
     /// No line, refused, unreachable, or garbage before keys (`FAIL_NETWORK_UNAVAILABLE`).
     case networkUnavailable(String)
     /// The peer's key is not trusted here, or ours is not trusted there (`FAIL_INVALID_AUTHORIZATION`,
-    /// seed 004's `kMediaFailureKeyError`).
+    /// the data-connection API's `kMediaFailureKeyError`).
     case invalidAuthorization(String)
     /// Too many attempts (`FAIL_EXCEEDED_RATE_LIMIT`).
     case exceededRateLimit
@@ -86,7 +86,7 @@ public enum SessionFailure: Error, Sendable, Equatable, CustomStringConvertible 
     /// A contact card failed validation (`FAIL_BAD_CONTACT`).
     case badContact(String)
 
-    /// The seed's name of this reason.
+    /// The mailbox API's name of this reason.
     public var seedName: String {
         switch self {
         case .userCanceled: "FAIL_USER_CANCELED"

@@ -1,9 +1,9 @@
 import ModemTransport
 /// What a session is for (mixed into the Noise prologue, so two ends must agree).
 public enum SessionService: UInt8, Sendable, Hashable {
-    /// The two-party mailbox (seed 000).
+    /// The two-party mailbox (the mailbox API).
     case mailbox = 1
-    /// Data connections (seed 004).
+    /// Data connections (the data-connection API).
     case data = 2
     /// Pairing follow-up.
     case pair = 3
