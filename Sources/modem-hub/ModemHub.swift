@@ -71,6 +71,13 @@ struct Serve: AsyncParsableCommand {
     @Flag(name: .customLong("log-codes"), help: "Write confirmation and reset codes to the log (development only).") var logCodes = false
     @Option(name: .customLong("code-hook"), help: "Shell command that delivers codes (HUB_CODE, HUB_USER, HUB_PURPOSE, HUB_CONTACT in its environment).") var codeHook: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
+    @Option(name: .customLong("transit-listen"),
+            help: "Also run a magic-wormhole transit relay (TCP) on HOST:PORT (port 0: one the kernel picks). Once listening, prints 'modem-hub: transit relay listening on HOST:PORT' on standard error.")
+    var transitListen: String?
+    @Option(name: .customLong("transit-timeout"), parsing: .unconditional,
+            help: "Seconds a transit connection waits for its peer before it is closed (1 to 86400).") var transitTimeout: Double = 120
+    @Option(name: .customLong("transit-max-pairs"), parsing: .unconditional,
+            help: "Transit pairs relayed at once (1 to 100000).") var transitMaxPairs = 1024
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw fail("unknown --log-level '\(logLevel)'", Exit.usage) }
@@ -96,6 +103,23 @@ struct Serve: AsyncParsableCommand {
         guard (tlsCert == nil) == (tlsKey == nil) else { throw fail("--tls-cert and --tls-key go together", Exit.usage) }
         for f in [tlsCert, tlsKey].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: f) {
             throw fail("cannot read \(f)", Exit.usage)
+        }
+        var transit: TransitRelaySettings?
+        if let transitListen {
+            guard let c = transitListen.lastIndex(of: ":"), let p = Int(transitListen[transitListen.index(after: c)...]),
+                  (0...65535).contains(p), c > transitListen.startIndex
+            else { throw fail("--transit-listen takes HOST:PORT, got '\(transitListen)'", Exit.usage) }
+            guard transitTimeout.isFinite, (1...86400).contains(transitTimeout) else {
+                throw fail("--transit-timeout must be 1 to 86400 seconds, not \(transitTimeout)", Exit.usage)
+            }
+            guard (1...100_000).contains(transitMaxPairs) else { throw fail("--transit-max-pairs must be 1 to 100000", Exit.usage) }
+            var t = TransitRelaySettings()
+            t.host = String(transitListen[..<c])
+            if t.host.hasPrefix("[") && t.host.hasSuffix("]") { t.host = String(t.host.dropFirst().dropLast()) }
+            t.port = p
+            t.pairingTimeout = transitTimeout
+            t.maximumPairs = transitMaxPairs
+            transit = t
         }
         let location = try parseDB(db)
         LoggingSystem.bootstrap { label in
@@ -159,8 +183,15 @@ struct Serve: AsyncParsableCommand {
             throw fail("\(error)", Exit.usage)
         }
         let pruner = TokenPruner(store: store)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: pruner)]
+        if let transit {
+            let shown = transit.host.contains(":") ? "[\(transit.host)]" : transit.host
+            services.append(.init(service: TransitRelay(settings: transit, logger: logger, onListening: { port in
+                FileHandle.standardError.write(Data("modem-hub: transit relay listening on \(shown):\(port)\n".utf8))
+            })))
+        }
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: app), .init(service: pruner)],
+            services: services,
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         do {

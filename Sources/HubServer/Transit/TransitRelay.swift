@@ -1,0 +1,310 @@
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+/// Limits and timers of the transit relay.
+public struct TransitRelaySettings: Sendable {
+    /// Address to listen on.
+    public var host = "127.0.0.1"
+    /// Port (0: one the kernel picks).
+    public var port = 4001
+    /// Seconds a connection has to send its handshake line.
+    public var handshakeTimeout: Double = 30
+    /// Seconds a connection with a good handshake waits for its peer before it is closed.
+    public var pairingTimeout: Double = 120
+    /// Connections waiting for their peer at once.
+    public var maximumPending = 2048
+    /// Connections waiting at once from one address (loopback included).
+    public var maximumPendingPerAddress = 256
+    /// Joined pairs at once.
+    public var maximumPairs = 1024
+    /// Bytes a waiting connection may send before its peer comes (more closes it).
+    public var maximumEarlyBytes = 65536
+
+    /// The defaults.
+    public init() {}
+}
+
+/// Counts of the relay's work since it started.
+public struct TransitRelayCounts: Sendable, Hashable {
+    /// Pairs joined.
+    public var pairs = 0
+    /// Pairs joined now.
+    public var activePairs = 0
+    /// Bytes copied between joined connections (both ways).
+    public var bytes: Int64 = 0
+    /// First lines that were not handshakes.
+    public var badHandshakes = 0
+    /// Connections closed because their peer did not come (or no handshake came) in time.
+    public var timedOut = 0
+    /// Connections refused by a limit.
+    public var refused = 0
+}
+
+/// The magic-wormhole transit relay: TCP connections send `please relay TOKEN for side SIDE\n`
+/// (``TransitHandshake``); two with the same token and different sides are joined, each is answered
+/// `ok\n`, and from then on the bytes each sends go to the other, with backpressure (a peer that does not
+/// read stops the sender's reads), until either closes. Bytes never cross between different tokens. A
+/// bad first line is answered `bad handshake\n` and closed; a connection whose peer does not come in
+/// ``TransitRelaySettings/pairingTimeout`` is closed; limits on waiting connections and pairs refuse
+/// the excess. Run as a `Service` (`modem-hub serve --transit-listen HOST:PORT`).
+public final class TransitRelay: Service, Sendable {
+    /// The settings.
+    public let settings: TransitRelaySettings
+    private let logger: Logger
+    private let onListening: @Sendable (Int) -> Void
+    let state: Mutex<(matcher: TransitMatcher<ObjectIdentifier>, channels: [ObjectIdentifier: any Channel], counts: TransitRelayCounts)>
+
+    /// Creates a relay; `run()` listens.
+    /// - Parameters:
+    ///   - onListening: called with the bound port once connections are accepted.
+    public init(settings: TransitRelaySettings, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.settings = settings
+        self.logger = logger
+        self.onListening = onListening
+        state = Mutex((TransitMatcher(maximumPending: settings.maximumPending, maximumPerAddress: settings.maximumPendingPerAddress),
+                       [:], TransitRelayCounts()))
+    }
+
+    /// What the relay has done so far.
+    public var counts: TransitRelayCounts { state.withLock { $0.counts } }
+
+    /// Listens until a graceful shutdown, then closes the listener and every connection.
+    public func run() async throws {
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 256)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(TransitHandshakeHandler(relay: self))
+                }
+            }
+        let listener = try await bootstrap.bind(host: settings.host, port: settings.port).get()
+        onListening(listener.localAddress?.port ?? settings.port)
+        logger.notice("transit relay listening on \(settings.host):\(listener.localAddress?.port ?? settings.port)")
+        try? await gracefulShutdown()
+        try? await listener.close()
+        let open = state.withLock { Array($0.channels.values) }
+        for c in open { c.close(promise: nil) }
+        let c = counts
+        logger.notice("transit relay stopped: \(c.pairs) pairs, \(c.bytes) bytes relayed, \(c.badHandshakes) bad handshakes, \(c.timedOut) timed out, \(c.refused) refused")
+    }
+
+    // MARK: - used by the handlers (any event loop)
+
+    /// A connection sent a good handshake: joins it with its waiting peer, or makes it wait.
+    /// - Returns: false when it was refused (the caller closes it).
+    func arrive(_ handshake: TransitHandshake, channel: any Channel) -> Bool {
+        let id = ObjectIdentifier(channel)
+        let address = channel.remoteAddress?.ipAddress ?? "?"
+        let outcome = state.withLock { s -> (TransitMatcher<ObjectIdentifier>.Arrival, (any Channel)?) in
+            if s.counts.activePairs >= settings.maximumPairs {
+                s.counts.refused += 1
+                return (.refused("the relay carries \(settings.maximumPairs) pairs"), nil)
+            }
+            let a = s.matcher.arrive(handshake, connection: id, address: address)
+            switch a {
+            case .paired(let other):
+                s.counts.pairs += 1
+                s.counts.activePairs += 1
+                return (a, s.channels.removeValue(forKey: other))
+            case .waiting:
+                s.channels[id] = channel
+            case .refused:
+                s.counts.refused += 1
+            }
+            return (a, nil)
+        }
+        switch outcome {
+        case (.paired, let other?):
+            // "ok" to both first, so it goes out ahead of anything the other relays.
+            for c in [other, channel] { c.writeAndFlush(ByteBuffer(bytes: TransitHandshake.ok), promise: nil) }
+            let end = PairEnd()
+            join(other, channel, end)
+            join(channel, other, end)
+            logger.debug("transit: paired on token \(handshake.token.prefix(8))…")
+            return true
+        case (.paired, nil):
+            return false  // cannot happen: a waiting connection is always registered
+        case (.waiting, _):
+            return true
+        case (.refused(let why), _):
+            logger.warning("transit: refused a connection from \(address): \(why)")
+            return false
+        }
+    }
+
+    /// A waiting connection went away, or waited too long.
+    func leave(_ channel: any Channel, token: String, timedOut: Bool) {
+        state.withLock { s in
+            if s.matcher.leave(ObjectIdentifier(channel), token: token) {
+                s.channels.removeValue(forKey: ObjectIdentifier(channel))
+                if timedOut { s.counts.timedOut += 1 }
+            }
+        }
+    }
+
+    func count(badHandshake: Bool = false, timedOut: Bool = false, bytes: Int = 0, pairEnded: Bool = false) {
+        state.withLock { s in
+            if badHandshake { s.counts.badHandshakes += 1 }
+            if timedOut { s.counts.timedOut += 1 }
+            s.counts.bytes += Int64(bytes)
+            if pairEnded { s.counts.activePairs -= 1 }
+        }
+    }
+
+    /// On `channel`'s own event loop: the handshake handler gives way to a pipe to `partner`, and what
+    /// `channel` sent early goes to the partner.
+    private func join(_ channel: any Channel, _ partner: any Channel, _ end: PairEnd) {
+        channel.eventLoop.execute { [self] in
+            let ops = channel.pipeline.syncOperations
+            guard channel.isActive, let handshake = try? ops.handler(type: TransitHandshakeHandler.self) else {
+                // Gone before its pipe was laid: the pair ends here.
+                if end.flag.exchange(true, ordering: .relaxed) == false { count(pairEnded: true) }
+                partner.close(promise: nil)
+                return
+            }
+            let early = handshake.takeEarlyBytes()
+            ops.removeHandler(handshake, promise: nil)
+            try? ops.addHandler(TransitPipeHandler(relay: self, partner: partner, end: end))
+            if let early, early.readableBytes > 0 {
+                count(bytes: early.readableBytes)
+                partner.writeAndFlush(early, promise: nil)
+            }
+        }
+    }
+}
+
+/// Reads the first line, hands a good handshake to the relay, and holds what comes before the peer.
+final class TransitHandshakeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let relay: TransitRelay
+    private var buffer = ByteBuffer()
+    private var handshake: TransitHandshake?
+    private var timer: Scheduled<Void>?
+    private var joined = false
+
+    init(relay: TransitRelay) { self.relay = relay }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        arm(context, seconds: relay.settings.handshakeTimeout)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+    }
+
+    private func arm(_ context: ChannelHandlerContext, seconds: Double) {
+        timer?.cancel()
+        let channel = context.channel
+        let relay = self.relay
+        let token = handshake?.token
+        timer = context.eventLoop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) {
+            if let token { relay.leave(channel, token: token, timedOut: true) } else { relay.count(timedOut: true) }
+            channel.close(promise: nil)
+        }
+    }
+
+    /// What the connection sent after its handshake, before its peer came (once).
+    func takeEarlyBytes() -> ByteBuffer? {
+        joined = true
+        defer { buffer = ByteBuffer() }
+        return buffer
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        buffer.writeBuffer(&bytes)
+        if handshake != nil {
+            // Waiting for the peer: hold what comes, within the limit.
+            if buffer.readableBytes > relay.settings.maximumEarlyBytes { context.close(promise: nil) }
+            return
+        }
+        let view = buffer.readableBytesView
+        guard let newline = view.firstIndex(of: UInt8(ascii: "\n")) else {
+            if view.count >= TransitHandshake.maximumLength { refuse(context) }
+            return
+        }
+        let line = buffer.readBytes(length: newline - view.startIndex + 1) ?? []
+        guard let h = TransitHandshake.parse(line) else { return refuse(context) }
+        handshake = h
+        if relay.arrive(h, channel: context.channel) {
+            if !joined { arm(context, seconds: relay.settings.pairingTimeout) }
+        } else {
+            context.close(promise: nil)
+        }
+    }
+
+    private func refuse(_ context: ChannelHandlerContext) {
+        relay.count(badHandshake: true)
+        let out = ByteBuffer(bytes: TransitHandshake.bad)
+        context.writeAndFlush(wrapOutboundOut(out)).whenComplete { _ in context.close(promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        if let handshake, !joined { relay.leave(context.channel, token: handshake.token, timedOut: false) }
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// Copies what its channel reads to the partner; stops reading while the partner cannot take more, and
+/// lets the partner read again once this channel can take more. Closing either closes both.
+final class TransitPipeHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+
+    private let relay: TransitRelay
+    private let partner: any Channel
+    private let end: PairEnd
+
+    init(relay: TransitRelay, partner: any Channel, end: PairEnd) {
+        self.relay = relay
+        self.partner = partner
+        self.end = end
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        relay.count(bytes: bytes.readableBytes)
+        partner.writeAndFlush(bytes, promise: nil)
+        if !partner.isWritable {
+            context.channel.setOption(.autoRead, value: false).whenComplete { _ in }
+            // The partner may have drained meanwhile: read again if so.
+            let channel = context.channel
+            partner.eventLoop.execute { [partner] in
+                if partner.isWritable { channel.setOption(.autoRead, value: true).whenComplete { _ in } }
+            }
+        }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { partner.setOption(.autoRead, value: true).whenComplete { _ in } }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if end.flag.exchange(true, ordering: .relaxed) == false { relay.count(pairEnded: true) }
+        partner.close(promise: nil)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// Shared by a pair's two pipes: the first to end counts the pair's end.
+final class PairEnd: Sendable {
+    let flag = Atomic<Bool>(false)
+}

@@ -1,0 +1,67 @@
+import Foundation
+import HubServer
+import ProcessTestSupport
+import Testing
+
+/// The magic-wormhole transit relay (`modem-hub serve --transit-listen`): its handshake and matching as
+/// values, and the built server driven by clients in another language (Tests/scripts/transit_relay.py,
+/// Python's standard library only).
+@Suite struct TransitRelayTests {
+    static let token = String(repeating: "0123456789abcdef", count: 4)
+
+    @Test func handshakeLines() {
+        let good = TransitHandshake.parse(Array("please relay \(Self.token) for side 0011223344556677\n".utf8))
+        #expect(good == TransitHandshake(token: Self.token, side: "0011223344556677"))
+        #expect(TransitHandshake.parse(Array("please relay \(Self.token)\n".utf8)) == TransitHandshake(token: Self.token, side: nil))
+        for bad in ["please relay \(Self.token) for side 0011223344556677",             // no newline
+                    "please relay \(Self.token.uppercased())\n",                        // upper case
+                    "please relay \(Self.token.dropLast())\n",                          // 63 digits
+                    "please relay \(Self.token) for side 00112233\n",                   // short side
+                    "please  relay \(Self.token)\n", "GET / HTTP/1.1\r\n", "\n",
+                    "please relay \(Self.token) for side 0011223344556677 extra\n"] {
+            #expect(TransitHandshake.parse(Array(bad.utf8)) == nil, "\(bad)")
+        }
+        #expect(TransitHandshake.parse([0xFF, 0x0A]) == nil)
+        #expect(TransitHandshake.parse([UInt8](repeating: 0x61, count: 200) + [0x0A]) == nil)
+    }
+
+    @Test func matcherPairsOnTokenAndSide() {
+        var m = TransitMatcher<Int>(maximumPending: 3, maximumPerAddress: 2)
+        let a = TransitHandshake(token: Self.token, side: "a")
+        let b = TransitHandshake(token: Self.token, side: "b")
+        let other = TransitHandshake(token: String(Self.token.reversed()), side: "b")
+        #expect(m.arrive(a, connection: 1, address: "x") == .waiting)
+        #expect(m.arrive(a, connection: 2, address: "y") == .waiting)       // same side: never its own peer
+        #expect(m.arrive(other, connection: 3, address: "y") == .waiting)   // another token
+        #expect(m.pendingCount == 3)
+        #expect(m.arrive(b, connection: 4, address: "z") == .paired(1))    // the first waiting one of the token
+        #expect(m.pendingCount == 2)
+        let left = m.leave(2, token: Self.token), again = m.leave(2, token: Self.token)
+        #expect(left && !again)
+        #expect(m.arrive(a, connection: 5, address: "y") == .waiting)
+        // Limits: two waiting from y already (3 and 5); at most three in all.
+        if case .refused = m.arrive(TransitHandshake(token: String(repeating: "f", count: 64), side: "c"), connection: 6, address: "y") {} else {
+            Issue.record("a third waiting connection from one address was not refused")
+        }
+        #expect(m.arrive(TransitHandshake(token: String(repeating: "d", count: 64), side: "c"), connection: 8, address: "z") == .waiting)
+        #expect(m.pendingCount == 3)
+        if case .refused = m.arrive(TransitHandshake(token: String(repeating: "e", count: 64), side: "c"), connection: 7, address: "w") {} else {
+            Issue.record("a fourth waiting connection was not refused")
+        }
+        // Older clients (no side) pair with anyone of the token.
+        var old = TransitMatcher<Int>(maximumPending: 10, maximumPerAddress: 10)
+        #expect(old.arrive(TransitHandshake(token: Self.token, side: nil), connection: 1, address: "x") == .waiting)
+        #expect(old.arrive(TransitHandshake(token: Self.token, side: nil), connection: 2, address: "x") == .paired(1))
+    }
+
+    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: HubProcess.binary) || HubProcess.peersRequired,
+                   "the built modem-hub is missing"),
+          .timeLimit(.minutes(5)))
+    func relayDrivenFromPython() async throws {
+        let o = try await HubProcess.run("/usr/bin/env", ["python3", HubProcess.packageRoot + "/Tests/scripts/transit_relay.py",
+                                                          HubProcess.binary, "--pairs", "200", "--size", "262144"], timeout: 280)
+        print(o.stdoutText.split(separator: "\n").suffix(4).joined(separator: "\n"))
+        #expect(o.status == 0, "\(o.stdoutText.suffix(3000))\(o.stderrText.suffix(2000))")
+        #expect(o.stdoutText.contains(" passed, 0 failed"), "\(o.stdoutText.suffix(3000))")
+    }
+}

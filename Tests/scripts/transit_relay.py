@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""The transit relay of `modem-hub serve --transit-listen`, driven by clients written here with the
+standard library (the relay handshake of magic-wormhole's transit protocol): pairs relay bytes exactly
+both ways, tokens never cross, bad handshakes are refused, unmatched connections time out, a client's
+own two connections (same side) never meet, the older handshake without a side pairs, many pairs at
+once. Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure.
+
+    transit_relay.py MODEM_HUB [--pairs N] [--size BYTES]
+"""
+import argparse, asyncio, hashlib, os, subprocess, sys, tempfile, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("hub")
+ap.add_argument("--pairs", type=int, default=200)
+ap.add_argument("--size", type=int, default=256 * 1024)
+args = ap.parse_args()
+GUARD = 60  # seconds: a hang guard far above every expected time
+TIMEOUT = 2  # the relay's --transit-timeout in this run
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}", flush=True)
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}", flush=True)
+
+
+def start_hub(work):
+    log = open(os.path.join(work, "hub.log"), "w")
+    p = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, "hub.sqlite"),
+                          "--transit-listen", "127.0.0.1:0", "--transit-timeout", str(TIMEOUT)],
+                         stdout=log, stderr=subprocess.STDOUT)
+    marker = "modem-hub: transit relay listening on 127.0.0.1:"
+    end = time.monotonic() + GUARD
+    while time.monotonic() < end and p.poll() is None:
+        for line in open(os.path.join(work, "hub.log")).read().split("\n")[:-1]:
+            if line.startswith(marker):
+                return p, int(line[len(marker):])
+        time.sleep(0.02)
+    p.kill()
+    raise SystemExit("the relay did not start: " + open(os.path.join(work, "hub.log")).read()[-800:])
+
+
+def handshake(token, side=None):
+    return f"please relay {token}".encode() + (f" for side {side}".encode() if side else b"") + b"\n"
+
+
+async def connect(port, line):
+    r, w = await asyncio.open_connection("127.0.0.1", port)
+    w.write(line)
+    await w.drain()
+    return r, w
+
+
+async def answer(r, n=3):
+    try:
+        return await asyncio.wait_for(r.readexactly(n), GUARD)
+    except asyncio.IncompleteReadError as e:
+        return e.partial
+
+
+async def relay_pair(port, size, seed):
+    """Two clients of one token send `size` random bytes each way at once; returns whether both got
+    exactly the other's bytes."""
+    token = hashlib.sha256(f"pair {seed} {os.getpid()}".encode()).hexdigest()
+    a = await connect(port, handshake(token, "a" * 15 + "1"))
+    b = await connect(port, handshake(token, "b" * 15 + "2"))
+    oks = [await answer(a[0]), await answer(b[0])]
+    if oks != [b"ok\n", b"ok\n"]:
+        return False, f"answers {oks}"
+    da, db = os.urandom(size), os.urandom(size)
+
+    async def send(w, data):
+        for i in range(0, len(data), 65536):
+            w.write(data[i:i + 65536])
+            await w.drain()
+
+    async def recv(r):
+        return await asyncio.wait_for(r.readexactly(size), GUARD)
+
+    _, _, got_b, got_a = await asyncio.gather(send(a[1], da), send(b[1], db), recv(b[0]), recv(a[0]))
+    for _, w in (a, b):
+        w.close()
+    return got_b == da and got_a == db, "bytes differ"
+
+
+async def main():
+    work = tempfile.mkdtemp(prefix="transit-")
+    hub, port = start_hub(work)
+    try:
+        ok, why = await relay_pair(port, 1 << 20, 1)
+        check("a pair relays 1 MiB each way at once, exact", ok, why)
+
+        # Two tokens at once: each client gets its own peer's bytes, never the other pair's.
+        t1, t2 = (hashlib.sha256(f"t{i} {os.getpid()}".encode()).hexdigest() for i in (1, 2))
+        a1 = await connect(port, handshake(t1, "0" * 16))
+        a2 = await connect(port, handshake(t2, "0" * 16))
+        b2 = await connect(port, handshake(t2, "1" * 16))
+        b1 = await connect(port, handshake(t1, "1" * 16))
+        answers = [await answer(c[0]) for c in (a1, a2, b2, b1)]
+        for (_, w), msg in ((a1, b"from a1"), (a2, b"from a2")):
+            w.write(msg)
+            await w.drain()
+        got = [await asyncio.wait_for(c[0].readexactly(7), GUARD) for c in (b1, b2)]
+        check("two tokens at once: each pair gets its own bytes", answers == [b"ok\n"] * 4 and got == [b"from a1", b"from a2"],
+              (answers, got))
+        for c in (a1, a2, b1, b2):
+            c[1].close()
+
+        # A first line that is not a handshake: "bad handshake", then the relay closes.
+        for line in (b"GET / HTTP/1.1\r\n\r\n", b"please relay 1234\n", b"please relay " + b"A" * 64 + b"\n", b"x" * 300):
+            r, w = await connect(port, line)
+            data = await asyncio.wait_for(r.read(100), GUARD)
+            rest = await asyncio.wait_for(r.read(100), GUARD)
+            check(f"bad first line {line[:20]!r}...: answered and closed", data == b"bad handshake\n" and rest == b"", (data, rest))
+            w.close()
+
+        # Nobody comes: closed after the timeout, never "ok".
+        t = hashlib.sha256(b"alone").hexdigest()
+        r, w = await connect(port, handshake(t, "2" * 16))
+        t0 = time.monotonic()
+        data = await asyncio.wait_for(r.read(100), GUARD)
+        dt = time.monotonic() - t0
+        check(f"an unmatched connection is closed after the timeout ({dt:.1f} s), nothing sent", data == b"" and dt >= TIMEOUT - 0.5,
+              (data, dt))
+        w.close()
+
+        # A client's own two connections (same side) never meet: both time out.
+        t = hashlib.sha256(b"same side").hexdigest()
+        c1 = await connect(port, handshake(t, "3" * 16))
+        c2 = await connect(port, handshake(t, "3" * 16))
+        got = [await asyncio.wait_for(c[0].read(100), GUARD) for c in (c1, c2)]
+        check("the same side twice is never paired", got == [b"", b""], got)
+
+        # The older handshake, without a side, pairs on the token.
+        t = hashlib.sha256(b"old").hexdigest()
+        o1 = await connect(port, handshake(t))
+        o2 = await connect(port, handshake(t))
+        got = [await answer(c[0]) for c in (o1, o2)]
+        o1[1].write(b"ping")
+        await o1[1].drain()
+        echo = await asyncio.wait_for(o2[0].readexactly(4), GUARD)
+        check("the older handshake without a side pairs", got == [b"ok\n", b"ok\n"] and echo == b"ping", (got, echo))
+        for c in (o1, o2):
+            c[1].close()
+
+        # A token claimed three times: the first two pair, the third waits alone and times out.
+        t = hashlib.sha256(b"thrice").hexdigest()
+        cs = [await connect(port, handshake(t, f"{i}" * 16)) for i in (4, 5, 6)]
+        got = [await asyncio.wait_for(c[0].read(3), GUARD) for c in cs]
+        # (Which two pair depends on the order their handshakes reach the relay.)
+        check("a token claimed three times: two paired, one closed unpaired", sorted(got) == [b"", b"ok\n", b"ok\n"], got)
+        for c in cs:
+            c[1].close()
+
+        # One side closes: the other is closed too.
+        t = hashlib.sha256(b"close").hexdigest()
+        x = await connect(port, handshake(t, "7" * 16))
+        y = await connect(port, handshake(t, "8" * 16))
+        await answer(x[0]); await answer(y[0])
+        x[1].close()
+        data = await asyncio.wait_for(y[0].read(100), GUARD)
+        check("when one side closes, the relay closes the other", data == b"", data)
+
+        # Many pairs at once.
+        t0 = time.monotonic()
+        results = await asyncio.gather(*(relay_pair(port, args.size, 1000 + i) for i in range(args.pairs)))
+        bad = [i for i, (ok, _) in enumerate(results) if not ok]
+        check(f"{args.pairs} pairs at once, {args.size} bytes each way, all exact ({time.monotonic() - t0:.1f} s)", not bad, bad[:5])
+    finally:
+        hub.terminate()
+        try:
+            hub.wait(GUARD)
+        except subprocess.TimeoutExpired:
+            hub.kill()
+    log = open(os.path.join(work, "hub.log")).read()
+    check("the relay logs its counts when it stops", "transit relay stopped:" in log and " pairs, " in log, log[-500:])
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)
+
+
+asyncio.run(main())
