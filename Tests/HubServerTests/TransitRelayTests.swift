@@ -4,8 +4,9 @@ import ProcessTestSupport
 import Testing
 
 /// The magic-wormhole transit relay (`modem-hub serve --transit-listen`): its handshake and matching as
-/// values, and the built server driven by clients in another language (Tests/scripts/transit_relay.py,
-/// Python's standard library only).
+/// values, the built server driven by clients in another language (Tests/scripts/transit_relay.py,
+/// Python's standard library only), and stock magic-wormhole clients sending files through it
+/// (Tests/scripts/transit_wormhole.py, with the reference rendezvous server).
 @Suite struct TransitRelayTests {
     static let token = String(repeating: "0123456789abcdef", count: 4)
 
@@ -52,6 +53,23 @@ import Testing
         var old = TransitMatcher<Int>(maximumPending: 10, maximumPerAddress: 10)
         #expect(old.arrive(TransitHandshake(token: Self.token, side: nil), connection: 1, address: "x") == .waiting)
         #expect(old.arrive(TransitHandshake(token: Self.token, side: nil), connection: 2, address: "x") == .paired(1))
+    }
+
+    /// Stock magic-wormhole 0.24 (`.build/wormhole-venv`, scripts/wormhole-venv.sh; `WORMHOLE_VENV` elsewhere).
+    static var wormholeBin: String {
+        (ProcessInfo.processInfo.environment["WORMHOLE_VENV"] ?? HubProcess.packageRoot + "/.build/wormhole-venv") + "/bin"
+    }
+
+    @Test(.enabled(if: (FileManager.default.isExecutableFile(atPath: wormholeBin + "/wormhole")
+                        && FileManager.default.isExecutableFile(atPath: HubProcess.binary)) || HubProcess.peersRequired,
+                   "no .build/wormhole-venv (scripts/wormhole-venv.sh) or no built modem-hub"),
+          .timeLimit(.minutes(6)))
+    func stockWormholeClientsThroughTheRelay() async throws {
+        let o = try await HubProcess.run(Self.wormholeBin + "/python", [HubProcess.packageRoot + "/Tests/scripts/transit_wormhole.py",
+                                                                        Self.wormholeBin, HubProcess.binary, "--files", "3"], timeout: 330)
+        print(o.stdoutText.split(separator: "\n").suffix(5).joined(separator: "\n"))
+        #expect(o.status == 0, "\(o.stdoutText.suffix(3000))\(o.stderrText.suffix(2000))")
+        #expect(o.stdoutText.contains(" passed, 0 failed"), "\(o.stdoutText.suffix(3000))")
     }
 
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: HubProcess.binary) || HubProcess.peersRequired,

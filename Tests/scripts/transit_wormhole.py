@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Stock magic-wormhole clients through the transit relay of `modem-hub serve --transit-listen`: the
+reference rendezvous server (`twist wormhole-mailbox`, from the same venv) introduces them, and both
+sides refuse direct connections (`--no-listen`), so every byte crosses our relay. Prints `ok|FAIL name`
+lines and `N passed, M failed`; exits 1 on a failure.
+
+    transit_wormhole.py VENV_BIN MODEM_HUB [--files N]
+"""
+import argparse, filecmp, os, re, subprocess, sys, tempfile, time
+
+ap = argparse.ArgumentParser()
+ap.add_argument("bin")
+ap.add_argument("hub")
+ap.add_argument("--files", type=int, default=3)
+args = ap.parse_args()
+GUARD = 120  # seconds: a hang guard far above every expected time
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"ok   {name}", flush=True)
+    else:
+        failed += 1
+        print(f"FAIL {name}: {detail}", flush=True)
+
+
+def wait_for_line(path, pattern, proc):
+    """The first match of `pattern` in the log at `path`, waiting for it (bounded by GUARD)."""
+    end = time.monotonic() + GUARD
+    while time.monotonic() < end and proc.poll() is None:
+        m = re.search(pattern, open(path, errors="replace").read())
+        if m:
+            return m
+        time.sleep(0.05)
+    raise SystemExit(f"no {pattern!r} in {path}: {open(path, errors='replace').read()[-800:]}")
+
+
+work = tempfile.mkdtemp(prefix="wormhole-")
+procs = []
+try:
+    mlog = os.path.join(work, "mailbox.log")
+    mailbox = subprocess.Popen([os.path.join(args.bin, "twist"), "wormhole-mailbox", "--port", "tcp:0:interface=127.0.0.1",
+                                "--channel-db", os.path.join(work, "mailbox.sqlite")],
+                               stdout=open(mlog, "w"), stderr=subprocess.STDOUT, cwd=work)
+    procs.append(mailbox)
+    mport = int(wait_for_line(mlog, r"Site starting on (\d+)", mailbox).group(1))
+    hlog = os.path.join(work, "hub.log")
+    hub = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, "hub.sqlite"),
+                            "--transit-listen", "127.0.0.1:0"], stdout=open(hlog, "w"), stderr=subprocess.STDOUT)
+    procs.append(hub)
+    tport = int(wait_for_line(hlog, r"transit relay listening on 127\.0\.0\.1:(\d+)", hub).group(1))
+    common = ["--relay-url", f"ws://127.0.0.1:{mport}/v1", "--transit-helper", f"tcp:127.0.0.1:{tport}"]
+    wormhole = os.path.join(args.bin, "wormhole")
+    for i in range(args.files):
+        d = os.path.join(work, f"f{i}")
+        os.makedirs(os.path.join(d, "in")); os.makedirs(os.path.join(d, "out"))
+        src = os.path.join(d, "in", f"blob{i}.bin")
+        with open(src, "wb") as f:
+            f.write(os.urandom(1 << 20))
+        code = f"{300 + i}-purple-sausages"
+        send = subprocess.Popen([wormhole, *common, "send", "--no-listen", "--hide-progress", "--code", code, f"blob{i}.bin"],
+                                cwd=os.path.join(d, "in"), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        recv = subprocess.run([wormhole, *common, "receive", "--no-listen", "--hide-progress", "--accept-file", code],
+                              cwd=os.path.join(d, "out"), capture_output=True, text=True, timeout=GUARD)
+        sout, _ = send.communicate(timeout=GUARD)
+        dst = os.path.join(d, "out", f"blob{i}.bin")
+        exact = os.path.exists(dst) and filecmp.cmp(src, dst, shallow=False)
+        relayed = f"relay:tcp:127.0.0.1:{tport}" in recv.stdout + recv.stderr + sout
+        check(f"file {i + 1}: 1 MiB from stock wormhole send to stock receive through our relay, exact",
+              exact and relayed and recv.returncode == 0 and send.returncode == 0,
+              (recv.returncode, send.returncode, relayed, (recv.stdout + recv.stderr)[-400:], sout[-400:]))
+    hub.terminate(); hub.wait(GUARD)
+    log = open(hlog).read()
+    m = re.search(r"transit relay stopped: (\d+) pairs, (\d+) bytes relayed", log)
+    check(f"the relay counted {args.files} pairs and at least {args.files} MiB", m is not None and int(m.group(1)) == args.files
+          and int(m.group(2)) >= args.files << 20, log[-400:])
+finally:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
