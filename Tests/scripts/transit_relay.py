@@ -166,6 +166,25 @@ async def main():
         data = await asyncio.wait_for(y[0].read(100), GUARD)
         check("when one side closes, the relay closes the other", data == b"", data)
 
+        # A sender that half-closes right after its last byte: every byte arrives before the FIN, and
+        # the other direction still works until that side closes too.
+        t = hashlib.sha256(b"half close").hexdigest()
+        x = await connect(port, handshake(t, "9" * 16))
+        y = await connect(port, handshake(t, "a" * 16))
+        await answer(x[0]); await answer(y[0])
+        blob = os.urandom(4 << 20)
+        x[1].write(blob)
+        await x[1].drain()
+        x[1].write_eof()
+        got = await asyncio.wait_for(y[0].read(), GUARD)  # to EOF
+        y[1].write(b"bye")
+        await y[1].drain()
+        y[1].close()
+        back = await asyncio.wait_for(x[0].read(), GUARD)
+        check("a half-closed sender: all 4 MiB arrive before the FIN, the reply after it", got == blob and back == b"bye",
+              (len(got), back))
+        x[1].close()
+
         # Many pairs at once.
         t0 = time.monotonic()
         results = await asyncio.gather(*(relay_pair(port, args.size, 1000 + i) for i in range(args.pairs)))

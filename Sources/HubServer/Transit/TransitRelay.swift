@@ -77,6 +77,8 @@ public final class TransitRelay: Service, Sendable {
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // A client's FIN is passed on (after what it sent) instead of closing both at once.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(TransitHandshakeHandler(relay: self))
@@ -253,6 +255,12 @@ final class TransitHandshakeHandler: ChannelInboundHandler, RemovableChannelHand
         context.fireChannelInactive()
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Gone before its peer came: nothing to pass on.
+        if let e = event as? ChannelEvent, e == .inputClosed { context.close(promise: nil) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
     }
@@ -295,8 +303,24 @@ final class TransitPipeHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         if end.flag.exchange(true, ordering: .relaxed) == false { relay.count(pairEnded: true) }
-        partner.close(promise: nil)
+        // What is still queued for the partner goes out first: writes complete in order.
+        let partner = self.partner
+        partner.writeAndFlush(ByteBuffer()).whenComplete { _ in partner.close(promise: nil) }
         context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard let e = event as? ChannelEvent, e == .inputClosed else { return context.fireUserInboundEventTriggered(event) }
+        // This client sent its FIN: pass it on after its bytes; when both have, the pair is done.
+        let partner = self.partner, channel = context.channel
+        let bothDone = end.inputsClosed.add(1, ordering: .relaxed).newValue == 2
+        partner.writeAndFlush(ByteBuffer()).whenComplete { _ in
+            partner.close(mode: .output, promise: nil)
+            if bothDone {
+                partner.close(promise: nil)
+                channel.close(promise: nil)
+            }
+        }
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -304,7 +328,8 @@ final class TransitPipeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// Shared by a pair's two pipes: the first to end counts the pair's end.
+/// Shared by a pair's two pipes: the first to end counts the pair's end; both FINs end the pair.
 final class PairEnd: Sendable {
     let flag = Atomic<Bool>(false)
+    let inputsClosed = Atomic<Int>(0)
 }
