@@ -248,7 +248,8 @@ struct PortReservation {
 
 /// The plugins the server runs with (the groups side adds its own here).
 func hubPlugins(node: String, heartbeat: Double, db: DatabaseLocation) -> [any HubPlugin] {
-    [GroupsPlugin(nodeName: node, heartbeat: .milliseconds(Int64(heartbeat * 1000)))]
+    // The groups side, and the magic-wormhole rendezvous at /wormhole/v1 (in memory, this node only).
+    [GroupsPlugin(nodeName: node, heartbeat: .milliseconds(Int64(heartbeat * 1000))), WormholePlugin()]
 }
 
 /// Deletes expired tokens and codes every minute until shutdown.

@@ -1,0 +1,258 @@
+import Foundation
+import Synchronization
+
+/// A message in a wormhole mailbox, as the clients sent it.
+public struct WormholeMessage: Sendable, Hashable {
+    /// The sending side.
+    public var side: String
+    /// Its phase (`pake`, `version`, `0`, `1`, ...).
+    public var phase: String
+    /// Its body (hex, opaque to the server).
+    public var body: String
+    /// When the server received it (seconds since 1970).
+    public var serverRx: Double
+    /// The client's id for it, if any.
+    public var id: String?
+
+    /// Creates a message.
+    public init(side: String, phase: String, body: String, serverRx: Double, id: String?) {
+        self.side = side
+        self.phase = phase
+        self.body = body
+        self.serverRx = serverRx
+        self.id = id
+    }
+}
+
+/// Why the rendezvous refused a request (sent to the client as the protocol's `error` message).
+public struct WormholeError: Error, Sendable, Hashable {
+    /// The text the client gets (`crowded`, `reclaimed`, ...).
+    public var explanation: String
+    /// Creates an error.
+    public init(_ explanation: String) { self.explanation = explanation }
+}
+
+/// The magic-wormhole rendezvous server's state: per application id, nameplates (the number of a
+/// wormhole code) and mailboxes (where the two sides leave messages for each other). In memory: a
+/// restart forgets them (clients then start again). Bounded: at most ``maximumNameplates`` nameplates
+/// and ``maximumMailboxes`` mailboxes in all, ``maximumMessages`` messages per mailbox; what nobody
+/// touched for ``idleSeconds`` is dropped by ``expire(now:)``.
+///
+/// The rules are the reference server's: allocating a nameplate claims it for the allocating side;
+/// a nameplate and its mailbox take at most two sides ("crowded" beyond); a side that released a
+/// nameplate cannot claim it again ("reclaimed"); a nameplate is freed when every side released it, a
+/// mailbox when every side that opened it closed it. Listeners of an open mailbox get every message
+/// added to it, their own included, and on opening all that came before.
+public final class WormholeRendezvous: Sendable {
+    /// A listener of a mailbox: gets the messages (as the socket's outbox would send them).
+    public typealias Listener = @Sendable (WormholeMessage) -> Void
+
+    /// Nameplates at once, over all applications.
+    public let maximumNameplates: Int
+    /// Mailboxes at once, over all applications.
+    public let maximumMailboxes: Int
+    /// Messages kept per mailbox.
+    public let maximumMessages: Int
+    /// Seconds after which an untouched nameplate or mailbox is dropped.
+    public let idleSeconds: Double
+
+    struct Nameplate {
+        var mailbox: String
+        var claimed: [String: Bool] = [:]   // side: still claimed
+        var touched: Double
+    }
+    struct Mailbox {
+        var opened: [String: Bool] = [:]    // side: closed
+        var messages: [WormholeMessage] = []
+        var listeners: [Int: Listener] = [:]
+        var touched: Double
+    }
+    struct App {
+        var nameplates: [String: Nameplate] = [:]
+        var mailboxes: [String: Mailbox] = [:]
+    }
+    struct State {
+        var apps: [String: App] = [:]
+        var nameplateCount = 0
+        var mailboxCount = 0
+        var nextListener = 0
+    }
+    let state = Mutex(State())
+
+    /// Creates an empty rendezvous.
+    public init(maximumNameplates: Int = 10_000, maximumMailboxes: Int = 20_000, maximumMessages: Int = 1000,
+                idleSeconds: Double = 3 * 24 * 3600) {
+        self.maximumNameplates = maximumNameplates
+        self.maximumMailboxes = maximumMailboxes
+        self.maximumMessages = maximumMessages
+        self.idleSeconds = idleSeconds
+    }
+
+    /// Nameplates in use by an application, sorted.
+    public func nameplates(app: String) -> [String] {
+        state.withLock { ($0.apps[app]?.nameplates.keys).map { $0.sorted() } ?? [] }
+    }
+
+    /// Allocates a free nameplate (the smallest free number from 1) and claims it for `side`.
+    public func allocate(app: String, side: String, now: Double) throws(WormholeError) -> String {
+        let taken = Set(nameplates(app: app))
+        var n = 1
+        while taken.contains(String(n)) { n += 1 }
+        let name = String(n)
+        _ = try claim(app: app, nameplate: name, side: side, now: now)
+        return name
+    }
+
+    /// Claims a nameplate for `side` (creating it and its mailbox when new) and opens its mailbox.
+    /// - Returns: the mailbox id.
+    public func claim(app: String, nameplate: String, side: String, now: Double) throws(WormholeError) -> String {
+        guard !nameplate.isEmpty, nameplate.utf8.count <= 64, nameplate.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
+            throw WormholeError("nameplate must be digits")
+        }
+        let result: Result<String, WormholeError> = state.withLock { s in
+            var a = s.apps[app] ?? App()
+            defer { s.apps[app] = a }
+            if a.nameplates[nameplate] == nil {
+                guard s.nameplateCount < maximumNameplates, s.mailboxCount < maximumMailboxes else {
+                    return .failure(WormholeError("the server has no room for another nameplate"))
+                }
+                let mailbox = Self.newMailboxID()
+                a.nameplates[nameplate] = Nameplate(mailbox: mailbox, touched: now)
+                a.mailboxes[mailbox] = Mailbox(touched: now)
+                s.nameplateCount += 1
+                s.mailboxCount += 1
+            }
+            var p = a.nameplates[nameplate]!
+            if let still = p.claimed[side], !still { return .failure(WormholeError("reclaimed")) }
+            if p.claimed[side] == nil && p.claimed.count >= 2 { return .failure(WormholeError("crowded")) }
+            p.claimed[side] = true
+            p.touched = now
+            a.nameplates[nameplate] = p
+            if case .failure(let e) = Self.open(&a, &s, mailbox: p.mailbox, side: side, now: now, limit: maximumMailboxes) {
+                return .failure(e)
+            }
+            return .success(p.mailbox)
+        }
+        return try result.get()
+    }
+
+    /// Releases `side`'s claim on a nameplate; the nameplate goes when no side claims it.
+    public func release(app: String, nameplate: String, side: String, now: Double) {
+        state.withLock { s in
+            guard var a = s.apps[app], var p = a.nameplates[nameplate], p.claimed[side] != nil else { return }
+            p.claimed[side] = false
+            if p.claimed.values.contains(true) {
+                a.nameplates[nameplate] = p
+            } else {
+                a.nameplates[nameplate] = nil
+                s.nameplateCount -= 1
+            }
+            s.apps[app] = a
+        }
+    }
+
+    /// Opens a mailbox for `side` and adds `listener`, which first gets the messages already there.
+    /// - Returns: the listener's handle (for ``stopListening(app:mailbox:handle:)``).
+    public func open(app: String, mailbox: String, side: String, now: Double, listener: @escaping Listener) throws(WormholeError) -> Int {
+        guard !mailbox.isEmpty, mailbox.utf8.count <= 64 else { throw WormholeError("mailbox id must be 1 to 64 characters") }
+        let result: Result<(Int, [WormholeMessage]), WormholeError> = state.withLock { s in
+            var a = s.apps[app] ?? App()
+            defer { s.apps[app] = a }
+            if case .failure(let e) = Self.open(&a, &s, mailbox: mailbox, side: side, now: now, limit: maximumMailboxes) {
+                return .failure(e)
+            }
+            s.nextListener += 1
+            a.mailboxes[mailbox]!.listeners[s.nextListener] = listener
+            return .success((s.nextListener, a.mailboxes[mailbox]!.messages))
+        }
+        let (handle, earlier) = try result.get()
+        for m in earlier { listener(m) }
+        return handle
+    }
+
+    /// Stops a listener (its socket closed, or it closed the mailbox).
+    public func stopListening(app: String, mailbox: String, handle: Int) {
+        state.withLock { s in _ = s.apps[app]?.mailboxes[mailbox]?.listeners.removeValue(forKey: handle) }
+    }
+
+    /// Adds a message to an open mailbox and hands it to every listener.
+    public func add(app: String, mailbox: String, message: WormholeMessage) throws(WormholeError) {
+        let result: Result<[Listener], WormholeError> = state.withLock { s in
+            guard var m = s.apps[app]?.mailboxes[mailbox] else { return .failure(WormholeError("no such mailbox")) }
+            guard m.messages.count < maximumMessages else {
+                return .failure(WormholeError("this mailbox holds \(maximumMessages) messages already"))
+            }
+            m.messages.append(message)
+            m.touched = message.serverRx
+            s.apps[app]!.mailboxes[mailbox] = m
+            return .success(Array(m.listeners.values))
+        }
+        for l in try result.get() { l(message) }
+    }
+
+    /// Closes `side`'s use of a mailbox (opening it first when this side never did); the mailbox goes
+    /// when every side that opened it closed it.
+    public func close(app: String, mailbox: String, side: String, now: Double) throws(WormholeError) {
+        let result: Result<Void, WormholeError> = state.withLock { s in
+            var a = s.apps[app] ?? App()
+            defer { s.apps[app] = a }
+            if case .failure(let e) = Self.open(&a, &s, mailbox: mailbox, side: side, now: now, limit: maximumMailboxes) {
+                return .failure(e)
+            }
+            a.mailboxes[mailbox]!.opened[side] = true
+            if a.mailboxes[mailbox]!.opened.values.allSatisfy({ $0 }) {
+                a.mailboxes[mailbox] = nil
+                s.mailboxCount -= 1
+            }
+            return .success(())
+        }
+        try result.get()
+    }
+
+    /// Drops nameplates and mailboxes nobody touched for ``idleSeconds``.
+    /// - Returns: how many of each went.
+    @discardableResult
+    public func expire(now: Double) -> (nameplates: Int, mailboxes: Int) {
+        state.withLock { s in
+            var gone = (0, 0)
+            for (id, var a) in s.apps {
+                let oldPlates = a.nameplates.filter { now - $0.value.touched > idleSeconds }.map(\.key)
+                let oldBoxes = a.mailboxes.filter { now - $0.value.touched > idleSeconds && $0.value.listeners.isEmpty }.map(\.key)
+                for k in oldPlates { a.nameplates[k] = nil }
+                for k in oldBoxes { a.mailboxes[k] = nil }
+                gone.0 += oldPlates.count
+                gone.1 += oldBoxes.count
+                s.apps[id] = a.nameplates.isEmpty && a.mailboxes.isEmpty ? nil : a
+            }
+            s.nameplateCount -= gone.0
+            s.mailboxCount -= gone.1
+            return gone
+        }
+    }
+
+    /// Opens (creating when new) a mailbox for a side; at most two sides.
+    private static func open(_ a: inout App, _ s: inout State, mailbox: String, side: String, now: Double,
+                             limit: Int) -> Result<Void, WormholeError> {
+        if a.mailboxes[mailbox] == nil {
+            guard s.mailboxCount < limit else { return .failure(WormholeError("the server has no room for another mailbox")) }
+            a.mailboxes[mailbox] = Mailbox(touched: now)
+            s.mailboxCount += 1
+        }
+        var m = a.mailboxes[mailbox]!
+        if m.opened[side] == nil {
+            guard m.opened.count < 2 else { return .failure(WormholeError("crowded")) }
+            m.opened[side] = false
+        }
+        m.touched = now
+        a.mailboxes[mailbox] = m
+        return .success(())
+    }
+
+    /// A fresh mailbox id: 13 characters of base32 from 64 random bits.
+    static func newMailboxID() -> String {
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyz234567")
+        var g = SystemRandomNumberGenerator()
+        var v = g.next() as UInt64
+        return String((0..<13).map { _ in defer { v >>= 5 }; return alphabet[Int(v & 31)] })
+    }
+}
