@@ -8,7 +8,7 @@ connections (`--no-listen`), so every byte crosses our transit relay. Prints `ok
 
     transit_wormhole.py VENV_BIN MODEM_HUB [--files N] [--texts N] [--rendezvous reference|hub]
 """
-import argparse, filecmp, os, re, subprocess, sys, tempfile, time
+import argparse, filecmp, os, re, sqlite3, subprocess, sys, tempfile, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("bin")
@@ -98,6 +98,31 @@ try:
         sout, _ = send.communicate(timeout=GUARD)
         check("a wrong code fails both sides, nothing written", recv.returncode != 0 and send.returncode != 0
               and os.listdir(os.path.join(d, "out")) == [], (recv.returncode, send.returncode, os.listdir(os.path.join(d, "out"))))
+        # A sender waits; the hub is killed (SIGKILL) once the sender's first message is in its database,
+        # and restarted on the same database and port; the sender reconnects, the receiver comes.
+        msg = f"survives a restart {os.urandom(4).hex()}"
+        send = subprocess.Popen([wormhole, *common, "send", "--hide-progress", "--code", "99-purple-sausages", "--text", msg],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        db = os.path.join(work, "hub.sqlite")
+        end = time.monotonic() + GUARD
+        stored = False
+        while time.monotonic() < end and not stored:
+            try:
+                with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as con:
+                    stored = any('"phase":"pake"' in b for (b,) in con.execute("SELECT body FROM wormhole_mailboxes"))
+            except sqlite3.Error:
+                pass
+            time.sleep(0.05)
+        hub.kill(); hub.wait(GUARD)
+        hub = subprocess.Popen([args.hub, "serve", "--listen", f"127.0.0.1:{hport}", "--db", "sqlite:" + db,
+                                "--transit-listen", f"127.0.0.1:{tport}"], stdout=open(hlog, "a"), stderr=subprocess.STDOUT)
+        procs.append(hub)
+        wait_for_line(hlog, r"(?s)transit relay listening.*transit relay listening", hub)
+        recv = subprocess.run([wormhole, *common, "receive", "--only-text", "99-purple-sausages"], capture_output=True, text=True,
+                              timeout=GUARD)
+        sout, _ = send.communicate(timeout=GUARD)
+        check("a sender waiting across a kill -9 and restart of the hub is still received", stored and recv.stdout.strip() == msg
+              and send.returncode == 0, (stored, recv.stdout[-200:], recv.stderr[-300:], sout[-300:]))
     for i in range(args.files):
         d = os.path.join(work, f"f{i}")
         os.makedirs(os.path.join(d, "in")); os.makedirs(os.path.join(d, "out"))
@@ -118,7 +143,8 @@ try:
               (recv.returncode, send.returncode, relayed, (recv.stdout + recv.stderr)[-400:], sout[-400:]))
     hub.terminate(); hub.wait(GUARD)
     log = open(hlog).read()
-    m = re.search(r"transit relay stopped: (\d+) pairs, (\d+) bytes relayed", log)
+    m = list(re.finditer(r"transit relay stopped: (\d+) pairs, (\d+) bytes relayed", log))
+    m = m[-1] if m else None
     check(f"the relay counted {args.files} pairs and at least {args.files} MiB", m is not None and int(m.group(1)) == args.files
           and int(m.group(2)) >= args.files << 20, log[-400:])
 finally:

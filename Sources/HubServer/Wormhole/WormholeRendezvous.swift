@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// A message in a wormhole mailbox, as the clients sent it.
-public struct WormholeMessage: Sendable, Hashable {
+public struct WormholeMessage: Sendable, Hashable, Codable {
     /// The sending side.
     public var side: String
     /// Its phase (`pake`, `version`, `0`, `1`, ...).
@@ -33,8 +33,9 @@ public struct WormholeError: Error, Sendable, Hashable {
 }
 
 /// The magic-wormhole rendezvous server's state: per application id, nameplates (the number of a
-/// wormhole code) and mailboxes (where the two sides leave messages for each other). In memory: a
-/// restart forgets them (clients then start again). Bounded: at most ``maximumNameplates`` nameplates
+/// wormhole code) and mailboxes (where the two sides leave messages for each other), in memory, with
+/// every change listed for a store (``takeChanges()``, ``restore(_:)``: `WormholePersister` keeps them in
+/// the hub's database, so a restarted hub carries on). Bounded: at most ``maximumNameplates`` nameplates
 /// and ``maximumMailboxes`` mailboxes in all, ``maximumMessages`` messages per mailbox; what nobody
 /// touched for ``idleSeconds`` is dropped by ``expire(now:)``.
 ///
@@ -76,7 +77,32 @@ public final class WormholeRendezvous: Sendable {
         var nameplateCount = 0
         var mailboxCount = 0
         var nextListener = 0
+        /// Bumped by every change; what changed since the last ``takeChanges()``.
+        var generation = 0
+        var dirty: Set<RecordKey> = []
+        mutating func touch(_ kind: RecordKey.Kind, _ app: String, _ key: String) {
+            generation += 1
+            dirty.insert(RecordKey(kind: kind, app: app, key: key))
+        }
     }
+
+    /// A nameplate or a mailbox, as stored.
+    public struct RecordKey: Sendable, Hashable {
+        /// Which table.
+        public enum Kind: String, Sendable { case nameplate, mailbox }
+        public var kind: Kind
+        public var app: String
+        public var key: String
+    }
+
+    /// A changed record: its JSON body, or nil when it is gone.
+    public struct Change: Sendable, Hashable {
+        public var record: RecordKey
+        public var body: String?
+    }
+
+    struct NameplateRecord: Codable { var mailbox: String; var claimed: [String: Bool]; var touched: Double }
+    struct MailboxRecord: Codable { var opened: [String: Bool]; var messages: [WormholeMessage]; var touched: Double }
     let state = Mutex(State())
 
     /// Creates an empty rendezvous.
@@ -128,7 +154,8 @@ public final class WormholeRendezvous: Sendable {
             p.claimed[side] = true
             p.touched = now
             a.nameplates[nameplate] = p
-            if case .failure(let e) = Self.open(&a, &s, mailbox: p.mailbox, side: side, now: now, limit: maximumMailboxes) {
+            s.touch(.nameplate, app, nameplate)
+            if case .failure(let e) = Self.open(&a, &s, app: app, mailbox: p.mailbox, side: side, now: now, limit: maximumMailboxes) {
                 return .failure(e)
             }
             return .success(p.mailbox)
@@ -141,6 +168,7 @@ public final class WormholeRendezvous: Sendable {
         state.withLock { s in
             guard var a = s.apps[app], var p = a.nameplates[nameplate], p.claimed[side] != nil else { return }
             p.claimed[side] = false
+            s.touch(.nameplate, app, nameplate)
             if p.claimed.values.contains(true) {
                 a.nameplates[nameplate] = p
             } else {
@@ -158,7 +186,7 @@ public final class WormholeRendezvous: Sendable {
         let result: Result<(Int, [WormholeMessage]), WormholeError> = state.withLock { s in
             var a = s.apps[app] ?? App()
             defer { s.apps[app] = a }
-            if case .failure(let e) = Self.open(&a, &s, mailbox: mailbox, side: side, now: now, limit: maximumMailboxes) {
+            if case .failure(let e) = Self.open(&a, &s, app: app, mailbox: mailbox, side: side, now: now, limit: maximumMailboxes) {
                 return .failure(e)
             }
             s.nextListener += 1
@@ -185,6 +213,7 @@ public final class WormholeRendezvous: Sendable {
             m.messages.append(message)
             m.touched = message.serverRx
             s.apps[app]!.mailboxes[mailbox] = m
+            s.touch(.mailbox, app, mailbox)
             return .success(Array(m.listeners.values))
         }
         for l in try result.get() { l(message) }
@@ -196,10 +225,11 @@ public final class WormholeRendezvous: Sendable {
         let result: Result<Void, WormholeError> = state.withLock { s in
             var a = s.apps[app] ?? App()
             defer { s.apps[app] = a }
-            if case .failure(let e) = Self.open(&a, &s, mailbox: mailbox, side: side, now: now, limit: maximumMailboxes) {
+            if case .failure(let e) = Self.open(&a, &s, app: app, mailbox: mailbox, side: side, now: now, limit: maximumMailboxes) {
                 return .failure(e)
             }
             a.mailboxes[mailbox]!.opened[side] = true
+            s.touch(.mailbox, app, mailbox)
             if a.mailboxes[mailbox]!.opened.values.allSatisfy({ $0 }) {
                 a.mailboxes[mailbox] = nil
                 s.mailboxCount -= 1
@@ -218,8 +248,8 @@ public final class WormholeRendezvous: Sendable {
             for (id, var a) in s.apps {
                 let oldPlates = a.nameplates.filter { now - $0.value.touched > idleSeconds }.map(\.key)
                 let oldBoxes = a.mailboxes.filter { now - $0.value.touched > idleSeconds && $0.value.listeners.isEmpty }.map(\.key)
-                for k in oldPlates { a.nameplates[k] = nil }
-                for k in oldBoxes { a.mailboxes[k] = nil }
+                for k in oldPlates { a.nameplates[k] = nil; s.touch(.nameplate, id, k) }
+                for k in oldBoxes { a.mailboxes[k] = nil; s.touch(.mailbox, id, k) }
                 gone.0 += oldPlates.count
                 gone.1 += oldBoxes.count
                 s.apps[id] = a.nameplates.isEmpty && a.mailboxes.isEmpty ? nil : a
@@ -231,8 +261,9 @@ public final class WormholeRendezvous: Sendable {
     }
 
     /// Opens (creating when new) a mailbox for a side; at most two sides.
-    private static func open(_ a: inout App, _ s: inout State, mailbox: String, side: String, now: Double,
+    private static func open(_ a: inout App, _ s: inout State, app: String, mailbox: String, side: String, now: Double,
                              limit: Int) -> Result<Void, WormholeError> {
+        s.touch(.mailbox, app, mailbox)
         if a.mailboxes[mailbox] == nil {
             guard s.mailboxCount < limit else { return .failure(WormholeError("the server has no room for another mailbox")) }
             a.mailboxes[mailbox] = Mailbox(touched: now)
@@ -246,6 +277,65 @@ public final class WormholeRendezvous: Sendable {
         m.touched = now
         a.mailboxes[mailbox] = m
         return .success(())
+    }
+
+    // MARK: - Persistence
+
+    /// The number of changes so far.
+    public var generation: Int { state.withLock { $0.generation } }
+
+    /// What changed since the last call (each record's current body, nil when gone), and the generation
+    /// they bring the store to.
+    public func takeChanges() -> (generation: Int, changes: [Change]) {
+        state.withLock { s in
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let changes = s.dirty.map { k -> Change in
+                var body: String?
+                switch k.kind {
+                case .nameplate:
+                    if let p = s.apps[k.app]?.nameplates[k.key] {
+                        body = (try? encoder.encode(NameplateRecord(mailbox: p.mailbox, claimed: p.claimed, touched: p.touched)))
+                            .map { String(decoding: $0, as: UTF8.self) }
+                    }
+                case .mailbox:
+                    if let m = s.apps[k.app]?.mailboxes[k.key] {
+                        body = (try? encoder.encode(MailboxRecord(opened: m.opened, messages: m.messages, touched: m.touched)))
+                            .map { String(decoding: $0, as: UTF8.self) }
+                    }
+                }
+                return Change(record: k, body: body)
+            }
+            s.dirty.removeAll()
+            return (s.generation, changes)
+        }
+    }
+
+    /// Restores stored records (at start, before any client): those that do not decode are skipped.
+    /// - Returns: how many were restored.
+    @discardableResult
+    public func restore(_ records: [Change]) -> Int {
+        state.withLock { s in
+            var n = 0
+            let decoder = JSONDecoder()
+            for r in records {
+                guard let body = r.body?.data(using: .utf8) else { continue }
+                var a = s.apps[r.record.app] ?? App()
+                switch r.record.kind {
+                case .nameplate:
+                    guard let p = try? decoder.decode(NameplateRecord.self, from: body), a.nameplates[r.record.key] == nil else { continue }
+                    a.nameplates[r.record.key] = Nameplate(mailbox: p.mailbox, claimed: p.claimed, touched: p.touched)
+                    s.nameplateCount += 1
+                case .mailbox:
+                    guard let m = try? decoder.decode(MailboxRecord.self, from: body), a.mailboxes[r.record.key] == nil else { continue }
+                    a.mailboxes[r.record.key] = Mailbox(opened: m.opened, messages: m.messages, listeners: [:], touched: m.touched)
+                    s.mailboxCount += 1
+                }
+                s.apps[r.record.app] = a
+                n += 1
+            }
+            return n
+        }
     }
 
     /// A fresh mailbox id: 13 characters of base32 from 64 random bits.

@@ -11,14 +11,20 @@ import Logging
 import NIOCore
 import NIOWebSocket
 import ServiceLifecycle
+import Synchronization
 
 /// Runs one rendezvous client.
 public struct WormholeSocket: Sendable {
     let rendezvous: WormholeRendezvous
+    let persister: WormholePersister?
     /// The largest message a client may send, in bytes.
     public static let maximumMessageBytes = 64 * 1024
 
-    public init(rendezvous: WormholeRendezvous) { self.rendezvous = rendezvous }
+    /// A socket of `rendezvous`, whose changes `persister` (if any) writes before each answer.
+    public init(rendezvous: WormholeRendezvous, persister: WormholePersister? = nil) {
+        self.rendezvous = rendezvous
+        self.persister = persister
+    }
 
     /// What one connection did so far (the protocol allows each step once).
     private struct Connection {
@@ -44,6 +50,7 @@ public struct WormholeSocket: Sendable {
                 }
                 if outbox.didOverflow { try? await outbound.close(.policyViolation, reason: "too slow: outbound queue full") }
             }
+            await persister?.ensureLoaded()
             _ = outbox.send(Self.json(["type": "welcome", "welcome": [String: Any]()]))
             var closeCode: WebSocketErrorCode?
             do {
@@ -52,7 +59,10 @@ public struct WormholeSocket: Sendable {
                         closeCode = .unacceptableData
                         break
                     }
-                    handle(text, &c, outbox)
+                    let replies = handle(text, &c, outbox)
+                    // Answered once the change is in the database (a restarted hub then still has it).
+                    if let persister { await persister.flush(upTo: rendezvous.generation) }
+                    for r in replies { _ = outbox.send(r) }
                 }
             } catch {
                 closeCode = .messageTooLarge
@@ -66,19 +76,20 @@ public struct WormholeSocket: Sendable {
         }
     }
 
-    private func handle(_ text: String, _ c: inout Connection, _ outbox: GroupOutbox) {
+    /// Carries out one request; returns the answers to send (messages to listeners go out at once).
+    private func handle(_ text: String, _ c: inout Connection, _ outbox: GroupOutbox) -> [String] {
         let now = Date().timeIntervalSince1970
+        var replies: [String] = []
         guard let msg = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
-            _ = outbox.send(Self.json(["type": "error", "error": "messages are JSON objects", "orig": text]))
-            return
+            return [Self.json(["type": "error", "error": "messages are JSON objects", "orig": text])]
         }
         do throws(WormholeError) {
             guard let type = msg["type"] as? String else { throw WormholeError("missing 'type'") }
-            _ = outbox.send(Self.json(["type": "ack", "id": msg["id"] ?? NSNull()]))
+            replies.append(Self.json(["type": "ack", "id": msg["id"] ?? NSNull()]))
             if type == "ping" {
                 guard let ping = msg["ping"] else { throw WormholeError("ping requires 'ping'") }
-                _ = outbox.send(Self.json(["type": "pong", "pong": ping]))
-                return
+                replies.append(Self.json(["type": "pong", "pong": ping]))
+                return replies
             }
             if type == "bind" {
                 guard c.app == nil else { throw WormholeError("already bound") }
@@ -86,24 +97,24 @@ public struct WormholeSocket: Sendable {
                 guard let side = msg["side"] as? String, !side.isEmpty, side.utf8.count <= 64 else { throw WormholeError("bind requires 'side'") }
                 c.app = app
                 c.side = side
-                return
+                return replies
             }
             guard let app = c.app, let side = c.side else { throw WormholeError("must bind first") }
             switch type {
             case "list":
-                _ = outbox.send(Self.json(["type": "nameplates", "nameplates": rendezvous.nameplates(app: app).map { ["id": $0] }]))
+                replies.append(Self.json(["type": "nameplates", "nameplates": rendezvous.nameplates(app: app).map { ["id": $0] }]))
             case "allocate":
                 guard !c.allocated else { throw WormholeError("you already allocated one, don't be greedy") }
                 let name = try rendezvous.allocate(app: app, side: side, now: now)
                 c.allocated = true
-                _ = outbox.send(Self.json(["type": "allocated", "nameplate": name]))
+                replies.append(Self.json(["type": "allocated", "nameplate": name]))
             case "claim":
                 guard let name = msg["nameplate"] as? String else { throw WormholeError("claim requires 'nameplate'") }
                 guard !c.claimed else { throw WormholeError("only one claim per connection") }
                 c.claimed = true
                 c.nameplate = name
                 let mailbox = try rendezvous.claim(app: app, nameplate: name, side: side, now: now)
-                _ = outbox.send(Self.json(["type": "claimed", "mailbox": mailbox]))
+                replies.append(Self.json(["type": "claimed", "mailbox": mailbox]))
             case "release":
                 guard !c.released else { throw WormholeError("only one release per connection") }
                 let asked = msg["nameplate"] as? String
@@ -111,7 +122,7 @@ public struct WormholeSocket: Sendable {
                 guard let name = asked ?? c.nameplate else { throw WormholeError("release without nameplate must follow claim") }
                 c.released = true
                 rendezvous.release(app: app, nameplate: name, side: side, now: now)
-                _ = outbox.send(Self.json(["type": "released"]))
+                replies.append(Self.json(["type": "released"]))
             case "open":
                 guard c.listener == nil else { throw WormholeError("only one open per connection") }
                 guard let mailbox = msg["mailbox"] as? String else { throw WormholeError("open requires 'mailbox'") }
@@ -120,7 +131,7 @@ public struct WormholeSocket: Sendable {
                     var out: [String: Any] = ["type": "message", "side": m.side, "phase": m.phase, "body": m.body,
                                               "server_rx": m.serverRx]
                     out["id"] = m.id ?? NSNull()
-                    _ = outbox.send(Self.json(out))
+                    _ = outbox.send(Self.json(out))  // a listener: at once
                 }
             case "add":
                 guard let mailbox = c.mailbox, c.listener != nil else { throw WormholeError("must open mailbox before adding") }
@@ -139,13 +150,14 @@ public struct WormholeSocket: Sendable {
                 }
                 c.closed = true
                 try rendezvous.close(app: app, mailbox: mailbox, side: side, now: now)
-                _ = outbox.send(Self.json(["type": "closed"]))
+                replies.append(Self.json(["type": "closed"]))
             default:
                 throw WormholeError("unknown type")
             }
         } catch {
-            _ = outbox.send(Self.json(["type": "error", "error": error.explanation, "orig": msg]))
+            replies.append(Self.json(["type": "error", "error": error.explanation, "orig": msg]))
         }
+        return replies
     }
 
     /// A server message: its fields plus `server_tx`, as compact JSON.
@@ -159,18 +171,31 @@ public struct WormholeSocket: Sendable {
 
 /// The rendezvous as a part of the hub: the WebSocket at ``path`` (no token: wormhole clients have
 /// none; the code's PAKE is what protects them) and a sweeper of idle nameplates and mailboxes.
-public struct WormholePlugin: HubPlugin {
+public final class WormholePlugin: HubPlugin, Sendable {
     /// The socket's path.
     public static let path = "/wormhole/v1"
     /// The shared state.
     public let rendezvous: WormholeRendezvous
+    private let persisterBox = Mutex<WormholePersister?>(nil)
 
     /// Creates the plugin.
     public init(rendezvous: WormholeRendezvous = WormholeRendezvous()) { self.rendezvous = rendezvous }
 
+    /// The writer of the rendezvous into the hub's database (made on first use).
+    func persister(_ context: HubPluginContext) -> WormholePersister {
+        persisterBox.withLock { p in
+            if let p { return p }
+            let made = WormholePersister(db: context.store.db, rendezvous: rendezvous)
+            p = made
+            return made
+        }
+    }
+
     public func register(on router: HubRouter, context: HubPluginContext) {}
 
-    public func services(context: HubPluginContext) -> [any Service] { [WormholeSweeper(rendezvous: rendezvous)] }
+    public func services(context: HubPluginContext) -> [any Service] {
+        [WormholeSweeper(rendezvous: rendezvous, persister: persister(context))]
+    }
 
     public var webSocketConfiguration: WebSocketServerConfiguration? {
         WebSocketServerConfiguration(maxFrameSize: WormholeSocket.maximumMessageBytes, autoPing: .enabled(timePeriod: .seconds(30)),
@@ -181,9 +206,9 @@ public struct WormholePlugin: HubPlugin {
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         let p = request.path ?? ""
         guard p == Self.path || p.hasPrefix(Self.path + "?") else { return .dontUpgrade }
-        let rendezvous = self.rendezvous
+        let rendezvous = self.rendezvous, persister = self.persister(context)
         return .upgrade([:]) { inbound, outbound, _ in
-            await WormholeSocket(rendezvous: rendezvous).run(inbound: inbound, outbound: outbound)
+            await WormholeSocket(rendezvous: rendezvous, persister: persister).run(inbound: inbound, outbound: outbound)
         }
     }
 }
@@ -191,11 +216,14 @@ public struct WormholePlugin: HubPlugin {
 /// Drops idle nameplates and mailboxes once a minute.
 struct WormholeSweeper: Service {
     let rendezvous: WormholeRendezvous
+    let persister: WormholePersister
 
     func run() async throws {
+        await persister.ensureLoaded()
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
             rendezvous.expire(now: Date().timeIntervalSince1970)
+            await persister.flush(upTo: rendezvous.generation)
         }
     }
 }
