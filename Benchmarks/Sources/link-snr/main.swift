@@ -14,6 +14,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Foundation
 import ModemLink
 import ModemLinkProtocol
 import ModemPlot
@@ -22,8 +23,9 @@ var from = -10.0, to = 3.0, count = 30, size = 256
 var seed: UInt64 = 3
 var pngPath: String?
 var args = Array(CommandLine.arguments.dropFirst())
+func printError(_ text: String) { FileHandle.standardError.write(Data((text + "\n").utf8)) }
 func fail(_ message: String) -> Never {
-    fputs("link-snr: \(message)\nusage: link-snr [--from DB] [--to DB] [--count N] [--size B] [--seed N] [--png FILE]\n", stderr)
+    printError("link-snr: \(message)\nusage: link-snr [--from DB] [--to DB] [--count N] [--size B] [--seed N] [--png FILE]")
     exit(64)
 }
 while !args.isEmpty {
@@ -31,11 +33,21 @@ while !args.isEmpty {
     guard !args.isEmpty else { fail("\(a) needs a value") }
     let v = args.removeFirst()
     switch a {
-    case "--from": from = Double(v) ?? fail("--from: not a number: \(v)")
-    case "--to": to = Double(v) ?? fail("--to: not a number: \(v)")
-    case "--count": count = Int(v).flatMap { $0 > 0 ? $0 : nil } ?? fail("--count: a positive whole number, got \(v)")
-    case "--size": size = Int(v).flatMap { (1...65536).contains($0) ? $0 : nil } ?? fail("--size: 1...65536, got \(v)")
-    case "--seed": seed = UInt64(v) ?? fail("--seed: not a whole number: \(v)")
+    case "--from":
+        guard let x = Double(v) else { fail("--from: not a number: \(v)") }
+        from = x
+    case "--to":
+        guard let x = Double(v) else { fail("--to: not a number: \(v)") }
+        to = x
+    case "--count":
+        guard let x = Int(v), x > 0 else { fail("--count: a positive whole number, got \(v)") }
+        count = x
+    case "--size":
+        guard let x = Int(v), (1...65536).contains(x) else { fail("--size: 1...65536, got \(v)") }
+        size = x
+    case "--seed":
+        guard let x = UInt64(v) else { fail("--seed: not a whole number: \(v)") }
+        seed = x
     case "--png": pngPath = v
     default: fail("unknown option \(a)")
     }
@@ -55,14 +67,14 @@ while snr <= to + 1e-9 {
         let test = try LinkTest(options: LinkTestOptions(configuration: configuration, count: count, size: size, seed: seed), medium: medium)
         let r = try test.run()
         if r.corruptDelivered > 0 || r.duplicatesDelivered > 0 {
-            fputs("link-snr: \(r.corruptDelivered) corrupt and \(r.duplicatesDelivered) duplicate deliveries at \(snr) dB, FEC \(fec)\n", stderr)
+            printError("link-snr: \(r.corruptDelivered) corrupt and \(r.duplicatesDelivered) duplicate deliveries at \(snr) dB, FEC \(fec)")
             exit(1)
         }
         table[fec, default: []].append((snr, r.completed, r.goodputBps))
         row += String(format: " | %11d/%d %6.0f", r.completed, count, r.goodputBps)
     }
     print(row)
-    fflush(stdout)
+    fflush(nil)
     snr += 1
 }
 
