@@ -79,6 +79,9 @@ public final class TransitRelay: Service, Sendable {
             .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
             // A client's FIN is passed on (after what it sent) instead of closing both at once.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
+            // Reads of up to 256 KiB: fewer, larger hops for bulk transfers (what is queued for a peer stays
+            // within the default 64 KiB high-water mark before its sender pauses).
+            .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 65536, maximum: 262_144))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(TransitHandshakeHandler(relay: self))
