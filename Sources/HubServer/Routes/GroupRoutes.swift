@@ -20,13 +20,13 @@ public struct GroupJSend: Sendable {
 
     /// `{"status":"fail","data":{"message":M[,"field":F]}}`
     public static func fail(_ status: HTTPResponse.Status, _ message: String, field: String? = nil) -> Response {
-        let f = field.map { ",\"field\":\(jsonQuoted($0))" } ?? ""
-        return response(status, "{\"status\":\"fail\",\"data\":{\"message\":\(jsonQuoted(message))\(f)}}", [:])
+        let f = field.map { ",\"field\":\(JSONText.string($0))" } ?? ""
+        return response(status, "{\"status\":\"fail\",\"data\":{\"message\":\(JSONText.string(message))\(f)}}", [:])
     }
 
     /// `{"status":"error","message":M}`
     public static func error(_ message: String) -> Response {
-        response(.internalServerError, "{\"status\":\"error\",\"message\":\(jsonQuoted(message))}", [:])
+        response(.internalServerError, "{\"status\":\"error\",\"message\":\(JSONText.string(message))}", [:])
     }
 
     static func response(_ status: HTTPResponse.Status, _ text: String, _ headers: HTTPFields) -> Response {
@@ -104,7 +104,7 @@ public struct GroupRoutes: Sendable {
         let (limit, skip) = try Self.page(req)
         let page = try await hub.store.members(group: g, limit: limit, skip: skip)
         let items = page.items.map {
-            "{\"user\":\(jsonQuoted($0.user)),\"timestamp\":\($0.timestamp),\"userload\":\($0.userload.text)}"
+            "{\"user\":\(JSONText.string($0.user)),\"timestamp\":\($0.timestamp),\"userload\":\($0.userload.text)}"
         }
         return GroupJSend.list(items, limit: limit, more: page.more)
     }
@@ -186,7 +186,7 @@ public struct GroupRoutes: Sendable {
         }
         let outcome = try await hub.store.update(user: who.restUser, userload: load, now: hub.now)
         hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "update"))
-        return GroupJSend.success("{\"user\":\(jsonQuoted(who.restUser)),\"userload\":\(load.text)}")
+        return GroupJSend.success("{\"user\":\(JSONText.string(who.restUser)),\"userload\":\(load.text)}")
     }
 }
 
