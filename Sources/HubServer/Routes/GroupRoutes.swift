@@ -1,6 +1,7 @@
 // REST for groups (seed 003's conventions, JSend): members and posts as paginated lists, posts made
 // and removed by their author, the caller's userload. Payloads are answered as their exact text.
 
+import Foundation
 import HubCore
 import HubStore
 import Hummingbird
@@ -195,33 +196,16 @@ public struct GroupRouteFailure: Error, Sendable {
     public let response: Response
 }
 
-/// Decodes %XX escapes; nil for a malformed escape or invalid UTF-8.
+/// Decodes %XX escapes (Foundation's `removingPercentEncoding`); nil for a malformed escape or invalid UTF-8.
 func percentDecoded(_ s: String) -> String? {
-    var out: [UInt8] = []
-    var it = Array(s.utf8)[...]
-    while let c = it.popFirst() {
-        if c == UInt8(ascii: "%") {
-            guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) else { return nil }
-            out.append(v)
-            it = it.dropFirst(2)
-        } else {
-            out.append(c)
-        }
-    }
-    return String(validating: out, as: UTF8.self)
+    s.removingPercentEncoding
 }
 
-/// Encodes a name for a path segment (everything but unreserved characters).
+/// The unreserved characters of RFC 3986 (section 2.3), which a path segment carries as themselves.
+private let unreservedCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+/// Encodes a name for a path segment: everything but the unreserved characters as %XX (upper-case hex).
 func percentEncoded(_ s: String) -> String {
-    var out = ""
-    for b in s.utf8 {
-        switch b {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            out.unicodeScalars.append(Unicode.Scalar(b))
-        default:
-            out += "%" + (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true)
-        }
-    }
-    return out
+    // Only fails for a string that is not valid Unicode, which a Swift String always is.
+    s.addingPercentEncoding(withAllowedCharacters: unreservedCharacters) ?? s
 }
