@@ -130,7 +130,10 @@ let package = Package(
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // The OpenAPI document, compiled in (`PackageResources.openapi_yaml`): the file is a link to
+            // docs/openapi.yaml, the one copy, so the binary serves it without a resource bundle beside it.
+            resources: [.embedInCode("OpenAPI/openapi.yaml")]
         ),
         // The hub's clients: HTTP on AsyncHTTPClient, the groups socket on HummingbirdWSClient.
         .target(
