@@ -144,7 +144,10 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 // The PostgreSQL LISTEN/NOTIFY bus across nodes (Bus/); it belongs with the store (issue 16).
                 .product(name: "PostgresNIO", package: "postgres-nio"),
-            ]
+            ],
+            // The OpenAPI document, compiled in (`PackageResources.openapi_yaml`): the file is a link to
+            // docs/openapi.yaml, the one copy, so the binary serves it without a resource bundle beside it.
+            resources: [.embedInCode("OpenAPI/openapi.yaml")]
         ),
         // The hub's clients: HTTP on AsyncHTTPClient, the groups socket on HummingbirdWSClient.
         .target(

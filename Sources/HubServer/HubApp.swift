@@ -97,7 +97,7 @@ public enum HubApp {
         r.add(.get, "/openapi.yaml") { _, _ in
             var h = HTTPFields()
             h[.contentType] = "application/yaml"
-            return Response(status: .ok, headers: h, body: .init(byteBuffer: ByteBuffer(string: OpenAPIDocument.yaml)))
+            return Response(status: .ok, headers: h, body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
         }
         for p in plugins { p.register(on: r, context: context) }
         return r

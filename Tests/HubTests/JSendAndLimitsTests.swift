@@ -25,6 +25,22 @@ import Testing
         let back = try JSONSerialization.jsonObject(with: Data(JSONText.string(nasty).utf8), options: [.fragmentsAllowed])
         #expect(back as? String == nasty)
     }
+
+    /// The one escaper's exact output: RFC 8259's short forms, `\u00XX` for the other controls,
+    /// U+2028/U+2029 escaped, everything else (`/` and non-ASCII included) as itself.
+    @Test func stringEscapingIsExact() throws {
+        #expect(JSONText.string("q\"b\\s/") == #""q\"b\\s/""#)
+        #expect(JSONText.string("\u{08}\u{0C}\n\r\t") == #""\b\f\n\r\t""#)
+        #expect(JSONText.string("\u{0}\u{1}\u{0B}\u{1F}\u{7F}") == "\"\\u0000\\u0001\\u000b\\u001f\u{7F}\"")
+        #expect(JSONText.string("a\u{2028}b\u{2029}c") == #""a\u2028b\u2029c""#)
+        #expect(JSONText.string("é😀\u{2027}\u{202A}") == "\"é😀\u{2027}\u{202A}\"")
+        // Every control character and both separators round-trip through a JSON parser.
+        let all = String(String.UnicodeScalarView((0..<0x20 as Range<UInt32>).compactMap { Unicode.Scalar($0) } + ["\u{2028}", "\u{2029}"]))
+        let literal = JSONText.string(all)
+        #expect(!literal.unicodeScalars.contains { $0.value < 0x20 || $0 == "\u{2028}" || $0 == "\u{2029}" })
+        let back = try JSONSerialization.jsonObject(with: Data(literal.utf8), options: [.fragmentsAllowed])
+        #expect(back as? String == all)
+    }
 }
 
 @Suite struct LimitsTests {

@@ -18,7 +18,7 @@ import Testing
         }
     }
 
-    @Test(arguments: ["a=%", "a=%4", "a=%zz", "%=1", "a=%ff"])
+    @Test(arguments: ["a=%", "a=%4", "a=%zz", "%=1", "a=%ff", "a=%+4", "a=%-1"])
     func refusesMalformedEscapes(_ body: String) {
         #expect(throws: OAuthError.self) { try FormBody(parsing: body) }
     }

@@ -1,3 +1,5 @@
+import Foundation
+
 /// An `application/x-www-form-urlencoded` body (or query string) with each name at most once.
 public struct FormBody: Sendable, Equatable {
     /// The decoded pairs, names unique.
@@ -29,29 +31,9 @@ public struct FormBody: Sendable, Equatable {
         return v
     }
 
-    /// Decodes one form component: `+` is a space, `%XX` a byte; the bytes must be UTF-8.
+    /// Decodes one form component: `+` is a space, `%XX` a byte (Foundation's `removingPercentEncoding`);
+    /// the bytes must be UTF-8.
     public static func decode<S: StringProtocol>(_ s: S) -> String? {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(s.utf8.count)
-        var it = s.utf8.makeIterator()
-        while let c = it.next() {
-            switch c {
-            case UInt8(ascii: "+"): bytes.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                guard let h = it.next().flatMap(hexValue), let l = it.next().flatMap(hexValue) else { return nil }
-                bytes.append(h << 4 | l)
-            default: bytes.append(c)
-            }
-        }
-        return String(validating: bytes, as: UTF8.self)
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
-        default: return nil
-        }
+        String(s).replacingOccurrences(of: "+", with: " ").removingPercentEncoding
     }
 }

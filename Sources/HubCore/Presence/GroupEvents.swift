@@ -83,9 +83,9 @@ public enum GroupEvent: Sendable, Hashable {
     public var jsonText: String {
         switch self {
         case .user(let m):
-            "{\"type\":\"user\",\"group\":\(jsonQuoted(m.group)),\"user\":\(jsonQuoted(m.user)),\"timestamp\":\(m.timestamp),\"userload\":\(m.userload.text)}"
+            "{\"type\":\"user\",\"group\":\(JSONText.string(m.group)),\"user\":\(JSONText.string(m.user)),\"timestamp\":\(m.timestamp),\"userload\":\(m.userload.text)}"
         case .post(let p):
-            "{\"type\":\"post\",\"group\":\(jsonQuoted(p.group)),\"pid\":\(jsonQuoted(p.pid)),\"pidload\":\(p.pidload.text),\"timestamp\":\(p.timestamp),\"user\":\(jsonQuoted(p.user))}"
+            "{\"type\":\"post\",\"group\":\(JSONText.string(p.group)),\"pid\":\(JSONText.string(p.pid)),\"pidload\":\(p.pidload.text),\"timestamp\":\(p.timestamp),\"user\":\(JSONText.string(p.user))}"
         }
     }
 
@@ -93,9 +93,9 @@ public enum GroupEvent: Sendable, Hashable {
     public var itemJSONText: String {
         switch self {
         case .user(let m):
-            "{\"group\":\(jsonQuoted(m.group)),\"user\":\(jsonQuoted(m.user)),\"timestamp\":\(m.timestamp),\"userload\":\(m.userload.text)}"
+            "{\"group\":\(JSONText.string(m.group)),\"user\":\(JSONText.string(m.user)),\"timestamp\":\(m.timestamp),\"userload\":\(m.userload.text)}"
         case .post(let p):
-            "{\"group\":\(jsonQuoted(p.group)),\"pid\":\(jsonQuoted(p.pid)),\"pidload\":\(p.pidload.text),\"timestamp\":\(p.timestamp),\"user\":\(jsonQuoted(p.user))}"
+            "{\"group\":\(JSONText.string(p.group)),\"pid\":\(JSONText.string(p.pid)),\"pidload\":\(p.pidload.text),\"timestamp\":\(p.timestamp),\"user\":\(JSONText.string(p.user))}"
         }
     }
 }
@@ -216,6 +216,6 @@ public struct ClientOpError: Error, Sendable, Hashable {
 
     /// `{"type":"error","op":...,"message":...}`
     public var jsonText: String {
-        "{\"type\":\"error\",\"op\":\(op.map(jsonQuoted) ?? "null"),\"message\":\(jsonQuoted(message))}"
+        "{\"type\":\"error\",\"op\":\(op.map(JSONText.string) ?? "null"),\"message\":\(JSONText.string(message))}"
     }
 }

@@ -72,30 +72,6 @@ public struct JSONObjectMembers: Sendable {
     }
 }
 
-/// Writes a Swift string as a JSON string literal.
-public func jsonQuoted(_ s: String) -> String {
-    var out = "\""
-    out.reserveCapacity(s.utf8.count + 2)
-    for scalar in s.unicodeScalars {
-        switch scalar {
-        case "\"": out += "\\\""
-        case "\\": out += "\\\\"
-        case "\n": out += "\\n"
-        case "\r": out += "\\r"
-        case "\t": out += "\\t"
-        default:
-            if scalar.value < 0x20 {
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-    }
-    out += "\""
-    return out
-}
-
 /// A strict RFC 8259 scanner over UTF-8 bytes with a nesting limit; it validates and reports ranges.
 struct JSONScanner {
     static let maxDepth = 64

@@ -1,6 +1,7 @@
 // REST for groups (the hub API's conventions, JSend): members and posts as paginated lists, posts made
 // and removed by their author, the caller's userload. Payloads are answered as their exact text.
 
+import Foundation
 import HubCore
 import HubStore
 import Hummingbird
@@ -20,13 +21,13 @@ public struct GroupJSend: Sendable {
 
     /// `{"status":"fail","data":{"message":M[,"field":F]}}`
     public static func fail(_ status: HTTPResponse.Status, _ message: String, field: String? = nil) -> Response {
-        let f = field.map { ",\"field\":\(jsonQuoted($0))" } ?? ""
-        return response(status, "{\"status\":\"fail\",\"data\":{\"message\":\(jsonQuoted(message))\(f)}}", [:])
+        let f = field.map { ",\"field\":\(JSONText.string($0))" } ?? ""
+        return response(status, "{\"status\":\"fail\",\"data\":{\"message\":\(JSONText.string(message))\(f)}}", [:])
     }
 
     /// `{"status":"error","message":M}`
     public static func error(_ message: String) -> Response {
-        response(.internalServerError, "{\"status\":\"error\",\"message\":\(jsonQuoted(message))}", [:])
+        response(.internalServerError, "{\"status\":\"error\",\"message\":\(JSONText.string(message))}", [:])
     }
 
     static func response(_ status: HTTPResponse.Status, _ text: String, _ headers: HTTPFields) -> Response {
@@ -104,7 +105,7 @@ public struct GroupRoutes: Sendable {
         let (limit, skip) = try Self.page(req)
         let page = try await hub.store.members(group: g, limit: limit, skip: skip)
         let items = page.items.map {
-            "{\"user\":\(jsonQuoted($0.user)),\"timestamp\":\($0.timestamp),\"userload\":\($0.userload.text)}"
+            "{\"user\":\(JSONText.string($0.user)),\"timestamp\":\($0.timestamp),\"userload\":\($0.userload.text)}"
         }
         return GroupJSend.list(items, limit: limit, more: page.more)
     }
@@ -186,7 +187,7 @@ public struct GroupRoutes: Sendable {
         }
         let outcome = try await hub.store.update(user: who.restUser, userload: load, now: hub.now)
         hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "update"))
-        return GroupJSend.success("{\"user\":\(jsonQuoted(who.restUser)),\"userload\":\(load.text)}")
+        return GroupJSend.success("{\"user\":\(JSONText.string(who.restUser)),\"userload\":\(load.text)}")
     }
 }
 
@@ -195,33 +196,16 @@ public struct GroupRouteFailure: Error, Sendable {
     public let response: Response
 }
 
-/// Decodes %XX escapes; nil for a malformed escape or invalid UTF-8.
+/// Decodes %XX escapes (Foundation's `removingPercentEncoding`); nil for a malformed escape or invalid UTF-8.
 func percentDecoded(_ s: String) -> String? {
-    var out: [UInt8] = []
-    var it = Array(s.utf8)[...]
-    while let c = it.popFirst() {
-        if c == UInt8(ascii: "%") {
-            guard it.count >= 2, let v = UInt8(String(decoding: it.prefix(2), as: UTF8.self), radix: 16) else { return nil }
-            out.append(v)
-            it = it.dropFirst(2)
-        } else {
-            out.append(c)
-        }
-    }
-    return String(validating: out, as: UTF8.self)
+    s.removingPercentEncoding
 }
 
-/// Encodes a name for a path segment (everything but unreserved characters).
+/// The unreserved characters of RFC 3986 (section 2.3), which a path segment carries as themselves.
+private let unreservedCharacters = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+/// Encodes a name for a path segment: everything but the unreserved characters as %XX (upper-case hex).
 func percentEncoded(_ s: String) -> String {
-    var out = ""
-    for b in s.utf8 {
-        switch b {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-             UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-            out.unicodeScalars.append(Unicode.Scalar(b))
-        default:
-            out += "%" + (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true)
-        }
-    }
-    return out
+    // Only fails for a string that is not valid Unicode, which a Swift String always is.
+    s.addingPercentEncoding(withAllowedCharacters: unreservedCharacters) ?? s
 }

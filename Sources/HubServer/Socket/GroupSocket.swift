@@ -57,7 +57,7 @@ public struct GroupSocket: Sendable {
                     switch await identify(asked) {
                     case .success(let id):
                         user = id
-                        outbox.send("{\"type\":\"hello\",\"user\":\(jsonQuoted(id))}")
+                        outbox.send("{\"type\":\"hello\",\"user\":\(JSONText.string(id))}")
                     case .failure(let e):
                         outbox.send(e.jsonText)
                         closeCode = .unknown(4003); reason = "user id refused"
