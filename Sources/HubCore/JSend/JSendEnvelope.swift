@@ -86,6 +86,8 @@ public enum JSend {
         encode(ServerError(message))
     }
 
+    /// The hub's JSON encoder (the JSend answers, and the OAuth endpoints' plain RFC 6749/8414 JSON).
+    ///
     /// `value` as compact JSON text: each object's members sorted by name (`JSONEncoder` keeps no order
     /// of its own, so the answers are byte-stable this way), strings escaped as
     /// `JSONText.string` escapes them (`/` unescaped, U+2028/U+2029 as `\u2028`/`\u2029`), each
