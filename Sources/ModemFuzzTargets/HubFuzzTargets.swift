@@ -94,10 +94,10 @@ enum HubFuzzTargets {
             let data = members(fail.values["data"] ?? "")
             precondition(data.string("message") == message && data.string("field") == field, "JSend: fail data")
             precondition(members(JSend.error(message)).string("message") == message, "JSend: error message")
-            let items = parts.map { JSONText.object([("s", JSONText.string($0))]) }
+            let items = parts.map { RawJSON(JSONText.object([("s", JSONText.string($0))])) }
             let list = members(JSend.list(limit: parts.count, more: false, items: items))
             precondition(list.values["limit"] == String(parts.count), "JSend: list limit")
-            let success = members(JSend.success(JSONText.object(parts.enumerated().map { ("k\($0.offset)", JSONText.string($0.element)) })))
+            let success = members(JSend.success(RawJSON(JSONText.object(parts.enumerated().map { ("k\($0.offset)", JSONText.string($0.element)) }))))
             _ = success.values["data"].map(members)
         }
     )

@@ -230,6 +230,9 @@ import Testing
             #expect(m.json["token_endpoint_auth_methods_supported"] as? [String] == ["client_secret_basic", "client_secret_post"])
             #expect(m.json["response_types_supported"] as? [String] == [])
             #expect(m.json["scopes_supported"] as? [String] == ["hub"])
+            #expect(m.json["revocation_endpoint_auth_methods_supported"] as? [String] == ["client_secret_basic", "client_secret_post"])
+            #expect(m.json["service_documentation"] as? String == "http://127.0.0.1:8080/openapi.yaml")
+            #expect(m.json.count == 9, "\(m.text)")
         }
     }
 }

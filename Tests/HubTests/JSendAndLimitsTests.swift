@@ -8,10 +8,10 @@ import Testing
     }
 
     @Test func envelopes() throws {
-        let ok = try parse(JSend.success(#"{"a":1.50}"#))
+        let ok = try parse(JSend.success(RawJSON(#"{"a":1.50}"#)))
         #expect(ok["status"] as? String == "success")
-        #expect(JSend.success(#"{"a":1.50}"#).contains(#""data":{"a":1.50}"#))  // raw JSON passes unchanged
-        let list = try parse(JSend.list(limit: 25, more: true, items: ["1", "2"]))
+        #expect(JSend.success(RawJSON(#"{"a":1.50}"#)) == #"{"data":{"a":1.50},"status":"success"}"#)  // raw JSON passes unchanged
+        let list = try parse(JSend.list(limit: 25, more: true, items: [1, 2]))
         #expect(list["limit"] as? Int == 25 && list["more"] as? Bool == true && (list["data"] as? [Int]) == [1, 2])
         let fail = try parse(JSend.fail("bad \"x\"", field: "f"))
         #expect(fail["status"] as? String == "fail")
@@ -40,6 +40,51 @@ import Testing
         #expect(!literal.unicodeScalars.contains { $0.value < 0x20 || $0 == "\u{2028}" || $0 == "\u{2029}" })
         let back = try JSONSerialization.jsonObject(with: Data(literal.utf8), options: [.fragmentsAllowed])
         #expect(back as? String == all)
+    }
+}
+
+/// `JSend.encode`: Foundation's encoder (keys sorted), held to the one escaper, with raw payloads placed exactly.
+@Suite struct JSendEncodingTests {
+    struct Item: Encodable {
+        let name: String
+        let load: RawJSON
+        let n: Int
+    }
+
+    @Test func envelopesAreExact() {
+        #expect(JSend.fail("bad \"x\"", field: "f") == #"{"data":{"field":"f","message":"bad \"x\""},"status":"fail"}"#)
+        #expect(JSend.fail("no field") == #"{"data":{"message":"no field"},"status":"fail"}"#)
+        #expect(JSend.error("boom") == #"{"message":"boom","status":"error"}"#)
+        #expect(JSend.success(String?.none) == #"{"data":null,"status":"success"}"#)
+        #expect(JSend.list(limit: 2, more: false, items: [Item(name: "a/b", load: RawJSON(#"{ "x" : [1.0, "\u00e9"] }"#), n: 3)])
+                == #"{"data":[{"load":{ "x" : [1.0, "\u00e9"] },"n":3,"name":"a/b"}],"limit":2,"more":false,"status":"success"}"#)
+    }
+
+    /// Every string the encoder writes is written as `JSONText.string` writes it.
+    @Test func encoderEscapesAsJSONText() {
+        var samples = (0..<0x80 as Range<UInt32>).compactMap { Unicode.Scalar($0) }.map { String(Character($0)) }
+        samples += ["\u{2028}", "\u{2029}", "a\u{2028}\u{2029}b", "é😀", "\u{FEFF}", "\u{7F}\u{80}\u{9F}", "q\"b\\s/\n\r\t\u{0}\u{1f}"]
+        for s in samples {
+            #expect(JSend.error(s) == #"{"message":"# + JSONText.string(s) + #","status":"error"}"#, "\(s.unicodeScalars.map(\.value))")
+        }
+    }
+
+    /// Many raw texts in one answer, and strings that look like the encoder's placeholders.
+    @Test func rawTextsAreSplicedInPlace() throws {
+        let items = (0..<120).map { Item(name: "\u{0}item \($0):\($0)", load: RawJSON("{\"i\":\($0)}"), n: $0) }
+        let text = JSend.list(limit: 120, more: true, items: items)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let data = try #require(object["data"] as? [[String: Any]])
+        #expect(data.count == 120)
+        for (i, d) in data.enumerated() {
+            #expect(d["name"] as? String == "\u{0}item \(i):\(i)" && d["n"] as? Int == i)
+            #expect((d["load"] as? [String: Int]) == ["i": i])
+        }
+    }
+
+    /// `RawJSON` is written only by `JSend.encode`; a plain `JSONEncoder` refuses it.
+    @Test func rawJSONNeedsJSendEncode() {
+        #expect(throws: EncodingError.self) { try JSONEncoder().encode(RawJSON("{}")) }
     }
 }
 

@@ -45,31 +45,3 @@ public enum JSONText {
     /// A boolean literal.
     public static func bool(_ b: Bool) -> String { b ? "true" : "false" }
 }
-
-/// The hub API's response envelope, which is JSend's shape: `success` with `data`, `fail` with `data`
-/// (a client error: `message` and perhaps `field`), `error` with `message` (a server error); lists add
-/// `limit` and `more`.
-public enum JSend {
-    /// `{"status":"success","data":DATA}` with `data` raw JSON.
-    public static func success(_ data: String) -> String {
-        JSONText.object([("status", JSONText.string("success")), ("data", data)])
-    }
-
-    /// `{"status":"success","limit":L,"more":B,"data":[...]}` with raw JSON items.
-    public static func list(limit: Int, more: Bool, items: [String]) -> String {
-        JSONText.object([("status", JSONText.string("success")), ("limit", String(limit)),
-                         ("more", JSONText.bool(more)), ("data", JSONText.array(items))])
-    }
-
-    /// `{"status":"fail","data":{"message":...,"field"?:...}}`.
-    public static func fail(_ message: String, field: String? = nil) -> String {
-        var d: [(String, String)] = [("message", JSONText.string(message))]
-        if let f = field { d.append(("field", JSONText.string(f))) }
-        return JSONText.object([("status", JSONText.string("fail")), ("data", JSONText.object(d))])
-    }
-
-    /// `{"status":"error","message":...}`.
-    public static func error(_ message: String) -> String {
-        JSONText.object([("status", JSONText.string("error")), ("message", JSONText.string(message))])
-    }
-}

@@ -88,16 +88,6 @@ public enum GroupEvent: Sendable, Hashable {
             "{\"type\":\"post\",\"group\":\(JSONText.string(p.group)),\"pid\":\(JSONText.string(p.pid)),\"pidload\":\(p.pidload.text),\"timestamp\":\(p.timestamp),\"user\":\(JSONText.string(p.user))}"
         }
     }
-
-    /// The REST list item: the same object without `type`.
-    public var itemJSONText: String {
-        switch self {
-        case .user(let m):
-            "{\"group\":\(JSONText.string(m.group)),\"user\":\(JSONText.string(m.user)),\"timestamp\":\(m.timestamp),\"userload\":\(m.userload.text)}"
-        case .post(let p):
-            "{\"group\":\(JSONText.string(p.group)),\"pid\":\(JSONText.string(p.pid)),\"pidload\":\(p.pidload.text),\"timestamp\":\(p.timestamp),\"user\":\(JSONText.string(p.user))}"
-        }
-    }
 }
 
 /// Everything a group holds, sent to whoever joins or listens: every member (online or last seen) and

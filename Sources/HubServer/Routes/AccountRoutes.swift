@@ -39,7 +39,7 @@ enum AccountRoutes {
                                     expiresMs: now + codeLifetimeMs)
             await sender.send(code: code, purpose: "confirm", user: username, contact: contact)
             _ = principal
-            return JSendResponse.make(.accepted, JSend.success(#"{"pending":true}"#))
+            return JSendResponse.make(.accepted, JSend.success(Pending()))
         }
 
         router.add(.post, "/v1/accounts/confirm") { request, context in
@@ -55,7 +55,7 @@ enum AccountRoutes {
             }
             try await store.confirmUser(name: username)
             let tokens = try await authority.issuePair(clientID: principal.clientID, subject: user.id)
-            return JSendResponse.make(.ok, JSend.success(try tokenJSON(tokens)))
+            return JSendResponse.make(.ok, JSend.success(tokens))
         }
 
         router.add(.post, "/v1/accounts/forgot") { request, context in
@@ -70,7 +70,7 @@ enum AccountRoutes {
                                         expiresMs: authority.clock() + codeLifetimeMs)
                 await sender.send(code: code, purpose: "reset", user: username, contact: user.contact)
             }
-            return JSendResponse.make(.accepted, JSend.success(#"{"pending":true}"#))
+            return JSendResponse.make(.accepted, JSend.success(Pending()))
         }
 
         router.add(.post, "/v1/accounts/reset") { request, context in
@@ -88,22 +88,33 @@ enum AccountRoutes {
             try await store.setPassword(userID: user.id, bcrypt: try await authority.hashPassword(password))
             try await store.revokeFamilies(subject: user.id)
             let tokens = try await authority.issuePair(clientID: principal.clientID, subject: user.id)
-            return JSendResponse.make(.ok, JSend.success(try tokenJSON(tokens)))
+            return JSendResponse.make(.ok, JSend.success(tokens))
         }
 
         router.add(.get, "/v1/users/me") { _, context in
             let p = try context.requirePrincipal()
-            var members: [(String, String)] = [("user", JSONText.string(p.subject)), ("kind", JSONText.string(p.kind.rawValue))]
-            if p.kind == .account, let u = try await store.user(id: p.subject) {
-                members.append(("name", JSONText.string(u.name)))
-            }
-            members.append(("client_id", JSONText.string(p.clientID)))
-            return JSendResponse.make(.ok, JSend.success(JSONText.object(members)))
+            var name: String?
+            if p.kind == .account, let u = try await store.user(id: p.subject) { name = u.name }
+            return JSendResponse.make(.ok, JSend.success(Me(user: p.subject, kind: p.kind.rawValue, name: name, clientID: p.clientID)))
         }
     }
 
-    static func tokenJSON(_ t: TokenResponse) throws -> String {
-        String(decoding: try JSONEncoder().encode(t), as: UTF8.self)
+    /// The `data` of a 202: a code is on its way.
+    struct Pending: Encodable {
+        let pending = true
+    }
+
+    /// The `data` of `GET /v1/users/me` (`name` for an account only).
+    struct Me: Encodable {
+        let user: String
+        let kind: String
+        let name: String?
+        let clientID: String
+
+        enum CodingKeys: String, CodingKey {
+            case user, kind, name
+            case clientID = "client_id"
+        }
     }
 
     static func validateUsername(_ s: String) throws {

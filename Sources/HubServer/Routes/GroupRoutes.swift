@@ -7,27 +7,27 @@ import HubStore
 import Hummingbird
 import NIOCore
 
-/// A JSend answer built as text (payloads are inserted verbatim, never re-encoded).
+/// A JSend answer of the groups routes (`JSend.encode`: payloads are placed as their exact text).
 public struct GroupJSend: Sendable {
-    /// `{"status":"success","data":DATA}`
-    public static func success(_ data: String, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) -> Response {
-        response(status, "{\"status\":\"success\",\"data\":\(data)}", headers)
+    /// `{"data":DATA,"status":"success"}`
+    public static func success<Payload: Encodable>(_ data: Payload, status: HTTPResponse.Status = .ok,
+                                                   headers: HTTPFields = [:]) -> Response {
+        response(status, JSend.success(data), headers)
     }
 
-    /// `{"status":"success","limit":L,"more":B,"data":[...]}`
-    public static func list(_ items: [String], limit: Int, more: Bool) -> Response {
-        response(.ok, "{\"status\":\"success\",\"limit\":\(limit),\"more\":\(more),\"data\":[\(items.joined(separator: ","))]}", [:])
+    /// `{"data":[...],"limit":L,"more":B,"status":"success"}`
+    public static func list<Item: Encodable>(_ items: [Item], limit: Int, more: Bool) -> Response {
+        response(.ok, JSend.list(limit: limit, more: more, items: items), [:])
     }
 
-    /// `{"status":"fail","data":{"message":M[,"field":F]}}`
+    /// `{"data":{["field":F,]"message":M},"status":"fail"}`
     public static func fail(_ status: HTTPResponse.Status, _ message: String, field: String? = nil) -> Response {
-        let f = field.map { ",\"field\":\(JSONText.string($0))" } ?? ""
-        return response(status, "{\"status\":\"fail\",\"data\":{\"message\":\(JSONText.string(message))\(f)}}", [:])
+        response(status, JSend.fail(message, field: field), [:])
     }
 
-    /// `{"status":"error","message":M}`
+    /// `{"message":M,"status":"error"}`
     public static func error(_ message: String) -> Response {
-        response(.internalServerError, "{\"status\":\"error\",\"message\":\(JSONText.string(message))}", [:])
+        response(.internalServerError, JSend.error(message), [:])
     }
 
     static func response(_ status: HTTPResponse.Status, _ text: String, _ headers: HTTPFields) -> Response {
@@ -35,6 +35,42 @@ public struct GroupJSend: Sendable {
         h[.contentType] = "application/json; charset=utf-8"
         return Response(status: status, headers: h, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
     }
+}
+
+/// A member as `GET /v1/groups/{group}/members` lists it.
+struct MemberItem: Encodable {
+    let user: String
+    let timestamp: Int64
+    let userload: JSONObjectText
+
+    init(_ m: MemberPresence) {
+        user = m.user
+        timestamp = m.timestamp
+        userload = m.userload
+    }
+}
+
+/// A post as the posts routes answer it (the socket's `post` event without `type`).
+struct PostItem: Encodable {
+    let group: String
+    let pid: String
+    let pidload: JSONObjectText
+    let timestamp: Int64
+    let user: String
+
+    init(_ p: GroupPost) {
+        group = p.group
+        pid = p.pid
+        pidload = p.pidload
+        timestamp = p.timestamp
+        user = p.user
+    }
+}
+
+/// The answer of `PUT /v1/users/me/userload`.
+struct UserloadItem: Encodable {
+    let user: String
+    let userload: JSONObjectText
 }
 
 /// Limits of the REST lists.
@@ -104,10 +140,7 @@ public struct GroupRoutes: Sendable {
         let g = try Self.name(ctx, "group")
         let (limit, skip) = try Self.page(req)
         let page = try await hub.store.members(group: g, limit: limit, skip: skip)
-        let items = page.items.map {
-            "{\"user\":\(JSONText.string($0.user)),\"timestamp\":\($0.timestamp),\"userload\":\($0.userload.text)}"
-        }
-        return GroupJSend.list(items, limit: limit, more: page.more)
+        return GroupJSend.list(page.items.map(MemberItem.init), limit: limit, more: page.more)
     }
 
     func posts(_ req: Request, _ ctx: Context) async throws -> Response {
@@ -115,7 +148,7 @@ public struct GroupRoutes: Sendable {
         let g = try Self.name(ctx, "group")
         let (limit, skip) = try Self.page(req)
         let page = try await hub.store.posts(group: g, limit: limit, skip: skip)
-        return GroupJSend.list(page.items.map { GroupEvent.post($0).itemJSONText }, limit: limit, more: page.more)
+        return GroupJSend.list(page.items.map(PostItem.init), limit: limit, more: page.more)
     }
 
     func getPost(_ req: Request, _ ctx: Context) async throws -> Response {
@@ -125,7 +158,7 @@ public struct GroupRoutes: Sendable {
         guard let post = try await hub.store.post(group: g, pid: pid) else {
             return GroupJSend.fail(.notFound, "no post \(pid) in group \(g)")
         }
-        return GroupJSend.success(GroupEvent.post(post).itemJSONText)
+        return GroupJSend.success(PostItem(post))
     }
 
     func createPost(_ req: Request, _ ctx: Context) async throws -> Response {
@@ -156,7 +189,7 @@ public struct GroupRoutes: Sendable {
             hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "post"))
             var headers: HTTPFields = [:]
             headers[.location] = "/v1/groups/\(percentEncoded(g))/posts/\(percentEncoded(pid))"
-            return GroupJSend.success(GroupEvent.post(p).itemJSONText, status: replaced ? .ok : .created, headers: headers)
+            return GroupJSend.success(PostItem(p), status: replaced ? .ok : .created, headers: headers)
         case .refused(let why):
             return GroupJSend.fail(.forbidden, why.message)
         default:
@@ -169,7 +202,7 @@ public struct GroupRoutes: Sendable {
         let g = try Self.name(ctx, "group")
         let pid = try Self.name(ctx, "pid")
         switch try await hub.store.unpost(group: g, pid: pid, user: who.restUser) {
-        case .unposted: return GroupJSend.success("null")
+        case .unposted: return GroupJSend.success(String?.none)
         case .refused(.notAuthor): return GroupJSend.fail(.forbidden, "post \(pid) in group \(g) belongs to another user")
         case .refused(.noSuchPost): return GroupJSend.fail(.notFound, "no post \(pid) in group \(g)")
         default: return GroupJSend.error("unexpected outcome")
@@ -187,7 +220,7 @@ public struct GroupRoutes: Sendable {
         }
         let outcome = try await hub.store.update(user: who.restUser, userload: load, now: hub.now)
         hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "update"))
-        return GroupJSend.success("{\"user\":\(JSONText.string(who.restUser)),\"userload\":\(load.text)}")
+        return GroupJSend.success(UserloadItem(user: who.restUser, userload: load))
     }
 }
 

@@ -13,8 +13,7 @@ enum OAuthRoutes {
                 let form = try await formBody(request, context: context)
                 let answer = try await authority.token(
                     authorization: request.headers[.authorization], form: form, ip: context.remoteIP)
-                let data = try JSONEncoder().encode(answer)
-                return jsonResponse(.ok, String(decoding: data, as: UTF8.self))
+                return jsonResponse(.ok, JSend.encode(answer))
             } catch let e as OAuthError {
                 return errorResponse(e)
             }
@@ -32,20 +31,7 @@ enum OAuthRoutes {
             }
         }
         router.add(.get, "/.well-known/oauth-authorization-server") { _, _ in
-            let base = issuer()
-            let methods = JSONText.array(["\"client_secret_basic\"", "\"client_secret_post\""])
-            let body = JSONText.object([
-                ("issuer", JSONText.string(base)),
-                ("token_endpoint", JSONText.string(base + "/oauth/token")),
-                ("revocation_endpoint", JSONText.string(base + "/oauth/revoke")),
-                ("grant_types_supported", JSONText.array(["\"client_credentials\"", "\"password\"", "\"refresh_token\""])),
-                ("token_endpoint_auth_methods_supported", methods),
-                ("revocation_endpoint_auth_methods_supported", methods),
-                ("response_types_supported", "[]"),
-                ("scopes_supported", JSONText.array([JSONText.string(OAuthRequestParser.scope)])),
-                ("service_documentation", JSONText.string(base + "/openapi.yaml")),
-            ])
-            var r = jsonResponse(.ok, body)
+            var r = jsonResponse(.ok, JSend.encode(ServerMetadata(issuer: issuer())))
             r.headers[.cacheControl] = "max-age=60"
             return r
         }
@@ -74,11 +60,36 @@ enum OAuthRoutes {
     }
 
     static func errorResponse(_ e: OAuthError) -> Response {
-        let body = JSONText.object([("error", JSONText.string(e.code.rawValue)),
-                                    ("error_description", JSONText.string(e.description))])
-        var r = jsonResponse(HTTPResponse.Status(code: e.status), body)
+        let body = ErrorBody(error: e.code.rawValue, error_description: e.description)
+        var r = jsonResponse(HTTPResponse.Status(code: e.status), JSend.encode(body))
         if let w = e.wwwAuthenticate { r.headers[.wwwAuthenticate] = w }
         if let s = e.retryAfter { r.headers[.retryAfter] = String(s) }
         return r
+    }
+
+    /// An error answer (RFC 6749 section 5.2).
+    struct ErrorBody: Encodable {
+        let error: String
+        let error_description: String
+    }
+
+    /// The authorization server's metadata (RFC 8414 section 2).
+    struct ServerMetadata: Encodable {
+        let issuer: String
+        let token_endpoint: String
+        let revocation_endpoint: String
+        let grant_types_supported = ["client_credentials", "password", "refresh_token"]
+        let token_endpoint_auth_methods_supported = ["client_secret_basic", "client_secret_post"]
+        let revocation_endpoint_auth_methods_supported = ["client_secret_basic", "client_secret_post"]
+        let response_types_supported: [String] = []
+        let scopes_supported = [OAuthRequestParser.scope]
+        let service_documentation: String
+
+        init(issuer base: String) {
+            issuer = base
+            token_endpoint = base + "/oauth/token"
+            revocation_endpoint = base + "/oauth/revoke"
+            service_documentation = base + "/openapi.yaml"
+        }
     }
 }
