@@ -117,6 +117,7 @@ final class PulledQueue: Sendable {
         var pushed = 0
         var pulls = 0
         var waiting: CheckedContinuation<CommunicationEvent?, Never>?
+        var handled: CheckedContinuation<Void, Never>?
     }
     private let state = Mutex(State())
 
@@ -133,13 +134,17 @@ final class PulledQueue: Sendable {
     func next() async -> CommunicationEvent? {
         await withTaskCancellationHandler {
             await withCheckedContinuation { (c: CheckedContinuation<CommunicationEvent?, Never>) in
-                let item = state.withLock { s -> CommunicationEvent?? in
+                let (item, handled) = state.withLock { s -> (CommunicationEvent??, CheckedContinuation<Void, Never>?) in
                     s.pulls += 1
-                    if !s.items.isEmpty { return .some(s.items.removeFirst()) }
-                    if Task.isCancelled { return .some(nil) }
+                    // Asking for the next element: everything pushed so far was handled.
+                    var done: CheckedContinuation<Void, Never>?
+                    if s.pulls > s.pushed { done = s.handled; s.handled = nil }
+                    if !s.items.isEmpty { return (.some(s.items.removeFirst()), done) }
+                    if Task.isCancelled { return (.some(nil), done) }
                     s.waiting = c
-                    return .none
+                    return (.none, done)
                 }
+                handled?.resume()
                 if case .some(let e) = item { c.resume(returning: e) }
             }
         } onCancel: {
@@ -152,12 +157,16 @@ final class PulledQueue: Sendable {
         }
     }
 
-    /// Waits until the reader has asked for the element after the last one pushed (a hang guard of
-    /// 60 s of real time stops a reader that never comes).
+    /// Waits until the reader has asked for the element after the last one pushed (woken by that pull;
+    /// the suite's time limit stops a reader that never comes).
     func waitUntilHandled() async {
-        let guardLine = ContinuousClock.now + .seconds(60)
-        while state.withLock({ $0.pulls <= $0.pushed }) && ContinuousClock.now < guardLine {
-            try? await Task.sleep(for: .milliseconds(1))
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.pulls > s.pushed { return true }
+                s.handled = c
+                return false
+            }
+            if now { c.resume() }
         }
     }
 }
@@ -214,7 +223,7 @@ final class ScriptedManager: CommunicationManager {
     func closeResources() async { shared.withLock { $0.opened = false } }
 }
 
-@Suite("RemoteLinkTest: the link test over any CommunicationManager")
+@Suite("RemoteLinkTest: the link test over any CommunicationManager", .timeLimit(.minutes(2)))
 struct StreamLinkRemoteTests {
     @Test("master-slave over two stream stations: 200 exchanges complete, nothing corrupt or duplicated, same JSON keys as link-test")
     func masterSlaveOverStations() async throws {
