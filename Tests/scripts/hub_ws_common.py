@@ -2,25 +2,7 @@
 and stopped, OAuth clients and tokens, and a socket client that keeps every event it receives."""
 import asyncio, json, os, subprocess, sys, time
 import requests, websockets
-
-
-class Checks:
-    """One printed line per check ('ok   NAME' / 'FAIL NAME: detail') and a closing count."""
-
-    def __init__(self):
-        self.passed, self.failed = 0, []
-
-    def __call__(self, name, ok, detail=""):
-        if ok:
-            self.passed += 1
-            print(f"ok   {name}", flush=True)
-        else:
-            self.failed.append(name)
-            print(f"FAIL {name}: {str(detail)[:400]}", flush=True)
-
-    def finish(self):
-        print(f"{self.passed} passed, {len(self.failed)} failed")
-        sys.exit(1 if self.failed else 0)
+from script_checks import Checks  # noqa: F401 (the scripts take it from here)
 
 
 LISTENING = "modem-hub: listening on 127.0.0.1:"

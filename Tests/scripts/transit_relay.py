@@ -7,6 +7,7 @@ once. Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure
 
     transit_relay.py MODEM_HUB [--pairs N] [--size BYTES]
 """
+from script_checks import Checks
 import argparse, asyncio, hashlib, os, subprocess, sys, tempfile, time
 
 ap = argparse.ArgumentParser()
@@ -16,17 +17,7 @@ ap.add_argument("--size", type=int, default=256 * 1024)
 args = ap.parse_args()
 GUARD = 60  # seconds: a hang guard far above every expected time
 TIMEOUT = 2  # the relay's --transit-timeout in this run
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}", flush=True)
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}", flush=True)
+check = Checks()
 
 
 def start_hub(work, name, timeout):
@@ -203,8 +194,7 @@ async def main():
                 h.kill()
     log = open(os.path.join(work, "hub.log")).read()
     check("the relay logs its counts when it stops", "transit relay stopped:" in log and " pairs, " in log, log[-500:])
-    print(f"{passed} passed, {failed} failed")
-    sys.exit(1 if failed else 0)
+    check.finish()
 
 
 asyncio.run(main())

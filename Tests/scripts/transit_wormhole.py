@@ -8,6 +8,7 @@ connections (`--no-listen`), so every byte crosses our transit relay. Prints `ok
 
     transit_wormhole.py VENV_BIN MODEM_HUB [--files N] [--texts N] [--rendezvous reference|hub]
 """
+from script_checks import Checks
 import argparse, filecmp, os, re, sqlite3, subprocess, sys, tempfile, time
 
 ap = argparse.ArgumentParser()
@@ -18,17 +19,7 @@ ap.add_argument("--texts", type=int, default=10)
 ap.add_argument("--rendezvous", choices=["reference", "hub"], default="reference")
 args = ap.parse_args()
 GUARD = 120  # seconds: a hang guard far above every expected time
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}", flush=True)
-    else:
-        failed += 1
-        print(f"FAIL {name}: {detail}", flush=True)
+check = Checks()
 
 
 def wait_for_line(path, pattern, proc):
@@ -155,5 +146,4 @@ finally:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
-print(f"{passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+check.finish()
