@@ -206,18 +206,30 @@ public struct TransferTest: Sendable {
         }
         let watch = StallWatch(pair: pair, seconds: options.effectiveGiveUpSeconds)
         if let stopWhen { pair.end(when: stopWhen, reason: StallWatch.interrupted) }
+
+        // Everything is prepared before the medium starts: once started it steps on by itself, so
+        // work done after the start (keys, files) would pass channel time that the give-up deadline
+        // (counted from the medium's start) sees and the report would not.
+        let payload = Self.payload(size: options.size, seed: options.seed)
+        if !options.plain {
+            let run: DataTransferRun
+            do { run = try DataTransferRun(payload: payload, blockSize: options.blockSize) } catch {
+                throw .sessionFailed("cannot prepare the files and keys: \(error)")
+            }
+            defer { run.removeFiles() }
+            pair.start()
+            defer { pair.stop() }
+            return try await runDataConnections(pair: pair, run: run, payload: payload, watch: watch, progress: progress)
+        }
         pair.start()
         defer { pair.stop() }
-
-        let payload = Self.payload(size: options.size, seed: options.seed)
-        if !options.plain { return try await runDataConnections(pair: pair, payload: payload, watch: watch, progress: progress) }
         var sender = BlockSender(payload: payload, blockSize: options.blockSize)
         var receiver = BlockReceiver(maximumSize: options.size)
         let cutPlan = CutPlan(options: options, pair: pair, watch: watch)
         var report = TransferTestReport()
         report.bytes = payload.count
         report.blockSize = options.blockSize
-        let start = pair.now
+        let start = 0.0  // channel time counts from the medium's start
         var sessions = 0
         var finished = false
         var failedDials = 0
@@ -312,18 +324,13 @@ private func connect(_ pair: LinkLoopbackPair, failedDials: inout Int) async thr
 
 extension TransferTest {
     /// Noise sessions and data connections: a file from a folder to a folder, resumed after cuts.
-    func runDataConnections(pair: LinkLoopbackPair, payload: [UInt8], watch: StallWatch,
+    func runDataConnections(pair: LinkLoopbackPair, run: DataTransferRun, payload: [UInt8], watch: StallWatch,
                             progress: @escaping @Sendable (TransferTestReport) -> Void) async throws(TransferTestError) -> TransferTestReport {
-        let run: DataTransferRun
-        do { run = try DataTransferRun(payload: payload, blockSize: options.blockSize) } catch {
-            throw .sessionFailed("cannot prepare the files and keys: \(error)")
-        }
-        defer { run.removeFiles() }
         let cutPlan = CutPlan(options: options, pair: pair, watch: watch)
         var report = TransferTestReport()
         report.bytes = payload.count
         report.blockSize = options.blockSize
-        let start = pair.now
+        let start = 0.0  // channel time counts from the medium's start
         let confirmedAt = Mutex<Double?>(nil)
         var sessions = 0
         var failedDials = 0
