@@ -4,10 +4,11 @@ import ModemDSP
 import ModemLink
 import SwiftModem
 
-/// `--profile`: every named tone plan (``FSKProfile/all``), listed by `--help`.
+/// `--profile`: every named tone plan (``FSKProfile/all``), and `ofdm` (the high-rate modem of
+/// `tx` and `rx`), listed by `--help`.
 enum ProfileArgument: String, CaseIterable, ExpressibleByArgument {
     case bell103, bell103Answer = "bell103-answer", bell202, v21, v21Answer = "v21-answer", v23, v23Back = "v23-back"
-    case rtty, hf300, g3ruh
+    case rtty, hf300, g3ruh, ofdm
 
     /// Accepts any case, as the profile names always were.
     init?(argument: String) { self.init(rawValue: argument.lowercased()) }
@@ -37,8 +38,11 @@ struct LineOptions: ParsableArguments {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Baud rate (\(ModemSettings.baudRates.lowerBound.formatted)...\(ModemSettings.baudRates.upperBound.formatted)); alone it picks minimodem's default tones for that rate (1200 -> 1200/2200 Hz, 300 -> 1270/1070 Hz).", valueName: "N"))
     var baud: Double?
 
-    @Option(name: .long, help: ArgumentHelp("A standard tone plan (hf300 and g3ruh carry AX.25: --framing ax25).", valueName: "P"))
+    @Option(name: .long, help: ArgumentHelp("A standard tone plan (hf300 and g3ruh carry AX.25: --framing ax25), or ofdm: the high-rate modem (see below).", valueName: "P"))
     var profile: ProfileArgument?
+
+    /// Whether the high-rate OFDM modem was asked for.
+    var isOFDM: Bool { profile == .ofdm }
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Mark (1, idle) frequency, overrides the profile.", valueName: "HZ"))
     var mark: Double?
@@ -53,6 +57,7 @@ struct LineOptions: ParsableArguments {
         if baud == nil, profile == nil {
             throw ValidationError("give --baud N or --profile P (e.g. --baud 1200, --profile bell103)")
         }
+        if profile == .ofdm { throw ValidationError("--profile ofdm is the high-rate modem of tx and rx, not an FSK tone plan") }
         do {
             return try ModemSettings(profile: profile?.name, baudRate: baud, mark: mark, space: space, framing: framing)
         } catch let e as ModemSettingsError {

@@ -11,7 +11,7 @@ import Glibc
 struct RxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rx",
-        abstract: "Demodulate FSK audio from a WAV file or a sound device; decoded bytes go to standard output.",
+        abstract: "Demodulate FSK or OFDM audio from a WAV file or a sound device; decoded bytes go to standard output.",
         discussion: """
         Only the decoded bytes are written to standard output. With --framing ax25, FX.25 and plain
         AX.25 frames are decoded from the same stream, one monitor line per frame. Carrier, confidence and measured-rate
@@ -21,6 +21,9 @@ struct RxCommand: AsyncParsableCommand {
           modem rx --profile rtty --channel 1 stereo.wav
           modem rx --baud 300 --device default --seconds 10
           modem rx --profile bell202 --framing ax25 --stats packets.wav
+          modem rx --profile ofdm fast.wav > file.bin
+        With --profile ofdm the configuration comes from the transmission; each block is written once its
+        CRC checked, and a block that fails ends the output with one line naming its byte offset (status 1).
         """
     )
 
@@ -59,10 +62,11 @@ struct RxCommand: AsyncParsableCommand {
         guard (1...2).contains(threads) else { throw ValidationError("--threads must be 1 or 2") }
         guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
         guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
+        if line.isOFDM { try validateOFDM() }
     }
 
     func run() async throws {
-        let settings = try line.settings()
+        let settings = line.isOFDM ? nil : try line.settings()
         try await reportingErrors {
             installStopHandlers()
             var totalSamples: Int64 = 0
@@ -85,13 +89,17 @@ struct RxCommand: AsyncParsableCommand {
             guard supportedSampleRates.contains(sampleRate) else {
                 throw CLIError("\(name): sample rate \(sampleRate) Hz is outside the \(supportedSampleRates.lowerBound)...\(supportedSampleRates.upperBound) Hz that can be decoded")
             }
+            let rate = Double(sampleRate)
+            let limit = seconds.map { Int($0 * rate) }
+            guard let settings else {
+                let live = device != nil || reader?.isSeekable == false
+                return try receiveOFDM(source: capture ?? reader!, name: name, totalSamples: totalSamples, live: live, limit: limit)
+            }
             do {
                 if !settings.isBaseband { _ = try settings.configuration(sampleRate: sampleRate) }
             } catch let e as ModemSettingsError {
                 throw UsageError("\(name): \(e.description)")
             }
-            let rate = Double(sampleRate)
-            let limit = seconds.map { Int($0 * rate) }
             var progress = ProgressLine(enabled: !quiet && input != nil)
             var out = StdoutWriter()
             // A device or a stream (pipe, standard input) may be live: pass bytes on as they come.

@@ -103,6 +103,7 @@ struct TNCCommand: AsyncParsableCommand {
 
     func validate() throws {
         if (input == nil) == (device == nil) { throw ValidationError("give exactly one of --input IN.wav or --device NAME") }
+        if profile == .ofdm { throw ValidationError("the TNC carries AX.25 over FSK; --profile ofdm is for tx and rx") }
         guard (0...65535).contains(kissPort) else { throw ValidationError("--kiss-port \(kissPort) is not a TCP port (1...65535, or 0 for any free port)") }
         if let rate { guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") } }
         guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }

@@ -11,15 +11,18 @@ import SystemPackage
 struct TxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tx",
-        abstract: "Modulate bytes into FSK audio: a WAV file or a sound device.",
+        abstract: "Modulate bytes into FSK or OFDM audio: a WAV file or a sound device.",
         discussion: """
-        Reads INPUT (default: standard input) and writes its bytes as FSK characters.
+        Reads INPUT (default: standard input) and writes its bytes as FSK characters, or
+        with --profile ofdm as one OFDM transmission in checked blocks.
         Examples:
           echo hello | modem tx --baud 1200 --out hello.wav
           modem tx --profile rtty --out rtty.wav message.txt
           modem tx --baud 300 --device default < file.bin
           modem tx --profile bell202 --framing ax25 --fx25 32 --out fx25.wav frames.txt
-        """
+          modem tx --profile ofdm --bitrate 160000 --out fast.wav file.bin
+
+        """ + OFDMHelp.table
     )
 
     @OptionGroup var line: LineOptions
@@ -46,6 +49,10 @@ struct TxCommand: AsyncParsableCommand {
             help: ArgumentHelp("With --framing ax25: send each frame as FX.25 with 16, 32 or 64 Reed-Solomon check bytes (corrects 8, 16 or 32 bad bytes; plain AX.25 receivers still decode it).", valueName: "N"))
     var fx25: Int?
 
+    @Option(name: .long, parsing: .unconditional,
+            help: ArgumentHelp("With --profile ofdm: the fastest configuration whose net rate is at or below this (see the table below).", valueName: "BPS"))
+    var bitrate: Double?
+
     @Flag(name: [.short, .long], help: "No progress or summary on standard error.")
     var quiet = false
 
@@ -56,6 +63,8 @@ struct TxCommand: AsyncParsableCommand {
         if (out == nil) == (device == nil) { throw ValidationError("give exactly one of --out FILE.wav or --device NAME") }
         guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
         guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
+        if line.isOFDM { return try validateOFDM() }
+        if bitrate != nil { throw ValidationError("--bitrate goes with --profile ofdm") }
         guard leader >= 0, leader <= 10000 else { throw ValidationError("--leader must be 0...10000 bit periods") }
         if let fx25 {
             guard FX25Mode.parityCounts.contains(fx25) else { throw ValidationError("--fx25 takes 16, 32 or 64 check bytes, not \(fx25)") }
@@ -77,7 +86,7 @@ struct TxCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = try line.settings()
+        let settings = line.isOFDM ? nil : try line.settings()
         try await reportingErrors {
             if let out { try checkOutput(out, option: "--out", notSameAs: [input ?? "-"]) }
             let fd: FileDescriptor
@@ -98,6 +107,7 @@ struct TxCommand: AsyncParsableCommand {
             } else {
                 sink = try ALSAPlayback(device: device!, sampleRate: rate)
             }
+            guard let settings else { return try sendOFDM(fd: fd, sink: sink) }
             let amplitude = Float(pow(10, level / 20))
             if case .ax25 = settings.framing {
                 try sendPackets(fd: fd, sink: sink, settings: settings, amplitude: amplitude)

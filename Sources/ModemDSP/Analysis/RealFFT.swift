@@ -109,7 +109,7 @@ public final class RealFFT {
 }
 
 /// FFTW's planner is not thread-safe: every plan creation and destruction goes through this lock.
-private final class FFTWPlannerLock: @unchecked Sendable {
+final class FFTWPlannerLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
     init() {
@@ -121,4 +121,4 @@ private final class FFTWPlannerLock: @unchecked Sendable {
     func unlock() { pthread_mutex_unlock(mutex) }
 }
 
-private let fftwPlannerLock = FFTWPlannerLock()
+let fftwPlannerLock = FFTWPlannerLock()

@@ -1,0 +1,229 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the receiver measured of a transmission: the clock's drift, the SNR of the preamble and of
+/// every carrier, the equalised points' error, and a sample of those points for a picture.
+public struct OFDMStatistics: Sendable {
+    /// Where the transmission began, in seconds of input.
+    public var startSeconds = 0.0
+    /// The sender's clock against ours, in parts per million (positive: the sender's is slower, its
+    /// symbols arrive stretched).
+    public var driftPPM = 0.0
+    /// The preamble band's SNR in dB (signal over noise on its carriers).
+    public var preambleSNR = 0.0
+    /// The data grid and constellation, once the header was accepted.
+    public var numerology: OFDMNumerology?
+    public var constellation: QAMConstellation?
+    /// SNR per used carrier of the data grid (dB, from the training), lowest carrier first.
+    public var carrierSNR: [Double] = []
+    /// Data symbols read.
+    public var symbols = 0
+    /// The mean squared error of the equalised points against their decisions, in dB below the
+    /// points' power (an SNR as the decisions see it).
+    public var decisionSNR: Double { errorCount > 0 ? -10 * log10(max(1e-15, errorSum / Double(errorCount))) : 0 }
+    /// The drift followed at the end of the transmission, in parts per million.
+    public var finalDriftPPM = 0.0
+    /// Up to ``pointLimit`` equalised data points (re, im), for plotting the constellation.
+    public var points: [(Float, Float)] = []
+    /// The most points kept.
+    public static let pointLimit = 20000
+
+    var errorSum = 0.0
+    var errorCount = 0
+
+    /// The mean of ``carrierSNR`` in dB (of the linear values).
+    public var meanCarrierSNR: Double {
+        guard !carrierSNR.isEmpty else { return 0 }
+        let mean = carrierSNR.reduce(0) { $0 + pow(10, $1 / 10) } / Double(carrierSNR.count)
+        return 10 * log10(mean)
+    }
+}
+
+extension OFDMDemodulator {
+    /// The state of reading one transmission's data.
+    struct DataState {
+        let plan: OFDMDataPlan
+        let transform: OFDMTransform
+        let mapper: QAMMapper
+        var trained = false
+        /// Input position of the next window (training or data symbol).
+        var position: Double
+        /// The drift: input samples per 48 kHz sample are `nominal · (1 + drift)`.
+        var drift: Double
+        var index = 0
+        var hre: [Float]
+        var him: [Float]
+        /// Noise variance per carrier after equalisation.
+        var variance: [Float]
+        let pilots: [Int]
+        let data: [Int]
+        var zre: [Float]
+        var zim: [Float]
+
+        init(plan: OFDMDataPlan, acquisition a: Acquisition, nominalStep: Double) {
+            self.plan = plan
+            let n = plan.numerology
+            transform = OFDMTransform(size: n.fftSize)
+            mapper = QAMMapper(plan.constellation)
+            let p = OFDMNumerology.preamble
+            let offset = OFDMDemodulator.backoff(p) + 2 * p.fftSize + p.cyclicPrefix + p.fftSize + n.cyclicPrefix - OFDMDemodulator.backoff(n)
+            position = a.anchor + Double(offset) * a.step
+            drift = a.step / nominalStep - 1
+            let kc = n.carrierCount
+            hre = [Float](repeating: 0, count: kc)
+            him = hre
+            variance = hre
+            zre = hre
+            zim = hre
+            pilots = (0..<kc).filter { n.isPilot(n.firstCarrier + $0) }
+            data = (0..<kc).filter { !n.isPilot(n.firstCarrier + $0) }
+        }
+    }
+
+    enum SymbolOutcome {
+        case needInput
+        case symbol(Int)
+        case end
+    }
+
+    /// Loop gains of the timing follower: the share of a symbol's timing error corrected at once,
+    /// and the share fed into the drift.
+    static let timingGain = 0.3
+    static let driftGain = 0.03
+
+    func readSymbol(_ d: inout DataState) -> SymbolOutcome {
+        let n = d.plan.numerology
+        if !d.trained {
+            guard train(&d) else { return .needInput }
+        }
+        if let count = d.plan.symbolCount, d.index >= count { return .end }
+        let step = nominalStep * (1 + d.drift)
+        guard readCarriers(d.transform, at: d.position, step: step, first: n.firstCarrier, re: &d.zre, im: &d.zim) else {
+            return .needInput
+        }
+        buffer.discard(before: Int64(d.position.rounded(.down)) - 64)
+        let kc = n.carrierCount
+        for i in 0..<kc { (d.zre[i], d.zim[i]) = Self.divide((d.zre[i], d.zim[i]), by: (d.hre[i], d.him[i])) }
+        let signs = OFDMSequences.pilotSigns(symbol: d.index, count: d.pilots.count)
+        let fit = Self.pilotPhase(d.zre, d.zim, pilots: d.pilots, signs: signs, first: n.firstCarrier, variance: d.variance)
+        Self.rotate(&d.zre, &d.zim, first: n.firstCarrier, by: fit)
+        // Decisions refine the phase line: every carrier whose decision is safe counts.
+        var known = [(Float, Float)](repeating: (0, 0), count: kc)
+        for (j, i) in d.pilots.enumerated() { known[i] = (signs[j], 0) }
+        for i in d.data { known[i] = d.mapper.decide(d.zre[i], d.zim[i]) }
+        let safe = d.mapper.constellation.halfSpacing * 0.5
+        var sw = 0.0, swx = 0.0, swy = 0.0, swxx = 0.0, swxy = 0.0
+        let centre = Double(kc / 2)
+        for i in 0..<kc {
+            let (xr, xi) = known[i]
+            let er = d.zre[i] - xr, ei = d.zim[i] - xi
+            guard er * er + ei * ei < safe * safe else { continue }
+            let mag = xr * xr + xi * xi
+            guard mag > 0 else { continue }
+            // The phase of z against its decision (small).
+            let phi = Double((d.zim[i] * xr - d.zre[i] * xi) / mag)
+            let w = Double(mag / max(d.variance[i], 1e-12))
+            let x = Double(i) - centre
+            sw += w; swx += w * x; swy += w * phi; swxx += w * x * x; swxy += w * x * phi
+        }
+        var refine = PhaseFit(offset: 0, slope: 0, centre: centre)
+        let det = sw * swxx - swx * swx
+        if sw > 0 && det > 1e-9 * sw * swxx {
+            refine.slope = (sw * swxy - swx * swy) / det
+            refine.offset = (swy - refine.slope * swx) / sw
+            Self.rotate(&d.zre, &d.zim, first: n.firstCarrier, by: refine)
+        }
+        // Soft bits of the data carriers.
+        let bits = d.mapper.constellation.bitsPerPoint
+        if softBits.count != d.data.count * bits { softBits = [Float](repeating: 0, count: d.data.count * bits) }
+        var errorSum = 0.0
+        softBits.withUnsafeMutableBufferPointer { out in
+            for (j, i) in d.data.enumerated() {
+                d.mapper.softBits(d.zre[i], d.zim[i], noiseVariance: d.variance[i], into: out, at: j * bits)
+            }
+        }
+        // Follow the channel and the noise where decisions are safe; keep some points to draw.
+        for i in 0..<kc {
+            let (xr, xi) = known[i]
+            let er = d.zre[i] - xr, ei = d.zim[i] - xi
+            let e2 = er * er + ei * ei
+            errorSum += Double(e2)
+            guard e2 < safe * safe else { continue }
+            let mag = xr * xr + xi * xi
+            guard mag > 0 else { continue }
+            // r = z / x: the channel's change since the estimate.
+            let rr = (d.zre[i] * xr + d.zim[i] * xi) / mag - 1, ri = (d.zim[i] * xr - d.zre[i] * xi) / mag
+            let mu: Float = 0.05
+            let hr = d.hre[i], hi = d.him[i]
+            d.hre[i] = hr + mu * (hr * rr - hi * ri)
+            d.him[i] = hi + mu * (hr * ri + hi * rr)
+            d.variance[i] = 0.98 * d.variance[i] + 0.02 * e2
+        }
+        statistics.errorSum += errorSum
+        statistics.errorCount += kc
+        if statistics.points.count < OFDMStatistics.pointLimit {
+            for i in d.data where statistics.points.count < OFDMStatistics.pointLimit { statistics.points.append((d.zre[i], d.zim[i])) }
+        }
+        // The timing error: the phase slope's delay, corrected in part now and fed into the drift.
+        let slope = fit.slope + refine.slope
+        let delay = -slope * Double(n.fftSize) / (2 * .pi)
+        d.position += Double(n.symbolLength) * step + Self.timingGain * delay * nominalStep
+        d.drift += Self.driftGain * delay / Double(n.symbolLength)
+        d.index += 1
+        statistics.symbols = d.index
+        statistics.finalDriftPPM = d.drift * 1e6
+        return .symbol(d.index - 1)
+    }
+
+    /// Reads the training: the timing on the data grid, the drift again, the channel and the
+    /// noise on every carrier. False when more input is needed.
+    private func train(_ d: inout DataState) -> Bool {
+        let n = d.plan.numerology
+        let kc = n.carrierCount
+        var step = nominalStep * (1 + d.drift)
+        guard buffer.canRead(from: d.position, step: step, count: 2 * n.fftSize + 64) else { return false }
+        let known = OFDMSequences.qpsk(count: kc, seed: OFDMSequences.trainingSeed)
+        var are = [Float](repeating: 0, count: kc), aim = are, bre = are, bim = are
+        _ = readCarriers(d.transform, at: d.position, step: step, first: n.firstCarrier, re: &are, im: &aim)
+        for i in 0..<kc { (are[i], aim[i]) = Self.divide((are[i], aim[i]), by: known[i]) }
+        if let peak = Self.impulsePeak(d.transform, first: n.firstCarrier, re: are, im: aim) {
+            let shift = peak - Self.backoff(n)
+            if abs(shift) <= max(4, n.cyclicPrefix / 2) { d.position += Double(shift) * step }
+        }
+        _ = readCarriers(d.transform, at: d.position, step: step, first: n.firstCarrier, re: &are, im: &aim)
+        _ = readCarriers(d.transform, at: d.position + Double(n.fftSize) * step, step: step, first: n.firstCarrier, re: &bre, im: &bim)
+        d.drift += Self.delaySlope(are, aim, bre, bim)
+        step = nominalStep * (1 + d.drift)
+        // Both read again on the corrected clock (a window read on the old one is stretched).
+        _ = readCarriers(d.transform, at: d.position, step: step, first: n.firstCarrier, re: &are, im: &aim)
+        _ = readCarriers(d.transform, at: d.position + Double(n.fftSize) * step, step: step, first: n.firstCarrier, re: &bre, im: &bim)
+        var noise = [Float](repeating: 0, count: kc)
+        var h = [(Float, Float)](repeating: (0, 0), count: kc)
+        for i in 0..<kc {
+            let a = Self.divide((are[i], aim[i]), by: known[i]), b = Self.divide((bre[i], bim[i]), by: known[i])
+            h[i] = ((a.0 + b.0) / 2, (a.1 + b.1) / 2)
+            let dr = a.0 - b.0, di = a.1 - b.1
+            noise[i] = (dr * dr + di * di) / 2
+        }
+        // A light smoothing across neighbouring carriers (the line is smooth at this spacing).
+        for i in 0..<kc {
+            let l = h[max(0, i - 1)], c = h[i], r = h[min(kc - 1, i + 1)]
+            d.hre[i] = 0.25 * l.0 + 0.5 * c.0 + 0.25 * r.0
+            d.him[i] = 0.25 * l.1 + 0.5 * c.1 + 0.25 * r.1
+        }
+        let symbolNoise = Self.smooth(noise, halfWidth: 8)
+        var snr = [Double](repeating: 0, count: kc)
+        for i in 0..<kc {
+            let p = d.hre[i] * d.hre[i] + d.him[i] * d.him[i]
+            d.variance[i] = max(symbolNoise[i], 1e-20) / max(p, 1e-20)
+            snr[i] = 10 * log10(Double(max(p, 1e-20) / max(symbolNoise[i], 1e-20)))
+        }
+        statistics.carrierSNR = snr
+        d.position += Double(n.fftSize + n.symbolLength) * step
+        d.trained = true
+        return true
+    }
+}

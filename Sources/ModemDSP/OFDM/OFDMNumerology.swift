@@ -1,0 +1,103 @@
+/// The time and frequency grid of one kind of OFDM symbol at 48 kHz: the transform size, the
+/// cyclic prefix, the band of carriers used and where the pilots sit.
+///
+/// Carrier k (a bin of the `fftSize`-point transform) is at `k · 48000 / fftSize` Hz. Carriers
+/// `firstCarrier...lastCarrier` are used; every `pilotSpacing`-th of them, counted from the first
+/// (and the last one as well), carries a known BPSK pilot for tracking phase and timing, the rest carry data.
+public struct OFDMNumerology: Sendable, Hashable, Codable {
+    /// The sample rate every OFDM signal is made at, in Hz.
+    public static let sampleRate = 48000.0
+
+    /// Samples per transform (a power of two, 256...16384).
+    public let fftSize: Int
+    /// Cyclic-prefix samples before each symbol (0...fftSize/2): longer than the line's echoes.
+    public let cyclicPrefix: Int
+    /// The lowest and highest carrier used (bins, 1...fftSize/2 − 1).
+    public let firstCarrier: Int
+    public let lastCarrier: Int
+    /// Every n-th used carrier is a pilot (2...64).
+    public let pilotSpacing: Int
+
+    /// Creates a grid.
+    /// - Precondition: the values are in the ranges documented on the properties.
+    public init(fftSize: Int, cyclicPrefix: Int, firstCarrier: Int, lastCarrier: Int, pilotSpacing: Int) {
+        precondition(fftSize >= 256 && fftSize <= 16384 && fftSize & (fftSize - 1) == 0, "OFDM fftSize must be a power of two in 256...16384")
+        precondition(cyclicPrefix >= 0 && cyclicPrefix <= fftSize / 2, "OFDM cyclicPrefix must be 0...fftSize/2")
+        precondition(firstCarrier >= 1 && lastCarrier < fftSize / 2 && firstCarrier + 8 <= lastCarrier, "OFDM carriers must lie in 1..<fftSize/2")
+        precondition((2...64).contains(pilotSpacing), "OFDM pilotSpacing must be 2...64")
+        self.fftSize = fftSize
+        self.cyclicPrefix = cyclicPrefix
+        self.firstCarrier = firstCarrier
+        self.lastCarrier = lastCarrier
+        self.pilotSpacing = pilotSpacing
+    }
+
+    /// A grid whose carriers span `lowHz...highHz`.
+    public init(fftSize: Int, cyclicPrefix: Int, lowHz: Double, highHz: Double, pilotSpacing: Int) {
+        let spacing = Self.sampleRate / Double(fftSize)
+        self.init(fftSize: fftSize, cyclicPrefix: cyclicPrefix,
+                  firstCarrier: Int((lowHz / spacing).rounded(.up)), lastCarrier: Int((highHz / spacing).rounded(.down)),
+                  pilotSpacing: pilotSpacing)
+    }
+
+    /// Samples per symbol, prefix included.
+    public var symbolLength: Int { fftSize + cyclicPrefix }
+    /// Carrier spacing in Hz.
+    public var carrierSpacing: Double { Self.sampleRate / Double(fftSize) }
+    /// Seconds per symbol, prefix included.
+    public var symbolSeconds: Double { Double(symbolLength) / Self.sampleRate }
+    /// Carriers used.
+    public var carrierCount: Int { lastCarrier - firstCarrier + 1 }
+
+    /// Whether carrier `k` (in the band) is a pilot.
+    @inline(__always)
+    public func isPilot(_ k: Int) -> Bool { (k - firstCarrier) % pilotSpacing == 0 || k == lastCarrier }
+
+    /// The pilot carriers, lowest first.
+    public var pilotCarriers: [Int] { (firstCarrier...lastCarrier).filter(isPilot) }
+    /// The data carriers, lowest first.
+    public var dataCarriers: [Int] { (firstCarrier...lastCarrier).filter { !isPilot($0) } }
+    /// Data carriers per symbol.
+    public var dataCarrierCount: Int { carrierCount - pilotCarriers.count }
+
+    /// The band in Hz, e.g. "305-7992 Hz".
+    public var bandDescription: String {
+        "\(Int((Double(firstCarrier) * carrierSpacing).rounded()))-\(Int((Double(lastCarrier) * carrierSpacing).rounded())) Hz"
+    }
+
+    /// The grid of the preamble and header every transmission starts with: 2048-point symbols with a
+    /// 512-sample prefix (10.7 ms of echo), carriers 305-7992 Hz (what a speaker, a microphone and most
+    /// radios pass), a pilot every 8th carrier in the header.
+    public static let preamble = OFDMNumerology(fftSize: 2048, cyclicPrefix: 512, firstCarrier: 13, lastCarrier: 341, pilotSpacing: 8)
+}
+
+/// The known values the receiver compares with: the preamble's and training symbols' carriers
+/// (QPSK) and the pilots (BPSK), each drawn from its own fixed seed.
+enum OFDMSequences {
+    /// Unit-magnitude QPSK values for carriers `first...last` from `seed`.
+    static func qpsk(count: Int, seed: UInt64) -> [(re: Float, im: Float)] {
+        var rng = SplitMix64(seed: seed)
+        let a = Float(0.5.squareRoot())
+        return (0..<count).map { _ in
+            let r = rng.next()
+            return (r & 1 == 0 ? a : -a, r & 2 == 0 ? a : -a)
+        }
+    }
+
+    static let preambleSeed: UInt64 = 0x0FD1_7EA5_5EED_0001
+    static let trainingSeed: UInt64 = 0x0FD1_7EA5_5EED_0002
+    static let pilotSeed: UInt64 = 0x0FD1_7EA5_5EED_0003
+
+    /// The pilot signs (+1 or −1) of symbol `index` for `count` pilots.
+    static func pilotSigns(symbol index: Int, count: Int) -> [Float] {
+        var rng = SplitMix64(seed: pilotSeed &+ UInt64(truncatingIfNeeded: index) &* 0x9E37_79B9)
+        var out = [Float](repeating: 1, count: count)
+        var bits: UInt64 = 0
+        for i in 0..<count {
+            if i % 64 == 0 { bits = rng.next() }
+            out[i] = bits & 1 == 0 ? 1 : -1
+            bits >>= 1
+        }
+        return out
+    }
+}

@@ -1,0 +1,91 @@
+import ModemCodecs
+import ModemDSP
+
+/// One configuration of the OFDM modem: a grid (band, symbol and prefix lengths), a constellation
+/// and a code rate. Each has an id the header carries, so the receiver needs no settings.
+public struct OFDMProfile: Sendable, Hashable, Identifiable {
+    /// The id in the header (1...255).
+    public let id: Int
+    /// The grid's name: "cable" (full band, short prefix) or "air" (a speaker's band, long prefix).
+    public let gridName: String
+    /// The data grid.
+    public let numerology: OFDMNumerology
+    /// The data carriers' constellation.
+    public let constellation: QAMConstellation
+    /// The code rate.
+    public let rate: LDPCRate
+    /// The SNR (dB, over the full 0-24 kHz band, white noise) this configuration needs for 256 KiB
+    /// byte-exact with a margin, as measured by `scripts/bench-rate.sh` (Benchmarks/README.md).
+    public let requiredSNR: Double
+
+    /// The code of this configuration.
+    public var code: LDPCCode { LDPCCode.standard(rate) }
+
+    /// Payload bytes per code block.
+    public var blockPayload: Int { (code.informationLength - 48) / 8 }
+
+    /// Coded bits per data symbol.
+    public var bitsPerSymbol: Int { numerology.dataCarrierCount * constellation.bitsPerPoint }
+
+    /// The net payload rate in bit/s while data symbols are sent (the preamble, header and
+    /// training, 0.3 s per transmission, not counted).
+    public var netBitRate: Double {
+        Double(bitsPerSymbol) * Double(8 * blockPayload) / Double(code.length) / numerology.symbolSeconds
+    }
+
+    /// A name for reports: "ofdm-1024qam-5/6-cable".
+    public var name: String { "\(constellation.rawValue) \(rate.rawValue) \(gridName)" }
+
+    /// Data symbols for `bytes` of payload (nil: unknown).
+    public func symbolCount(forPayload bytes: Int) -> Int {
+        let blocks = max(1, (bytes + blockPayload - 1) / blockPayload)
+        return (blocks * code.length + bitsPerSymbol - 1) / bitsPerSymbol
+    }
+
+    /// Seconds of audio for `bytes` of payload, the preamble included.
+    public func seconds(forPayload bytes: Int) -> Double {
+        let p = OFDMNumerology.preamble
+        let start = p.cyclicPrefix + 3 * p.fftSize + p.cyclicPrefix + numerology.cyclicPrefix + 2 * numerology.fftSize
+        return (Double(start) + Double(symbolCount(forPayload: bytes) * numerology.symbolLength)) / OFDMNumerology.sampleRate
+    }
+}
+
+extension OFDMProfile {
+    /// The full band of a sound-card cable (211 Hz-19.8 kHz) with a 1.3 ms prefix.
+    public static let cableGrid = OFDMNumerology(fftSize: 4096, cyclicPrefix: 64, lowHz: 200, highHz: 19800, pilotSpacing: 32)
+    /// A speaker and a microphone (410 Hz-8.6 kHz) with a 5.3 ms prefix for the room's echoes.
+    public static let airGrid = OFDMNumerology(fftSize: 4096, cyclicPrefix: 256, lowHz: 400, highHz: 8600, pilotSpacing: 16)
+
+    /// Every configuration, slowest first.
+    public static let all: [OFDMProfile] = [
+        OFDMProfile(id: 1, gridName: "air", numerology: airGrid, constellation: .bpsk, rate: .r1_2, requiredSNR: -2),
+        OFDMProfile(id: 2, gridName: "air", numerology: airGrid, constellation: .qpsk, rate: .r1_2, requiredSNR: 1),
+        OFDMProfile(id: 3, gridName: "air", numerology: airGrid, constellation: .qpsk, rate: .r3_4, requiredSNR: 4),
+        OFDMProfile(id: 4, gridName: "air", numerology: airGrid, constellation: .qam16, rate: .r1_2, requiredSNR: 6),
+        OFDMProfile(id: 5, gridName: "air", numerology: airGrid, constellation: .qam16, rate: .r3_4, requiredSNR: 10),
+        OFDMProfile(id: 6, gridName: "air", numerology: airGrid, constellation: .qam64, rate: .r2_3, requiredSNR: 13),
+        OFDMProfile(id: 7, gridName: "air", numerology: airGrid, constellation: .qam64, rate: .r3_4, requiredSNR: 15),
+        OFDMProfile(id: 8, gridName: "air", numerology: airGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 20),
+        OFDMProfile(id: 16, gridName: "cable", numerology: cableGrid, constellation: .qam16, rate: .r3_4, requiredSNR: 10),
+        OFDMProfile(id: 17, gridName: "cable", numerology: cableGrid, constellation: .qam64, rate: .r3_4, requiredSNR: 15),
+        OFDMProfile(id: 18, gridName: "cable", numerology: cableGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 20),
+        OFDMProfile(id: 19, gridName: "cable", numerology: cableGrid, constellation: .qam256, rate: .r5_6, requiredSNR: 22),
+        OFDMProfile(id: 20, gridName: "cable", numerology: cableGrid, constellation: .qam1024, rate: .r3_4, requiredSNR: 26),
+        OFDMProfile(id: 21, gridName: "cable", numerology: cableGrid, constellation: .qam1024, rate: .r5_6, requiredSNR: 28),
+        OFDMProfile(id: 22, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r3_4, requiredSNR: 31),
+        OFDMProfile(id: 23, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r5_6, requiredSNR: 34),
+        OFDMProfile(id: 24, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r9_10, requiredSNR: 37),
+    ]
+
+    /// The configuration with header id `id`.
+    public static func withID(_ id: Int) -> OFDMProfile? { all.first { $0.id == id } }
+
+    /// The default: what a sound-card cable carries with margin (1024-QAM, rate 3/4, full band).
+    public static var standard: OFDMProfile { withID(20)! }
+
+    /// The configuration with the highest net rate at or below `bitRate`, or nil when even the
+    /// slowest is faster.
+    public static func fastest(atMost bitRate: Double) -> OFDMProfile? {
+        all.filter { $0.netBitRate <= bitRate }.max { $0.netBitRate < $1.netBitRate }
+    }
+}
