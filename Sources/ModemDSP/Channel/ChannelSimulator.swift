@@ -22,6 +22,9 @@ public struct ChannelImpairments: Sendable, Hashable {
     public var hum: (frequency: Double, amplitude: Double)? = nil
     /// A constant offset added to every sample (linear, full scale 1).
     public var dcOffset: Double = 0
+    /// A delayed copy added after the band limits: a room's reflection (delay in seconds, 0...1, and
+    /// its gain, -1...1), or nil.
+    public var echo: (delaySeconds: Double, gain: Double)? = nil
     /// Seed of the noise generator; the same seed gives the same noise.
     public var seed: UInt64 = 1
 
@@ -39,6 +42,7 @@ public struct ChannelImpairments: Sendable, Hashable {
         a.clockDriftPPM == b.clockDriftPPM && a.bandPass == b.bandPass && a.deEmphasisCorner == b.deEmphasisCorner
             && a.gainDB == b.gainDB && a.noiseRMS == b.noiseRMS && a.hum?.frequency == b.hum?.frequency
             && a.hum?.amplitude == b.hum?.amplitude && a.dcOffset == b.dcOffset && a.seed == b.seed
+            && a.echo?.delaySeconds == b.echo?.delaySeconds && a.echo?.gain == b.echo?.gain
     }
 
     public func hash(into h: inout Hasher) {
@@ -58,11 +62,13 @@ public struct ChannelSimulator: Sendable {
     private var filters: [Biquad] = []
     private var deemph: (a: Float, state: Float)?
     private var humPhase: Double = 0
-    // Resampler state: output time in input samples, and the last input samples.
+    // Resampler state: output time in input samples, and the input kept for the interpolator.
     private var readPosition: Double = 0
-    private var history: [Float] = []
-    private var historyStart = 0
+    private var resampler: FractionalResampler?
     private let step: Double
+    // Echo: the last `delay` samples after the band limits.
+    private var echoLine: [Float] = []
+    private var echoAt = 0
 
     /// Creates a simulator.
     /// - Parameters:
@@ -86,6 +92,14 @@ public struct ChannelSimulator: Sendable {
         }
         // The receiver takes 1 + ppm·1e-6 of its samples per input sample.
         step = 1 / (1 + impairments.clockDriftPPM * 1e-6)
+        if impairments.clockDriftPPM != 0 {
+            // Windowed sinc: exact enough for the top of the band (a cubic is not, for high-order QAM).
+            resampler = FractionalResampler(cutoff: min(0.92, 0.92 / step))
+        }
+        if let e = impairments.echo {
+            precondition(e.delaySeconds >= 0 && e.delaySeconds <= 1 && abs(e.gain) <= 1, "echo delay must be 0...1 s and gain -1...1")
+            echoLine = [Float](repeating: 0, count: max(1, Int((e.delaySeconds * sampleRate).rounded())))
+        }
     }
 
     /// Gaussian noise samples with unit variance, for callers that add noise themselves.
@@ -97,6 +111,15 @@ public struct ChannelSimulator: Sendable {
         var x = input
         if impairments.clockDriftPPM != 0 { x = resample(x) }
         for i in filters.indices { filters[i].process(&x) }
+        if let e = impairments.echo {
+            let g = Float(e.gain)
+            for i in x.indices {
+                let delayed = echoLine[echoAt]
+                echoLine[echoAt] = x[i]
+                echoAt = (echoAt + 1) % echoLine.count
+                x[i] += g * delayed
+            }
+        }
         if var d = deemph {
             for i in x.indices { d.state += d.a * (x[i] - d.state); x[i] = d.state }
             deemph = d
@@ -120,28 +143,17 @@ public struct ChannelSimulator: Sendable {
     }
 
     private mutating func resample(_ input: [Float]) -> [Float] {
-        history.append(contentsOf: input)
-        var out: [Float] = []
-        out.reserveCapacity(Int(Double(input.count) / step) + 2)
-        // Cubic (Catmull-Rom) interpolation needs one sample before and two after.
-        while true {
-            let i = Int(readPosition)
-            let rel = i - historyStart
-            if rel + 2 >= history.count { break }
-            let f = Float(readPosition - Double(i))
-            let p0 = rel > 0 ? history[rel - 1] : history[rel]
-            let p1 = history[rel], p2 = history[rel + 1], p3 = history[rel + 2]
-            let a = -0.5 * p0 + 1.5 * p1 - 1.5 * p2 + 0.5 * p3
-            let b = p0 - 2.5 * p1 + 2 * p2 - 0.5 * p3
-            let c = -0.5 * p0 + 0.5 * p2
-            out.append(((a * f + b) * f + c) * f + p1)
-            readPosition += step
-        }
-        let keepFrom = max(0, Int(readPosition) - 1 - historyStart)
-        if keepFrom > 0 {
-            history.removeFirst(keepFrom)
-            historyStart += keepFrom
-        }
+        guard var r = resampler else { return input }
+        resampler = nil   // so the buffers are not copied on write
+        input.withUnsafeBufferPointer { r.append($0) }
+        // Points whose taps are all held: up to 17 samples before the end.
+        let last = Double(r.end - Int64(FractionalResampler.taps / 2) - 2)
+        let count = readPosition <= last ? Int(((last - readPosition) / step).rounded(.down)) + 1 : 0
+        var out = [Float](repeating: 0, count: count)
+        if count > 0 { out.withUnsafeMutableBufferPointer { r.read(from: readPosition, step: step, into: $0) } }
+        readPosition += Double(count) * step
+        r.discard(before: Int64(readPosition.rounded(.down)) - Int64(FractionalResampler.taps))
+        resampler = r
         return out
     }
 }

@@ -17,7 +17,8 @@ public struct OFDMStatistics: Sendable {
     /// The data grid and constellation, once the header was accepted.
     public var numerology: OFDMNumerology?
     public var constellation: QAMConstellation?
-    /// SNR per used carrier of the data grid (dB, from the training), lowest carrier first.
+    /// SNR per carrier of the training (``OFDMNumerology/sounding``: the whole band, whatever the
+    /// data grid), in dB, lowest carrier first.
     public var carrierSNR: [Double] = []
     /// Data symbols read.
     public var symbols = 0
@@ -34,11 +35,29 @@ public struct OFDMStatistics: Sendable {
     var errorSum = 0.0
     var errorCount = 0
 
-    /// The mean of ``carrierSNR`` in dB (of the linear values).
+    /// The mean of ``carrierSNR`` (of the linear values) over the data grid's carriers, in dB.
     public var meanCarrierSNR: Double {
-        guard !carrierSNR.isEmpty else { return 0 }
-        let mean = carrierSNR.reduce(0) { $0 + pow(10, $1 / 10) } / Double(carrierSNR.count)
+        guard let n = numerology else { return meanSNR(first: OFDMNumerology.sounding.firstCarrier, last: OFDMNumerology.sounding.lastCarrier) }
+        return meanSNR(first: n.firstCarrier, last: n.lastCarrier)
+    }
+
+    /// The mean of ``carrierSNR`` (of the linear values) over carriers `first...last`, in dB.
+    public func meanSNR(first: Int, last: Int) -> Double {
+        let t = OFDMNumerology.sounding
+        let lo = max(0, first - t.firstCarrier), hi = min(carrierSNR.count - 1, last - t.firstCarrier)
+        guard lo <= hi else { return 0 }
+        let mean = carrierSNR[lo...hi].reduce(0) { $0 + pow(10, $1 / 10) } / Double(hi - lo + 1)
         return 10 * log10(mean)
+    }
+
+    /// The effective SNR over carriers `first...last` in dB: the SNR of a flat line with the same
+    /// capacity (the mean of log2(1 + snr), turned back into an SNR), what a code across those carriers sees.
+    public func effectiveSNR(first: Int, last: Int) -> Double {
+        let t = OFDMNumerology.sounding
+        let lo = max(0, first - t.firstCarrier), hi = min(carrierSNR.count - 1, last - t.firstCarrier)
+        guard lo <= hi else { return -100 }
+        let bits = carrierSNR[lo...hi].reduce(0) { $0 + log2(1 + pow(10, $1 / 10)) } / Double(hi - lo + 1)
+        return 10 * log10(max(1e-10, pow(2, bits) - 1))
     }
 }
 
@@ -68,8 +87,8 @@ extension OFDMDemodulator {
             let n = plan.numerology
             transform = OFDMTransform(size: n.fftSize)
             mapper = QAMMapper(plan.constellation)
-            let p = OFDMNumerology.preamble
-            let offset = OFDMDemodulator.backoff(p) + 2 * p.fftSize + p.cyclicPrefix + p.fftSize + n.cyclicPrefix - OFDMDemodulator.backoff(n)
+            let p = OFDMNumerology.preamble, t = OFDMNumerology.sounding
+            let offset = OFDMDemodulator.backoff(p) + 2 * p.fftSize + p.cyclicPrefix + p.fftSize + t.cyclicPrefix - OFDMDemodulator.backoff(t)
             position = a.anchor + Double(offset) * a.step
             drift = a.step / nominalStep - 1
             let kc = n.carrierCount
@@ -178,28 +197,30 @@ extension OFDMDemodulator {
         return .symbol(d.index - 1)
     }
 
-    /// Reads the training: the timing on the data grid, the drift again, the channel and the
-    /// noise on every carrier. False when more input is needed.
+    /// Reads the training (on the sounding grid, the whole band): the timing, the drift again, the
+    /// channel and the noise on every carrier, then the data grid's share of them. False when more
+    /// input is needed.
     private func train(_ d: inout DataState) -> Bool {
         let n = d.plan.numerology
-        let kc = n.carrierCount
+        let t = OFDMNumerology.sounding
+        let kc = t.carrierCount
         var step = nominalStep * (1 + d.drift)
-        guard buffer.canRead(from: d.position, step: step, count: 2 * n.fftSize + 64) else { return false }
+        guard buffer.canRead(from: d.position, step: step, count: 2 * t.fftSize + 64) else { return false }
         let known = OFDMSequences.qpsk(count: kc, seed: OFDMSequences.trainingSeed)
         var are = [Float](repeating: 0, count: kc), aim = are, bre = are, bim = are
-        _ = readCarriers(d.transform, at: d.position, step: step, first: n.firstCarrier, re: &are, im: &aim)
+        _ = readCarriers(d.transform, at: d.position, step: step, first: t.firstCarrier, re: &are, im: &aim)
         for i in 0..<kc { (are[i], aim[i]) = Self.divide((are[i], aim[i]), by: known[i]) }
-        if let peak = Self.impulsePeak(d.transform, first: n.firstCarrier, re: are, im: aim) {
-            let shift = peak - Self.backoff(n)
-            if abs(shift) <= max(4, n.cyclicPrefix / 2) { d.position += Double(shift) * step }
+        if let peak = Self.impulsePeak(d.transform, first: t.firstCarrier, re: are, im: aim) {
+            let shift = peak - Self.backoff(t)
+            if abs(shift) <= t.cyclicPrefix / 2 { d.position += Double(shift) * step }
         }
-        _ = readCarriers(d.transform, at: d.position, step: step, first: n.firstCarrier, re: &are, im: &aim)
-        _ = readCarriers(d.transform, at: d.position + Double(n.fftSize) * step, step: step, first: n.firstCarrier, re: &bre, im: &bim)
+        _ = readCarriers(d.transform, at: d.position, step: step, first: t.firstCarrier, re: &are, im: &aim)
+        _ = readCarriers(d.transform, at: d.position + Double(t.fftSize) * step, step: step, first: t.firstCarrier, re: &bre, im: &bim)
         d.drift += Self.delaySlope(are, aim, bre, bim)
         step = nominalStep * (1 + d.drift)
         // Both read again on the corrected clock (a window read on the old one is stretched).
-        _ = readCarriers(d.transform, at: d.position, step: step, first: n.firstCarrier, re: &are, im: &aim)
-        _ = readCarriers(d.transform, at: d.position + Double(n.fftSize) * step, step: step, first: n.firstCarrier, re: &bre, im: &bim)
+        _ = readCarriers(d.transform, at: d.position, step: step, first: t.firstCarrier, re: &are, im: &aim)
+        _ = readCarriers(d.transform, at: d.position + Double(t.fftSize) * step, step: step, first: t.firstCarrier, re: &bre, im: &bim)
         var noise = [Float](repeating: 0, count: kc)
         var h = [(Float, Float)](repeating: (0, 0), count: kc)
         for i in 0..<kc {
@@ -208,21 +229,29 @@ extension OFDMDemodulator {
             let dr = a.0 - b.0, di = a.1 - b.1
             noise[i] = (dr * dr + di * di) / 2
         }
-        // A light smoothing across neighbouring carriers (the line is smooth at this spacing).
-        for i in 0..<kc {
-            let l = h[max(0, i - 1)], c = h[i], r = h[min(kc - 1, i + 1)]
-            d.hre[i] = 0.25 * l.0 + 0.5 * c.0 + 0.25 * r.0
-            d.him[i] = 0.25 * l.1 + 0.5 * c.1 + 0.25 * r.1
-        }
         let symbolNoise = Self.smooth(noise, halfWidth: 8)
         var snr = [Double](repeating: 0, count: kc)
+        var hs = [(Float, Float)](repeating: (0, 0), count: kc)
         for i in 0..<kc {
-            let p = d.hre[i] * d.hre[i] + d.him[i] * d.him[i]
-            d.variance[i] = max(symbolNoise[i], 1e-20) / max(p, 1e-20)
+            // A light smoothing across neighbouring carriers (the line is smooth at this spacing).
+            let l = h[max(0, i - 1)], c = h[i], r = h[min(kc - 1, i + 1)]
+            hs[i] = (0.25 * l.0 + 0.5 * c.0 + 0.25 * r.0, 0.25 * l.1 + 0.5 * c.1 + 0.25 * r.1)
+            let p = hs[i].0 * hs[i].0 + hs[i].1 * hs[i].1
             snr[i] = 10 * log10(Double(max(p, 1e-20) / max(symbolNoise[i], 1e-20)))
         }
+        // The data grid's carriers are a run of the training's. Every symbol has the same power, so a
+        // carrier of a grid with fewer carriers is louder: by the square root of the ratio.
+        let offset = n.firstCarrier - t.firstCarrier
+        let louder = (Float(t.carrierCount) / Float(n.carrierCount)).squareRoot()
+        for i in 0..<n.carrierCount {
+            d.hre[i] = hs[offset + i].0 * louder
+            d.him[i] = hs[offset + i].1 * louder
+            let p = d.hre[i] * d.hre[i] + d.him[i] * d.him[i]
+            d.variance[i] = max(symbolNoise[offset + i], 1e-20) / max(p, 1e-20)
+        }
         statistics.carrierSNR = snr
-        d.position += Double(n.fftSize + n.symbolLength) * step
+        // The first data symbol's window: after both training symbols and its own prefix.
+        d.position += Double(2 * t.fftSize + n.cyclicPrefix + Self.backoff(t) - Self.backoff(n)) * step
         d.trained = true
         return true
     }

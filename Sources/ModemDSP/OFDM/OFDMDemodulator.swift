@@ -418,19 +418,51 @@ public final class OFDMDemodulator {
     /// The extra delay of the second symbol against the first, from their carriers' phase slope, as
     /// a fraction of the transform's size (multiply by the size for samples).
     static func delaySlope(_ ar: [Float], _ ai: [Float], _ br: [Float], _ bi: [Float]) -> Double {
-        // D_k = B_k · conj(A_k) ~ e^{−2πi k Δ / N}; the slope from neighbours' products.
-        var sr = 0.0, si = 0.0
-        var pr = Double(br[0] * ar[0] + bi[0] * ai[0]), pi = Double(bi[0] * ar[0] - br[0] * ai[0])
-        for k in 1..<ar.count {
-            let dr = Double(br[k] * ar[k] + bi[k] * ai[k]), di = Double(bi[k] * ar[k] - br[k] * ai[k])
-            // D_k · conj(D_{k−1})
-            sr += dr * pr + di * pi
-            si += di * pr - dr * pi
-            pr = dr
-            pi = di
+        // D_k = B_k · conj(A_k) ~ e^{−2πi k Δ / N}.
+        let count = ar.count
+        var dr = [Double](repeating: 0, count: count), di = dr
+        for k in 0..<count {
+            dr[k] = Double(br[k] * ar[k] + bi[k] * ai[k])
+            di[k] = Double(bi[k] * ar[k] - br[k] * ai[k])
         }
+        let slope = phaseSlope(dr, di)
         // The angle is −2π Δ / N per carrier: Δ / N is its share of a turn.
-        return -atan2(si, sr) / (2 * .pi)
+        return -slope / (2 * .pi)
+    }
+
+    /// The slope (radians per carrier) of the phases of `re + i·im`, weighted by their magnitudes:
+    /// a coarse slope from neighbours' products (which wraps no phase), then a least-squares fit of
+    /// what is left (neighbours' products alone weigh only the two ends).
+    static func phaseSlope(_ re: [Double], _ im: [Double]) -> Double {
+        let count = re.count
+        guard count >= 2 else { return 0 }
+        var sr = 0.0, si = 0.0
+        for k in 1..<count {
+            sr += re[k] * re[k - 1] + im[k] * im[k - 1]
+            si += im[k] * re[k - 1] - re[k] * im[k - 1]
+        }
+        let coarse = atan2(si, sr)
+        // The phases with the coarse slope taken out: a common angle, then small residuals.
+        var cr = 0.0, ci = 0.0
+        for k in 0..<count {
+            let t = -coarse * Double(k)
+            cr += re[k] * cos(t) - im[k] * sin(t)
+            ci += re[k] * sin(t) + im[k] * cos(t)
+        }
+        let common = atan2(ci, cr)
+        var sw = 0.0, swx = 0.0, swy = 0.0, swxx = 0.0, swxy = 0.0
+        for k in 0..<count {
+            let t = -coarse * Double(k) - common
+            let zr = re[k] * cos(t) - im[k] * sin(t), zi = re[k] * sin(t) + im[k] * cos(t)
+            let w = (zr * zr + zi * zi).squareRoot()
+            guard w > 0 else { continue }
+            let phi = atan2(zi, zr)
+            let x = Double(k)
+            sw += w; swx += w * x; swy += w * phi; swxx += w * x * x; swxy += w * x * phi
+        }
+        let det = sw * swxx - swx * swx
+        guard sw > 0, det > 0 else { return coarse }
+        return coarse + (sw * swxy - swx * swy) / det
     }
 
     /// a / b for complex numbers as (re, im); 0 when b is 0.
@@ -462,18 +494,20 @@ public final class OFDMDemodulator {
     /// Fits the pilots' phase error: the slope from neighbouring pilots' products, then the offset.
     static func pilotPhase(_ zre: [Float], _ zim: [Float], pilots: [Int], signs: [Float], first: Int, variance: [Float]) -> PhaseFit {
         guard pilots.count >= 2 else { return PhaseFit() }
-        var sr = 0.0, si = 0.0
-        for j in 1..<pilots.count {
-            let a = pilots[j - 1], b = pilots[j]
-            let spacing = b - a
-            guard spacing == pilots[1] - pilots[0] else { continue }
-            let ar = Double(zre[a] * signs[j - 1]), ai = Double(zim[a] * signs[j - 1])
-            let br = Double(zre[b] * signs[j]), bi = Double(zim[b] * signs[j])
-            let w = 1 / Double(max(variance[a] + variance[b], 1e-12))
-            sr += w * (br * ar + bi * ai)
-            si += w * (bi * ar - br * ai)
+        // The pilots' values against their known signs, weighted by their SNR; the last pilot (at the
+        // band's edge) is off the comb, so the comb alone gives the slope.
+        let spacing = pilots[1] - pilots[0]
+        let comb = pilots.indices.filter { $0 == 0 || pilots[$0] - pilots[$0 - 1] == spacing }
+        var re = [Double](), im = [Double]()
+        re.reserveCapacity(comb.count)
+        im.reserveCapacity(comb.count)
+        for j in comb {
+            let i = pilots[j]
+            let w = 1 / Double(max(variance[i], 1e-12)).squareRoot()
+            re.append(Double(zre[i] * signs[j]) * w)
+            im.append(Double(zim[i] * signs[j]) * w)
         }
-        let slope = atan2(si, sr) / Double(pilots[1] - pilots[0])
+        let slope = phaseSlope(re, im) / Double(spacing)
         let centre = Double(pilots[pilots.count / 2])
         var cr = 0.0, ci = 0.0
         for (j, i) in pilots.enumerated() {

@@ -26,6 +26,7 @@ public final class OFDMModulator {
     ///   - rms: the RMS level of every symbol (0 < rms ≤ 0.5).
     public init(numerology: OFDMNumerology, constellation: QAMConstellation, rms: Float) {
         precondition(rms > 0 && rms <= 0.5, "OFDMModulator rms must be in (0, 0.5]")
+        precondition(numerology.fitsSounding, "OFDM data grids use 4096-point symbols inside the training's band")
         self.numerology = numerology
         self.constellation = constellation
         self.rms = rms
@@ -50,7 +51,7 @@ public final class OFDMModulator {
         let known = OFDMSequences.qpsk(count: p.carrierCount, seed: OFDMSequences.preambleSeed)
         let s = symbol(preambleTransform, numerology: p, values: known)
         var out = [Float]()
-        out.reserveCapacity(p.cyclicPrefix + 3 * p.fftSize + p.cyclicPrefix + numerology.cyclicPrefix + 2 * numerology.fftSize)
+        out.reserveCapacity(OFDMNumerology.startLength)
         out.append(contentsOf: s[(p.fftSize - p.cyclicPrefix)...])
         out.append(contentsOf: s)
         out.append(contentsOf: s)
@@ -71,20 +72,18 @@ public final class OFDMModulator {
         let h = symbol(preambleTransform, numerology: p, values: values)
         out.append(contentsOf: h[(p.fftSize - p.cyclicPrefix)...])
         out.append(contentsOf: h)
-        // The training: one prefix, two equal symbols.
-        let t = symbol(dataTransform, numerology: numerology,
-                       values: OFDMSequences.qpsk(count: numerology.carrierCount, seed: OFDMSequences.trainingSeed))
-        out.append(contentsOf: t[(numerology.fftSize - numerology.cyclicPrefix)...])
+        // The training over the whole band: one prefix, two equal symbols.
+        let sounding = OFDMNumerology.sounding
+        let t = symbol(dataTransform, numerology: sounding,
+                       values: OFDMSequences.qpsk(count: sounding.carrierCount, seed: OFDMSequences.trainingSeed))
+        out.append(contentsOf: t[(sounding.fftSize - sounding.cyclicPrefix)...])
         out.append(contentsOf: t)
         out.append(contentsOf: t)
         return out
     }
 
     /// The samples of `start(headerBits:)`: its length.
-    public var startLength: Int {
-        let p = OFDMNumerology.preamble
-        return p.cyclicPrefix + 3 * p.fftSize + p.cyclicPrefix + numerology.cyclicPrefix + 2 * numerology.fftSize
-    }
+    public var startLength: Int { OFDMNumerology.startLength }
 
     /// The next data symbol (prefix included) carrying `bits` (``bitsPerSymbol`` values, 0 or 1, in
     /// data-carrier order, each carrier's bits together).

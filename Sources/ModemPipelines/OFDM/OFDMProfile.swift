@@ -44,9 +44,7 @@ public struct OFDMProfile: Sendable, Hashable, Identifiable {
 
     /// Seconds of audio for `bytes` of payload, the preamble included.
     public func seconds(forPayload bytes: Int) -> Double {
-        let p = OFDMNumerology.preamble
-        let start = p.cyclicPrefix + 3 * p.fftSize + p.cyclicPrefix + numerology.cyclicPrefix + 2 * numerology.fftSize
-        return (Double(start) + Double(symbolCount(forPayload: bytes) * numerology.symbolLength)) / OFDMNumerology.sampleRate
+        (Double(OFDMNumerology.startLength) + Double(symbolCount(forPayload: bytes) * numerology.symbolLength)) / OFDMNumerology.sampleRate
     }
 }
 
