@@ -15,6 +15,7 @@ struct ImpairCommand: AsyncParsableCommand {
         Examples:
           modem impair clean.wav noisy.wav --snr -3
           modem impair clean.wav phone.wav --band 300-3400 --drift -1000 --hum 50:-30 --gain -40
+          modem impair clean.wav room.wav --snr 24 --band 250-9000 --echo 1.5:0.5 --drift 300
         Negative values may follow the option directly (--snr -3) or with = (--snr=-3).
         """
     )
@@ -34,6 +35,8 @@ struct ImpairCommand: AsyncParsableCommand {
     var gain: Double = 0
     @Option(parsing: .unconditional, help: ArgumentHelp("Mains hum as frequency:level, level in dBFS, e.g. 50:-20.", valueName: "HZ:DBFS"))
     var hum: String?
+    @Option(parsing: .unconditional, help: ArgumentHelp("A reflection after the band limits, as delay in ms and gain, e.g. 1.5:0.5 (a room).", valueName: "MS:GAIN"))
+    var echo: String?
     @Option(parsing: .unconditional, help: ArgumentHelp("DC offset added, as a fraction of full scale (-1...1).", valueName: "X"))
     var dc: Double = 0
     @Option(parsing: .unconditional, help: ArgumentHelp("Noise seed.", valueName: "S"))
@@ -73,6 +76,13 @@ struct ImpairCommand: AsyncParsableCommand {
                 throw ValidationError("--hum '\(hum)' is not HZ:DBFS, e.g. 50:-20")
             }
             imp.hum = (parts[0], pow(10, parts[1] / 20))
+        }
+        if let echo {
+            let parts = echo.split(separator: ":").compactMap { Double($0) }
+            guard parts.count == 2, (0...1000).contains(parts[0]), (-1...1).contains(parts[1]) else {
+                throw ValidationError("--echo '\(echo)' is not MS:GAIN with 0...1000 ms and a gain of -1...1, e.g. 1.5:0.5")
+            }
+            imp.echo = (parts[0] / 1000, parts[1])
         }
         _ = try await reportingErrors {
             try checkOutput(output, option: "OUTPUT", notSameAs: [input])

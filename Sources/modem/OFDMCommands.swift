@@ -17,7 +17,7 @@ enum OFDMHelp {
                      "sound-card cable carries with margin). Net rates while data is sent,",
                      "and the SNR each needs (white noise over 0-24 kHz):"]
         for p in OFDMProfile.all.reversed() {
-            let rate = String(Int(p.netBitRate.rounded()))
+            let rate = String(Int(p.netBitRate))
             let pad = String(repeating: " ", count: max(0, 7 - rate.count))
             lines.append("  \(pad)\(rate) bit/s  \(p.constellation.displayName.padding(toLength: 9, withPad: " ", startingAt: 0)) rate \(p.rate.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0)) \(p.gridName.padding(toLength: 5, withPad: " ", startingAt: 0)) \(p.numerology.bandDescription), SNR \(Int(p.requiredSNR)) dB")
         }
@@ -64,7 +64,7 @@ extension TxCommand {
         if !quiet {
             let seconds = Double(tx.samplesWritten) / 48000
             let effective = seconds > 0 ? Double(tx.bytesSent * 8) / seconds : 0
-            printError("modem tx: \(tx.bytesSent) bytes as OFDM \(profile.name) (\(Int(profile.netBitRate.rounded())) bit/s net), \(String(format1: seconds)) s of audio, \(Int(effective.rounded())) bit/s effective")
+            printError("modem tx: \(tx.bytesSent) bytes as OFDM \(profile.name) (\(Int(profile.netBitRate)) bit/s net), \(String(format1: seconds)) s of audio, \(Int(effective.rounded())) bit/s effective")
         }
     }
 }
@@ -94,7 +94,7 @@ extension RxCommand {
             switch event {
             case .started(let profile, let length, let s):
                 let size = length.map { "\($0) bytes" } ?? "a stream"
-                printError("### OFDM \(profile.name) (\(Int(profile.netBitRate.rounded())) bit/s), \(size), at \(String(format2: s.startSeconds)) s: drift \(String(format1: s.driftPPM)) ppm, preamble SNR \(String(format1: s.preambleSNR)) dB ###")
+                printError("### OFDM \(profile.name) (\(Int(profile.netBitRate)) bit/s), \(size), at \(String(format2: s.startSeconds)) s: drift \(String(format1: s.driftPPM)) ppm, preamble SNR \(String(format1: s.preambleSNR)) dB ###")
             case .ended(let bytes, let s):
                 printError("### OFDM end: \(bytes) bytes, SNR \(String(format1: s.meanCarrierSNR)) dB on the carriers, \(String(format1: s.decisionSNR)) dB at the decisions, drift \(String(format1: s.finalDriftPPM)) ppm ###")
             case .unknownProfile(let id, let t):

@@ -431,18 +431,28 @@ public final class OFDMDemodulator {
     }
 
     /// The slope (radians per carrier) of the phases of `re + i·im`, weighted by their magnitudes:
-    /// a coarse slope from neighbours' products (which wraps no phase), then a least-squares fit of
-    /// what is left (neighbours' products alone weigh only the two ends).
+    /// a coarse slope from neighbours' products (which wraps no phase), refined by products of values
+    /// 8, 64 and 512 apart (each unambiguous once the slope before it is close enough), then a
+    /// least-squares fit of what is left (products alone weigh only the ends of each lag).
     static func phaseSlope(_ re: [Double], _ im: [Double]) -> Double {
         let count = re.count
         guard count >= 2 else { return 0 }
-        var sr = 0.0, si = 0.0
-        for k in 1..<count {
-            sr += re[k] * re[k - 1] + im[k] * im[k - 1]
-            si += im[k] * re[k - 1] - re[k] * im[k - 1]
+        func lagAngle(_ lag: Int, removing slope: Double) -> Double {
+            var sr = 0.0, si = 0.0
+            let c = cos(slope * Double(lag)), s = sin(slope * Double(lag))
+            for k in lag..<count {
+                // z_k · conj(z_{k−lag}), with the slope's turn over the lag taken out.
+                let pr = re[k] * re[k - lag] + im[k] * im[k - lag]
+                let pi = im[k] * re[k - lag] - re[k] * im[k - lag]
+                sr += pr * c + pi * s
+                si += pi * c - pr * s
+            }
+            return atan2(si, sr) / Double(lag)
         }
-        let coarse = atan2(si, sr)
-        // The phases with the coarse slope taken out: a common angle, then small residuals.
+        var slope = lagAngle(1, removing: 0)
+        for lag in [8, 64, 512] where lag * 4 <= count { slope += lagAngle(lag, removing: slope) }
+        let coarse = slope
+        // The phases with the slope taken out: a common angle, then small residuals.
         var cr = 0.0, ci = 0.0
         for k in 0..<count {
             let t = -coarse * Double(k)

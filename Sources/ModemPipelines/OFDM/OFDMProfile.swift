@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import ModemCodecs
 import ModemDSP
 
@@ -14,8 +17,9 @@ public struct OFDMProfile: Sendable, Hashable, Identifiable {
     public let constellation: QAMConstellation
     /// The code rate.
     public let rate: LDPCRate
-    /// The SNR (dB, over the full 0-24 kHz band, white noise) this configuration needs for 256 KiB
-    /// byte-exact with a margin, as measured by `scripts/bench-rate.sh` (Benchmarks/README.md).
+    /// The SNR (dB, over the full 0-24 kHz band, white noise) this configuration needs: the lowest at
+    /// which 16 KiB came back byte-exact (`scripts/bench-rate.py thresholds`, Benchmarks/README.md)
+    /// and 1 dB of margin.
     public let requiredSNR: Double
 
     /// The code of this configuration.
@@ -57,21 +61,21 @@ extension OFDMProfile {
     /// Every configuration, slowest first.
     public static let all: [OFDMProfile] = [
         OFDMProfile(id: 1, gridName: "air", numerology: airGrid, constellation: .bpsk, rate: .r1_2, requiredSNR: -2),
-        OFDMProfile(id: 2, gridName: "air", numerology: airGrid, constellation: .qpsk, rate: .r1_2, requiredSNR: 1),
-        OFDMProfile(id: 3, gridName: "air", numerology: airGrid, constellation: .qpsk, rate: .r3_4, requiredSNR: 4),
-        OFDMProfile(id: 4, gridName: "air", numerology: airGrid, constellation: .qam16, rate: .r1_2, requiredSNR: 6),
-        OFDMProfile(id: 5, gridName: "air", numerology: airGrid, constellation: .qam16, rate: .r3_4, requiredSNR: 10),
+        OFDMProfile(id: 2, gridName: "air", numerology: airGrid, constellation: .qpsk, rate: .r1_2, requiredSNR: 0),
+        OFDMProfile(id: 3, gridName: "air", numerology: airGrid, constellation: .qpsk, rate: .r3_4, requiredSNR: 3),
+        OFDMProfile(id: 4, gridName: "air", numerology: airGrid, constellation: .qam16, rate: .r1_2, requiredSNR: 5),
+        OFDMProfile(id: 5, gridName: "air", numerology: airGrid, constellation: .qam16, rate: .r3_4, requiredSNR: 9),
         OFDMProfile(id: 6, gridName: "air", numerology: airGrid, constellation: .qam64, rate: .r2_3, requiredSNR: 13),
-        OFDMProfile(id: 7, gridName: "air", numerology: airGrid, constellation: .qam64, rate: .r3_4, requiredSNR: 15),
-        OFDMProfile(id: 8, gridName: "air", numerology: airGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 20),
-        OFDMProfile(id: 16, gridName: "cable", numerology: cableGrid, constellation: .qam16, rate: .r3_4, requiredSNR: 10),
-        OFDMProfile(id: 17, gridName: "cable", numerology: cableGrid, constellation: .qam64, rate: .r3_4, requiredSNR: 15),
-        OFDMProfile(id: 18, gridName: "cable", numerology: cableGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 20),
-        OFDMProfile(id: 19, gridName: "cable", numerology: cableGrid, constellation: .qam256, rate: .r5_6, requiredSNR: 22),
-        OFDMProfile(id: 20, gridName: "cable", numerology: cableGrid, constellation: .qam1024, rate: .r3_4, requiredSNR: 26),
-        OFDMProfile(id: 21, gridName: "cable", numerology: cableGrid, constellation: .qam1024, rate: .r5_6, requiredSNR: 28),
-        OFDMProfile(id: 22, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r3_4, requiredSNR: 31),
-        OFDMProfile(id: 23, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r5_6, requiredSNR: 34),
+        OFDMProfile(id: 7, gridName: "air", numerology: airGrid, constellation: .qam64, rate: .r3_4, requiredSNR: 14),
+        OFDMProfile(id: 8, gridName: "air", numerology: airGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 19),
+        OFDMProfile(id: 16, gridName: "cable", numerology: cableGrid, constellation: .qam16, rate: .r3_4, requiredSNR: 12),
+        OFDMProfile(id: 17, gridName: "cable", numerology: cableGrid, constellation: .qam64, rate: .r3_4, requiredSNR: 17),
+        OFDMProfile(id: 18, gridName: "cable", numerology: cableGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 22),
+        OFDMProfile(id: 19, gridName: "cable", numerology: cableGrid, constellation: .qam256, rate: .r5_6, requiredSNR: 24),
+        OFDMProfile(id: 20, gridName: "cable", numerology: cableGrid, constellation: .qam1024, rate: .r3_4, requiredSNR: 27),
+        OFDMProfile(id: 21, gridName: "cable", numerology: cableGrid, constellation: .qam1024, rate: .r5_6, requiredSNR: 29),
+        OFDMProfile(id: 22, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r3_4, requiredSNR: 32),
+        OFDMProfile(id: 23, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r5_6, requiredSNR: 35),
         OFDMProfile(id: 24, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r9_10, requiredSNR: 37),
     ]
 
@@ -81,9 +85,27 @@ extension OFDMProfile {
     /// The default: what a sound-card cable carries with margin (1024-QAM, rate 3/4, full band).
     public static var standard: OFDMProfile { withID(20)! }
 
+    /// What a line measured by a transmission's training (``OFDMStatistics/carrierSNR``) offers this
+    /// configuration, as the full-band SNR of a flat line with white noise that would be alike (what
+    /// ``requiredSNR`` is in): the effective SNR over its carriers, less what a grid of fewer carriers
+    /// gains per carrier, less the share of the band the training's carriers hold.
+    public func lineSNR(_ statistics: OFDMStatistics) -> Double {
+        let t = OFDMNumerology.sounding
+        let louder = 10 * log10(Double(t.carrierCount) / Double(numerology.carrierCount))
+        let share = 10 * log10(Double(t.fftSize / 2) / Double(t.carrierCount))
+        return statistics.effectiveSNR(first: numerology.firstCarrier, last: numerology.lastCarrier) + louder - share
+    }
+
+    /// The fastest configuration that the line `statistics` measured carries with `margin` dB to
+    /// spare, or nil when none does (nil too when the training was not read).
+    public static func fastest(for statistics: OFDMStatistics, margin: Double = 3) -> OFDMProfile? {
+        guard !statistics.carrierSNR.isEmpty else { return nil }
+        return all.filter { $0.lineSNR(statistics) >= $0.requiredSNR + margin }.max { $0.netBitRate < $1.netBitRate }
+    }
+
     /// The configuration with the highest net rate at or below `bitRate`, or nil when even the
     /// slowest is faster.
     public static func fastest(atMost bitRate: Double) -> OFDMProfile? {
-        all.filter { $0.netBitRate <= bitRate }.max { $0.netBitRate < $1.netBitRate }
+        all.filter { $0.netBitRate.rounded(.down) <= bitRate }.max { $0.netBitRate < $1.netBitRate }
     }
 }
