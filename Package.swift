@@ -204,7 +204,7 @@ let package = Package(
         .testTarget(
             name: "ModemLinkTests",
             dependencies: ["ModemLink", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
-                           "ModemMessaging", "ModemMessagingHarness", "ModemTransport"]
+                           "ModemMessaging", "ModemMessagingHarness", "ModemTransport", "ModemPipelines"]
         ),
         .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemTestSupport"]),
         .testTarget(

@@ -16,6 +16,11 @@ public enum LinkTiming: Sendable, Hashable {
     /// acknowledgement timeout in seconds (counted from the moment the writes drained), and a nominal
     /// throughput in bytes per second used for air times and suggested exchange timeouts.
     case byteStream(acknowledgementTimeout: Double, bytesPerSecond: Double)
+    /// An audio line carrying the frames in the OFDM modem's LDPC blocks (``ModemLink``'s
+    /// `OFDMLinkModem`), at a rate both ends adapt to the line: a fixed acknowledgement timeout in
+    /// seconds that covers a turnaround at the slowest rate the link falls back to (counted from the
+    /// moment the writes drained), and a nominal throughput in bytes per second for air times.
+    case ofdm(acknowledgementTimeout: Double, bytesPerSecond: Double)
 }
 
 /// Whether an audio link sends its frames under forward error correction (``ModemCodecs/CodedFrame``:
@@ -83,9 +88,11 @@ public struct LinkConfiguration: Sendable, Hashable {
         precondition(maximumMessageSize / framePayload < 65535, "maximumMessageSize needs fewer than 65535 frames")
         precondition(windowFrames >= 1 && maximumPolls >= 1 && signalAttempts >= 1 && handshakeAttempts >= 1)
         precondition(latencySeconds >= 0 && latencySeconds <= 10, "latencySeconds must be 0...10")
-        if case .byteStream(let ack, let rate) = timing {
+        switch timing {
+        case .byteStream(let ack, let rate), .ofdm(let ack, let rate):
             precondition(ack > 0 && ack.isFinite && rate > 0 && rate.isFinite,
-                         "byte-stream timing needs a positive acknowledgement timeout and throughput")
+                         "byte-stream and OFDM timing need a positive acknowledgement timeout and throughput")
+        case .audio: break
         }
         self.mode = mode
         self.baudRate = baudRate
@@ -122,8 +129,13 @@ public struct LinkConfiguration: Sendable, Hashable {
             guard forwardErrorCorrection != .off else { return plain }
             return Double(CodedFrame.lineLevels(payloadLength: LinkFrame.overhead + 2 + payload) + 24) / baudRate
         case .byteStream(_, let rate): return Double(LinkFrame.overhead + payload) / rate
+        // Each frame in a block's record stream: its bytes and a 2-byte length.
+        case .ofdm(_, let rate): return Double(LinkFrame.overhead + 2 + payload) / rate
         }
     }
+
+    /// Whether the frames travel in the OFDM modem's blocks (``LinkTiming/ofdm(acknowledgementTimeout:bytesPerSecond:)``).
+    public var usesOFDM: Bool { if case .ofdm = timing { true } else { false } }
 
     /// How long a sender waits, after its own transmission ended, for an acknowledgement. Audio: the
     /// round trip latency, the receiver's decision delay (256 bit times), a preamble, an ack frame,
@@ -131,7 +143,7 @@ public struct LinkConfiguration: Sendable, Hashable {
     public var acknowledgementTimeout: Double {
         switch timing {
         case .audio: return 2 * latencySeconds + 256 / baudRate + preambleSeconds + airtime(payload: 64) + 0.25 + 40 / baudRate
-        case .byteStream(let timeout, _): return 2 * latencySeconds + timeout
+        case .byteStream(let timeout, _), .ofdm(let timeout, _): return 2 * latencySeconds + timeout
         }
     }
 

@@ -31,11 +31,20 @@ public struct TransferTestOptions: Sendable, Hashable {
     public var giveUpSeconds: Double?
     /// Forward error correction on the link (coded frames): auto (default), on or off.
     public var forwardErrorCorrection: LinkFEC
+    /// The OFDM modem under the link (``ModemLink/OFDMLinkModem``: its rate adapted to the line)
+    /// instead of AFSK at ``baudRate``; its blocks are then ``ofdmBlockSize`` bytes (2048-byte frames,
+    /// a window of 32).
+    public var ofdm: Bool
+    /// A simulated line (band limits, echo, drift, noise) instead of white noise alone; ``snrDB``,
+    /// when given, overrides its SNR.
+    public var line: TransferLine?
 
     /// Creates options.
     public init(baudRate: Double = 1200, size: Int, snrDB: Double? = nil, frameLoss: Double = 0, cuts: Int = 0,
-                seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int = TransferTestOptions.linkBlockSize, plain: Bool = false,
-                giveUpSeconds: Double? = nil, forwardErrorCorrection: LinkFEC = .auto) {
+                seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int? = nil, plain: Bool = false,
+                giveUpSeconds: Double? = nil, forwardErrorCorrection: LinkFEC = .auto, ofdm: Bool = false, line: TransferLine? = nil) {
+        self.ofdm = ofdm
+        self.line = line
         self.forwardErrorCorrection = forwardErrorCorrection
         self.plain = plain
         self.giveUpSeconds = giveUpSeconds
@@ -46,8 +55,41 @@ public struct TransferTestOptions: Sendable, Hashable {
         self.cuts = cuts
         self.seed = seed
         self.keepalive = keepalive
-        self.blockSize = blockSize
+        self.blockSize = blockSize ?? (ofdm ? Self.ofdmBlockSize : Self.linkBlockSize)
     }
+
+    /// 63,000 bytes over OFDM: with its record header, hash and the session's overhead, one window of
+    /// 32 fragments of 2048 bytes, under a session record's 65,535.
+    public static let ofdmBlockSize = 63_000
+
+    /// The link's configuration: duplex, AFSK at the baud rate with 1024-byte frames and a window of
+    /// 16, or OFDM with 2048-byte frames and a window of 32.
+    public var linkConfiguration: LinkConfiguration {
+        if ofdm {
+            return LinkConfiguration(mode: .duplex, framePayload: 2048, maximumMessageSize: 1 << 20, windowFrames: 32,
+                                     timing: OFDMLinkModem.timing(latencySeconds: 0))
+        }
+        return LinkConfiguration(mode: .duplex, baudRate: baudRate, framePayload: 1024, maximumMessageSize: 1 << 20,
+                                 windowFrames: 16, forwardErrorCorrection: forwardErrorCorrection)
+    }
+
+    /// The in-memory channel's impairments: the line's (its SNR overridden by ``snrDB``), or white
+    /// noise at ``snrDB``, with the frame loss and seed.
+    public var impairments: LinkImpairments {
+        var i: LinkImpairments
+        switch line {
+        case .cable?: i = .cable(seed: seed)
+        case .speaker?: i = .speaker(seed: seed)
+        case nil: i = LinkImpairments(seed: seed)
+        }
+        if let snrDB { i.snrDB = snrDB }
+        i.frameLoss = frameLoss
+        return i
+    }
+
+    /// The line rate the give-up time and the cut jitter reckon with: the baud rate, or for OFDM the
+    /// slowest configuration the link falls back to.
+    var reckonedBitRate: Double { ofdm ? OFDMLinkModem.floorProfile.netBitRate : baudRate }
 
     /// 16,256 bytes: a block, its record header and hash, and the session's record overhead fit one
     /// window of 16 fragments of 1024 bytes (one link message per block).
@@ -58,8 +100,8 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// so a slow but moving transfer, or one resuming after a cut, is not given up. 899 s at
     /// 1200 baud with 16,256-byte blocks and FEC off; coded frames take 2.3 times the air time.
     public var defaultGiveUpSeconds: Double {
-        let coding = forwardErrorCorrection == .off ? 1.0 : 2.3
-        let blockAirtime = Double(min(size, blockSize) + 1024) * 8 * 1.04 * coding / baudRate
+        let coding = forwardErrorCorrection == .off || ofdm ? 1.0 : 2.3
+        let blockAirtime = Double(min(size, blockSize) + 1024) * 8 * 1.04 * coding / reckonedBitRate
         return 10 * keepalive + 5 * blockAirtime
     }
 
@@ -74,11 +116,19 @@ public struct TransferTestOptions: Sendable, Hashable {
         guard (0...0.9).contains(frameLoss) else { throw .invalidOption("--loss must be 0...0.9, got \(frameLoss)") }
         guard (0...100).contains(cuts) else { throw .invalidOption("--cuts must be 0...100, got \(cuts)") }
         guard keepalive >= 1 && keepalive <= 600 else { throw .invalidOption("keepalive must be 1...600 s, got \(keepalive)") }
-        guard blockSize >= 64 && blockSize <= 60_000 else { throw .invalidOption("block size must be 64...60000, got \(blockSize)") }
+        guard blockSize >= 64 && blockSize <= 63_000 else { throw .invalidOption("block size must be 64...63000, got \(blockSize)") }
         if let g = giveUpSeconds, !(g.isFinite && g >= 1 && g <= 31_536_000) {
             throw .invalidOption("--give-up must be 1...31536000 s of channel time, got \(g)")
         }
     }
+}
+
+/// A simulated line for `transfer-test --line`.
+public enum TransferLine: String, Sendable, Hashable, CaseIterable {
+    /// A sound-card cable: SNR 40 dB, 100 ppm, 20-20,000 Hz (``ModemLink/LinkImpairments/cable(seed:)``).
+    case cable
+    /// A speaker and a microphone: SNR 24 dB, 250-9000 Hz, a 1.5 ms echo, 300 ppm (``ModemLink/LinkImpairments/speaker(seed:)``).
+    case speaker
 }
 
 /// A transfer test that could not run.
@@ -136,6 +186,9 @@ public struct TransferTestReport: Sendable, Equatable {
     public var retransmissions = 0
     /// Why the test ended early; nil when it ran to the receiver's verdict.
     public var endedEarly: TransferTestEnd?
+    /// How the sender's end sent at the end (e.g. "OFDM 4096qam 5/6 cable") and that line rate in bit/s.
+    public var senderLine = ""
+    public var senderLineBitRate = 0.0
 
     /// One line of JSON with the keys the checks read first.
     public var json: String {
@@ -193,10 +246,8 @@ public struct TransferTest: Sendable {
     public func run(stopWhen: (@Sendable () -> Bool)? = nil,
                     progress: @escaping @Sendable (TransferTestReport) -> Void = { _ in }) async throws(TransferTestError) -> TransferTestReport {
         try options.validate()
-        let configuration = LinkConfiguration(mode: .duplex, baudRate: options.baudRate, framePayload: 1024,
-                                              maximumMessageSize: 1 << 20, windowFrames: 16,
-                                              forwardErrorCorrection: options.forwardErrorCorrection)
-        let impairments = LinkImpairments(snrDB: options.snrDB, frameLoss: options.frameLoss, seed: options.seed)
+        let configuration = options.linkConfiguration
+        let impairments = options.impairments
         let pair: LinkLoopbackPair
         do {
             pair = try LinkLoopbackPair(configuration: configuration, impairments: impairments,
@@ -376,6 +427,9 @@ extension TransferTestReport {
         framesLost = pair.framesLost
         let st = pair.statistics
         retransmissions = st.phone.retransmissions + st.device.retransmissions
+        // The dialer (the phone end) sends the payload.
+        senderLine = pair.lines.phone.description
+        senderLineBitRate = pair.lines.phone.bitRate
     }
 }
 
@@ -396,7 +450,7 @@ final class CutPlan: Sendable {
         let n = options.cuts
         thresholds = n == 0 ? [] : (1...n).map { i in options.size * i / (n + 1) }
         // The receiver sees whole blocks; the cut falls at a seeded moment inside the next block's air time.
-        let blockAirtime = Double(options.blockSize) * 8 * 1.04 / options.baudRate
+        let blockAirtime = Double(options.blockSize) * 8 * 1.04 / options.reckonedBitRate
         delays = (0..<n).map { _ in rng.uniform() * blockAirtime }
         seconds = 3 * options.keepalive
         self.pair = pair

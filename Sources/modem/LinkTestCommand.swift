@@ -46,6 +46,8 @@ struct LinkTestCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Probability that a frame is lost, 0...1 (loopback).", valueName: "P")) var loss: Double = 0
     @Option(parsing: .unconditional, help: ArgumentHelp("Device clock error in ppm, ±10000 (loopback).", valueName: "PPM"))
     var drift: Double = 0
+    @Option(help: ArgumentHelp("A simulated line for loopback: cable (SNR 40 dB, 100 ppm, 20-20,000 Hz) or speaker (SNR 24 dB, 250-9000 Hz, a 1.5 ms echo, 300 ppm); --snr, --loss and --drift override its values.", valueName: "LINE"))
+    var line: LineArgument?
     @Option(parsing: .unconditional, help: ArgumentHelp("Seed of payloads, noise and loss.", valueName: "S")) var seed: UInt64 = 1
     @Option(parsing: .unconditional, help: ArgumentHelp("Exchange timeout in seconds (default: from the size and baud rate).", valueName: "SECONDS"))
     var timeout: Double?
@@ -68,8 +70,11 @@ struct LinkTestCommand: AsyncParsableCommand {
         guard Self.framePayloads.contains(framePayload) else {
             throw ValidationError("--frame-payload must be \(Self.framePayloads.lowerBound)...\(Self.framePayloads.upperBound) bytes (a 1 MiB message must fit in fewer than 65535 frames)")
         }
-        if channel != .loopback && (snr != nil || loss != 0 || drift != 0) {
-            throw ValidationError("--snr, --loss and --drift apply to --channel loopback only")
+        if channel != .loopback && (snr != nil || loss != 0 || drift != 0 || line != nil) {
+            throw ValidationError("--snr, --loss, --drift and --line apply to --channel loopback only")
+        }
+        if channel == .bluetooth && link.profile == .ofdm {
+            throw ValidationError("--profile ofdm is a modem for sound; --channel bluetooth carries the frames over RFCOMM")
         }
         if channel == .bluetooth {
             guard let address else { throw ValidationError("--channel bluetooth needs --address ADDR") }
@@ -89,8 +94,11 @@ struct LinkTestCommand: AsyncParsableCommand {
             if alsa {
                 medium = try ALSAMedium(device: device, sampleRate: link.sampleRate)
             } else {
-                medium = LoopbackMedium(impairments: LinkImpairments(snrDB: snr, frameLoss: loss, clockDriftPPM: drift, seed: seed),
-                                        sampleRate: link.sampleRate)
+                var impairments = line?.impairments(seed: seed) ?? LinkImpairments(seed: seed)
+                if let snr { impairments.snrDB = snr }
+                if drift != 0 { impairments.clockDriftPPM = drift }
+                impairments.frameLoss = loss
+                medium = LoopbackMedium(impairments: impairments, sampleRate: link.sampleRate, signalAmplitude: link.signalAmplitude)
             }
             let options = LinkTestOptions(configuration: config, count: count, size: size, timeout: timeout, seed: seed)
             let test = try LinkTest(options: options, medium: medium)
@@ -100,7 +108,7 @@ struct LinkTestCommand: AsyncParsableCommand {
                 try printJSON(report)
             } else {
                 try printOutput("""
-                \(link.mode.rawValue) over \(channel.rawValue) at \(Int(link.baud)) baud, \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
+                \(link.mode.rawValue) over \(channel.rawValue) \(link.profile == .ofdm ? "with OFDM (the phone sent with \(test.phone.modem.sendDescription) at the end)" : "at \(Int(link.baud)) baud"), \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
                 open: \(report.openCode == 0 ? "ok" : "failed (\(report.openCode))")
                 exchanges \(report.exchanges): completed \(report.completed), timed out \(report.timedOut), failed \(report.failed)
                 delivered corrupt \(report.corruptDelivered), duplicated \(report.duplicatesDelivered)

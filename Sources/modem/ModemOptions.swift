@@ -73,8 +73,13 @@ struct LinkOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
     @Option(help: ArgumentHelp("Forward error correction: auto (code frames while the line is noisy), on, off. Either end decodes both.", valueName: "auto|on|off"))
     var fec: FECArgument = .auto
+    @Option(help: ArgumentHelp("The modem under the link: afsk (at --baud) or ofdm (the high-rate modem, its rate adapted to the line by both ends; 48 kHz).", valueName: "afsk|ofdm"))
+    var profile: LinkModemArgument = .afsk
 
     func validate() throws {
+        if profile == .ofdm {
+            guard sampleRate == 48000 else { throw ValidationError("--profile ofdm runs at 48000 Hz, not --sample-rate \(sampleRate)") }
+        }
         guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
         guard (8000...192_000).contains(sampleRate) else { throw ValidationError("--sample-rate must be 8000...192000 Hz") }
         guard baud * 4 <= Double(sampleRate) else {
@@ -84,9 +89,16 @@ struct LinkOptions: ParsableArguments {
 
     /// The protocol parameters (after ``validate()``).
     func configuration(framePayload: Int = 1024, latencySeconds: Double) -> LinkConfiguration {
-        LinkConfiguration(mode: mode.mode, baudRate: baud, framePayload: framePayload, latencySeconds: latencySeconds,
-                          forwardErrorCorrection: fec.value)
+        if profile == .ofdm {
+            return LinkConfiguration(mode: mode.mode, framePayload: framePayload, windowFrames: framePayload >= 2048 ? 32 : 16,
+                                     latencySeconds: latencySeconds, timing: OFDMLinkModem.timing(latencySeconds: latencySeconds))
+        }
+        return LinkConfiguration(mode: mode.mode, baudRate: baud, framePayload: framePayload, latencySeconds: latencySeconds,
+                                 forwardErrorCorrection: fec.value)
     }
+
+    /// The in-memory medium's signal level for setting noise from an SNR.
+    var signalAmplitude: Double { profile == .ofdm ? OFDMLinkModem.signalAmplitude : 0.5 }
 }
 
 /// Sample rates the demodulators take (an input outside them is refused as bad input, status 1).
@@ -107,6 +119,19 @@ func checkSeconds(_ value: Double, _ option: String, in range: ClosedRange<Doubl
 extension Double {
     /// The number without a trailing ".0" when it is whole.
     var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
+}
+
+/// `--profile afsk|ofdm` of the link commands: the modem under the channel protocol.
+enum LinkModemArgument: String, CaseIterable, ExpressibleByArgument {
+    case afsk, ofdm
+}
+
+/// `--line cable|speaker`: a simulated line for the in-memory channel.
+enum LineArgument: String, CaseIterable, ExpressibleByArgument {
+    case cable, speaker
+
+    /// Its impairments (``LinkImpairments/cable(seed:)``, ``LinkImpairments/speaker(seed:)``).
+    func impairments(seed: UInt64) -> LinkImpairments { self == .cable ? .cable(seed: seed) : .speaker(seed: seed) }
 }
 
 /// `--fec auto|on|off`.

@@ -27,6 +27,9 @@ public struct OFDMStatistics: Sendable {
     public var decisionSNR: Double { errorCount > 0 ? -10 * log10(max(1e-15, errorSum / Double(errorCount))) : 0 }
     /// The drift followed at the end of the transmission, in parts per million.
     public var finalDriftPPM = 0.0
+    /// How alike the last symbol's pilots were to what was sent (1: exactly; near 0: noise alone,
+    /// the transmission has ended or the line was cut).
+    public var pilotCoherence = 0.0
     /// Up to ``pointLimit`` equalised data points (re, im), for plotting the constellation.
     public var points: [(Float, Float)] = []
     /// The most points kept.
@@ -129,6 +132,14 @@ extension OFDMDemodulator {
         let signs = OFDMSequences.pilotSigns(symbol: d.index, count: d.pilots.count)
         let fit = Self.pilotPhase(d.zre, d.zim, pilots: d.pilots, signs: signs, first: n.firstCarrier, variance: d.variance)
         Self.rotate(&d.zre, &d.zim, first: n.firstCarrier, by: fit)
+        // How alike the pilots are to what was sent: near 1 while the signal is there, small in noise alone.
+        var along = 0.0, total = 0.0
+        for (j, i) in d.pilots.enumerated() {
+            let r = Double(d.zre[i] * signs[j]), m = Double((d.zre[i] * d.zre[i] + d.zim[i] * d.zim[i]).squareRoot())
+            along += r
+            total += m
+        }
+        statistics.pilotCoherence = total > 0 ? along / total : 0
         // Decisions refine the phase line: every carrier whose decision is safe counts.
         var known = [(Float, Float)](repeating: (0, 0), count: kc)
         for (j, i) in d.pilots.enumerated() { known[i] = (signs[j], 0) }

@@ -119,6 +119,15 @@ public final class OFDMDemodulator {
     /// Whether a transmission's data is being read.
     public var isReceiving: Bool { if case .data = state { true } else { false } }
 
+    /// Whether a transmission is on the line, for carrier sense: a preamble being weighed, a header
+    /// waiting for an answer, or a transmission's data being read.
+    public var isBusy: Bool {
+        switch state {
+        case .data, .header: true
+        case .searching: search.candidateStart != nil || search.decided != nil
+        }
+    }
+
     /// The next event, or nil when more input is needed (or, after ``finishInput()``, when there is
     /// nothing more).
     public func next() -> OFDMDemodulatorEvent? {
@@ -190,6 +199,8 @@ public final class OFDMDemodulator {
         /// A candidate: where it began and the best position so far.
         var candidateStart: Int?
         var best = (d: 0, m: 0.0)
+        /// A candidate whose best position is known, waiting for the input to hold its header.
+        var decided: Int?
 
         mutating func reset(at origin: Double) {
             stream.removeAll(keepingCapacity: true)
@@ -199,6 +210,7 @@ public final class OFDMDemodulator {
             d = 0
             fresh = true
             candidateStart = nil
+            decided = nil
         }
     }
 
@@ -228,6 +240,18 @@ public final class OFDMDemodulator {
     /// handled without an event (rejected), `.some(event)` for a header.
     private func scan() -> OFDMDemodulatorEvent?? {
         let n = preamble.fftSize
+        // A candidate decided before its header had arrived: try it once the input holds it.
+        if let candidate = search.decided {
+            guard hasAcquisitionInput(at: candidate) || inputEnded else { return nil }
+            search.decided = nil
+            if let acquisition = acquire(at: candidate) {
+                state = .header(acquisition)
+                advanceSearch(to: candidate + n)
+                return .some(.header(seconds: acquisition.seconds))
+            }
+            advanceSearch(to: candidate + n / 2)
+            return .some(nil)
+        }
         while true {
             // Keep the stream's memory bounded: drop what the correlation has passed.
             let keepFrom = (search.candidateStart ?? search.d) - 64
@@ -266,15 +290,10 @@ public final class OFDMDemodulator {
                     // The plateau of two equal halves lasts one prefix: done once the best is
                     // that far behind (the correlation still rising keeps the candidate open).
                     if d - search.best.d > preamble.cyclicPrefix + n / 8 || d - startAt > 4 * n {
-                        let candidate = search.best.d
+                        // Weighed once the input holds the preamble's end and the header (searching
+                        // resumes past the preamble if it is no preamble or its header is rejected).
+                        search.decided = search.best.d
                         search.candidateStart = nil
-                        if let acquisition = acquire(at: candidate) {
-                            state = .header(acquisition)
-                            // Searching resumes past this preamble if the header is rejected.
-                            advanceSearch(to: candidate + n)
-                            return .some(.header(seconds: acquisition.seconds))
-                        }
-                        advanceSearch(to: candidate + n / 2)
                         return .some(nil)
                     }
                 } else if m > detectionThreshold {
@@ -297,6 +316,14 @@ public final class OFDMDemodulator {
         search.d = max(search.d, d)
         search.fresh = true
         search.candidateStart = nil
+    }
+
+    /// Whether the input holds everything ``acquire(at:)`` reads for a candidate at search index `d`:
+    /// the first path up to half a symbol later, both halves, the header symbol, and a margin for drift.
+    private func hasAcquisitionInput(at d: Int) -> Bool {
+        let p = preamble
+        let span = p.fftSize / 2 + 3 * p.fftSize + p.cyclicPrefix + 64
+        return buffer.canRead(from: inputPosition(ofSearchIndex: d), step: nominalStep * 1.003, count: span)
     }
 
     /// The input position of 48 kHz search index `d`.

@@ -163,7 +163,7 @@ public final class AudioJackManager: CommunicationManager {
         let station: LinkStation<PhoneStateMachine>
         do {
             station = LinkStation(machine: PhoneStateMachine(configuration: configuration),
-                                  modem: try LinkModem(configuration: configuration, sampleRate: source.sampleRate))
+                                  modem: try makeLinkModem(configuration: configuration, sampleRate: source.sampleRate))
         } catch {
             try? sink.finish()
             hooks.onEvent(.error(.playbackWrite, "\(error)"))

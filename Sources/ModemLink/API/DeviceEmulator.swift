@@ -39,7 +39,7 @@ public final class DeviceEmulator: Sendable {
         (events, continuation) = AsyncStream.makeStream(of: LinkEvent.self, bufferingPolicy: .bufferingNewest(1024))
         var machine = DeviceStateMachine(configuration: configuration, name: name)
         machine.attach()
-        let station = LinkStation(machine: machine, modem: try LinkModem(configuration: configuration, sampleRate: source.sampleRate))
+        let station = LinkStation(machine: machine, modem: try makeLinkModem(configuration: configuration, sampleRate: source.sampleRate))
         if sharedMedium { station.useSharedMedium(configuration, seed: UInt64.random(in: 1...UInt64.max)) }
         let cont = continuation
         let counts = self.counts

@@ -24,17 +24,37 @@ public struct LinkImpairments: Sendable, Hashable {
     public var frameLoss: Double
     /// The device's sample clock runs this many parts per million fast (negative: slow), ±10000.
     public var clockDriftPPM: Double
+    /// Band-pass edges in Hz (fourth-order), or nil for the whole band.
+    public var bandPass: ClosedRange<Double>?
+    /// A reflection after the band limits: delay in seconds (0...1) and gain (-1...1); nil for none.
+    public var echoDelaySeconds: Double?
+    public var echoGain: Double
     /// Seed of the noise and loss generators.
     public var seed: UInt64
 
     /// Creates impairments (default: a clean channel).
-    public init(snrDB: Double? = nil, frameLoss: Double = 0, clockDriftPPM: Double = 0, seed: UInt64 = 1) {
+    public init(snrDB: Double? = nil, frameLoss: Double = 0, clockDriftPPM: Double = 0, bandPass: ClosedRange<Double>? = nil,
+                echoDelaySeconds: Double? = nil, echoGain: Double = 0, seed: UInt64 = 1) {
         precondition((0...1).contains(frameLoss), "frameLoss must be 0...1")
         precondition(abs(clockDriftPPM) <= 10000, "clockDriftPPM must be within ±10000")
+        precondition(echoDelaySeconds.map { (0...1).contains($0) } ?? true && abs(echoGain) <= 1, "echo delay must be 0...1 s, gain -1...1")
         self.snrDB = snrDB
         self.frameLoss = frameLoss
         self.clockDriftPPM = clockDriftPPM
+        self.bandPass = bandPass
+        self.echoDelaySeconds = echoDelaySeconds
+        self.echoGain = echoGain
         self.seed = seed
+    }
+
+    /// A sound-card cable: SNR 40 dB over the full band, 100 ppm drift, 20-20,000 Hz.
+    public static func cable(seed: UInt64 = 1) -> LinkImpairments {
+        LinkImpairments(snrDB: 40, clockDriftPPM: 100, bandPass: 20...20000, seed: seed)
+    }
+
+    /// A speaker and a microphone: SNR 24 dB, 250-9000 Hz, a 1.5 ms echo at half amplitude, 300 ppm drift.
+    public static func speaker(seed: UInt64 = 1) -> LinkImpairments {
+        LinkImpairments(snrDB: 24, clockDriftPPM: 300, bandPass: 250...9000, echoDelaySeconds: 0.0015, echoGain: 0.5, seed: seed)
     }
 }
 
@@ -99,7 +119,8 @@ public final class LoopbackMedium: LinkMedium {
     /// - Parameters:
     ///   - impairments: noise, loss, drift.
     ///   - sampleRate: Hz (default 48000).
-    ///   - signalAmplitude: the stations' tone amplitude, to set the noise from the SNR (default 0.5).
+    ///   - signalAmplitude: the stations' tone amplitude, to set the noise from the SNR (default 0.5;
+    ///     for the OFDM modem, √2 times its RMS: ``OFDMLinkModem/signalAmplitude``).
     ///   - blockSeconds: step length on the phone's clock (default 10 ms).
     public init(impairments: LinkImpairments, sampleRate: Int = 48000, signalAmplitude: Double = 0.5, blockSeconds: Double = 0.01) {
         self.sampleRate = sampleRate
@@ -108,6 +129,8 @@ public final class LoopbackMedium: LinkMedium {
         func channel(_ drift: Double, _ seed: UInt64) -> ChannelSimulator {
             var c = ChannelImpairments()
             c.clockDriftPPM = drift
+            c.bandPass = impairments.bandPass
+            if let d = impairments.echoDelaySeconds { c.echo = (d, impairments.echoGain) }
             if let snr = impairments.snrDB {
                 c.noiseRMS = ChannelImpairments.noiseRMS(snrDB: snr, signalPower: signalAmplitude * signalAmplitude / 2)
             }

@@ -58,10 +58,10 @@ public final class LinkTest {
         self.medium = medium
         rng = SplitMix64(seed: options.seed)
         phone = LinkStation(machine: PhoneStateMachine(configuration: options.configuration),
-                            modem: try LinkModem(configuration: options.configuration, sampleRate: medium.sampleRate))
+                            modem: try makeLinkModem(configuration: options.configuration, sampleRate: medium.sampleRate, tag: 1))
         var dm = DeviceStateMachine(configuration: options.configuration)
         dm.attach()
-        device = LinkStation(machine: dm, modem: try LinkModem(configuration: options.configuration, sampleRate: medium.sampleRate))
+        device = LinkStation(machine: dm, modem: try makeLinkModem(configuration: options.configuration, sampleRate: medium.sampleRate, tag: 2))
         if medium.isShared {
             phone.useSharedMedium(options.configuration, seed: options.seed &+ 1)
             device.useSharedMedium(options.configuration, seed: options.seed &+ 2)

@@ -35,7 +35,7 @@ public final class LinkDevice: Sendable {
         self.host = host
         var machine = DeviceStateMachine(configuration: configuration, name: name)
         machine.attach()
-        let station = LinkStation(machine: machine, modem: try LinkModem(configuration: configuration, sampleRate: source.sampleRate))
+        let station = LinkStation(machine: machine, modem: try makeLinkModem(configuration: configuration, sampleRate: source.sampleRate))
         if sharedMedium { station.useSharedMedium(configuration, seed: UInt64.random(in: 1...UInt64.max)) }
         let clock = Atomic<UInt64>(0)
         driver = LinkDriver(station: station, sink: sink, source: source,
@@ -98,7 +98,7 @@ public final class LinkPhone: Sendable {
         let host = PhoneLinkHost(configuration: configuration, options: options.allowingSharedMedium(sharedMedium, configuration))
         self.host = host
         let station = LinkStation(machine: PhoneStateMachine(configuration: configuration, name: "SwiftModem messaging"),
-                                  modem: try LinkModem(configuration: configuration, sampleRate: source.sampleRate))
+                                  modem: try makeLinkModem(configuration: configuration, sampleRate: source.sampleRate))
         if sharedMedium { station.useSharedMedium(configuration, seed: UInt64.random(in: 1...UInt64.max)) }
         let clock = Atomic<UInt64>(0)
         let driver = LinkDriver(station: station, sink: sink, source: source,

@@ -13,6 +13,8 @@ import Synchronization
 /// time passed. So the time an application computes is not counted as channel time, and a
 /// transfer's channel time does not depend on how loaded the machine is.
 ///
+/// Channel time starts at the first ``dial()``: the medium does not step before it.
+///
 /// ``mute(seconds:)`` cuts both lines for a while of channel time (a cut cable).
 public final class LinkLoopbackPair: Sendable {
     /// The protocol parameters (duplex).
@@ -48,13 +50,14 @@ public final class LinkLoopbackPair: Sendable {
         phoneHost = PhoneLinkHost(configuration: configuration, options: options)
         deviceHost = DeviceLinkHost(configuration: configuration, options: options)
         sessionSeed.withLock { $0 = SplitMix64(seed: impairments.seed ^ 0x5E55_1011) }
-        let medium = LoopbackMedium(impairments: impairments)
+        let medium = LoopbackMedium(impairments: impairments,
+                                    signalAmplitude: configuration.usesOFDM ? OFDMLinkModem.signalAmplitude : 0.5)
         var dm = DeviceStateMachine(configuration: configuration, name: "SwiftModem link transport")
         dm.attach()
         runner = Runner(medium: medium,
                         phone: LinkStation(machine: PhoneStateMachine(configuration: configuration, name: "SwiftModem link transport"),
-                                           modem: try LinkModem(configuration: configuration, sampleRate: medium.sampleRate)),
-                        device: LinkStation(machine: dm, modem: try LinkModem(configuration: configuration, sampleRate: medium.sampleRate)),
+                                           modem: try makeLinkModem(configuration: configuration, sampleRate: medium.sampleRate, tag: 1)),
+                        device: LinkStation(machine: dm, modem: try makeLinkModem(configuration: configuration, sampleRate: medium.sampleRate, tag: 2)),
                         phoneHost: phoneHost, deviceHost: deviceHost,
                         settle: settleMicroseconds * 1000, limit: reactionLimitMilliseconds * 1_000_000)
         phoneHost.scheduler.bind { [runner] body in runner.perform { r in r.phone.perform(body(&r.phone.machine, r.medium.now)) } }
@@ -73,6 +76,7 @@ public final class LinkLoopbackPair: Sendable {
     /// Opens the phone end (the channel protocol's handshake) and returns its transport.
     /// - Throws: ``ModemTransport/TransportError`` when no device answered (a muted line).
     public func dial() async throws(TransportError) -> LinkTransport {
+        runner.dialed.store(true, ordering: .relaxed)
         let session = sessionSeed.withLock { UInt8(truncatingIfNeeded: $0.next() % 255 + 1) }
         return try await phoneHost.dial(session: session)
     }
@@ -128,6 +132,11 @@ public final class LinkLoopbackPair: Sendable {
     /// Counts of both machines (phone, device).
     public var statistics: (phone: LinkStatistics, device: LinkStatistics) { runner.machineStatistics }
 
+    /// How each end sends now (its modem's rate in bit/s and a description), phone first.
+    public var lines: (phone: (bitRate: Double, description: String), device: (bitRate: Double, description: String)) {
+        runner.modemLines.withLock { $0 }
+    }
+
     /// The stepping thread and everything it owns.
     /// `@unchecked Sendable`: the medium and stations are used on the runner thread only (and in
     /// `init` before it starts); requests cross through the `Mutex`, published figures through `Atomic`s
@@ -152,8 +161,12 @@ public final class LinkLoopbackPair: Sendable {
         var endCondition: (@Sendable () -> Bool, String)?
         private let requests = Mutex<[@Sendable (Runner) -> Void]>([])
         private let stopFlag = Atomic<Bool>(false)
+        /// Channel time starts with the first dial: until then nothing is on the line, and the
+        /// medium does not step (how long a caller takes to dial is no channel time).
+        let dialed = Atomic<Bool>(false)
         private let published = Mutex((now: 0.0, muted: false, lost: 0, phone: LinkStatistics(), device: LinkStatistics(), mutes: 0))
         private let endedBy = Mutex<String?>(nil)
+        let modemLines = Mutex((phone: (bitRate: 0.0, description: ""), device: (bitRate: 0.0, description: "")))
         private let finished = NSCondition()
         private var started = false
         private var done = false
@@ -216,6 +229,10 @@ public final class LinkLoopbackPair: Sendable {
         }
 
         private func loop() {
+            while !dialed.load(ordering: .relaxed) && !stopFlag.load(ordering: .relaxed) {
+                runRequests()
+                usleep(100)
+            }
             while !stopFlag.load(ordering: .relaxed) {
                 runRequests()
                 service()
@@ -243,6 +260,9 @@ public final class LinkLoopbackPair: Sendable {
                 published.withLock {
                     $0 = (now, pendingMute, medium.framesLost.toDevice + medium.framesLost.toPhone,
                           phone.machine.statistics, device.machine.statistics, mutes)
+                }
+                modemLines.withLock {
+                    $0 = ((phone.modem.sendBitRate, phone.modem.sendDescription), (device.modem.sendBitRate, device.modem.sendDescription))
                 }
                 runRequests()
                 var reason: String?

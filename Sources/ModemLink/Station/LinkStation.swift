@@ -1,14 +1,15 @@
 import ModemCodecs
 import ModemDSP
 
-/// One end of the link, without I/O: a state machine and a ``LinkModem``. A driver feeds it blocks of
+/// One end of the link, without I/O: a state machine and a modem (``LinkAudioModem``: ``LinkModem``
+/// or ``OFDMLinkModem``). A driver feeds it blocks of
 /// received audio and takes blocks to play, giving the time (in seconds of any clock) of each block.
 /// API calls go to ``machine`` and their actions to ``perform(_:)``.
 public final class LinkStation<Machine: LinkMachine> {
     /// The state machine.
     public var machine: Machine
     /// The modem.
-    public let modem: LinkModem
+    public let modem: any LinkAudioModem
     /// Set when the machine asked for its audio resources to be released.
     public private(set) var releaseRequested = false
     private var pendingEvents: [LinkEvent] = []
@@ -24,7 +25,7 @@ public final class LinkStation<Machine: LinkMachine> {
     private var backoff = SplitMix64(seed: 0x5EED)
 
     /// Creates a station.
-    public init(machine: Machine, modem: LinkModem) {
+    public init(machine: Machine, modem: any LinkAudioModem) {
         self.machine = machine
         self.modem = modem
     }
@@ -59,6 +60,7 @@ public final class LinkStation<Machine: LinkMachine> {
     public func useSharedMedium(_ configuration: LinkConfiguration, seed: UInt64) {
         sharedMedium = configuration.sharedMediumAccess
         backoff = SplitMix64(seed: seed)
+        modem.useSharedMedium()
     }
 
     /// The events reported since the last call.
