@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "ModemSockets", targets: ["ModemSockets"]),
         .library(name: "ModemTransport", targets: ["ModemTransport"]),
         .library(name: "ModemMessaging", targets: ["ModemMessaging"]),
+        .library(name: "ModemWormhole", targets: ["ModemWormhole"]),
         // The hub (docs/hub-plan.md): built only when asked for (`swift build --product modem-hub`).
         .executable(name: "modem-hub", targets: ["modem-hub"]),
         // Seed 003's API client and seed 001's groups client for the hub (AsyncHTTPClient, WebSocket).
@@ -92,13 +93,19 @@ let package = Package(
             name: "ModemMessaging",
             dependencies: ["ModemTransport", "ModemCodecs", "ModemSockets", "ModemCrypto"]
         ),
+        // magic-wormhole's client: SPAKE2, the rendezvous (mailbox) client on our own WebSocket client,
+        // key derivation, transit, the file-transfer protocol, and sessions by code (no SwiftNIO).
+        .target(
+            name: "ModemWormhole",
+            dependencies: ["ModemMessaging", "ModemTransport", "ModemSockets", "ModemCrypto", "CZlib"]
+        ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
         .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemTransport", "ModemLink", "ModemDSP", "ModemCrypto"]),
         .target(
             name: "SwiftModem",
             dependencies: [
                 "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLinkTransport", "ModemLink",
-                "ModemBluetooth", "ModemSockets", "ModemTransport", "ModemMessaging",
+                "ModemBluetooth", "ModemSockets", "ModemTransport", "ModemMessaging", "ModemWormhole",
             ]
         ),
         .executableTarget(
@@ -107,7 +114,7 @@ let package = Package(
                 "SwiftModem",
                 // The layers it names in its own imports (the umbrella re-exports them too).
                 "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink", "ModemBluetooth", "ModemTransport", "ModemMessaging",
-                "ModemMessagingHarness",
+                "ModemWormhole", "ModemMessagingHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
