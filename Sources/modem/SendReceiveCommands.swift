@@ -46,6 +46,9 @@ struct ReceiveCommand: AsyncParsableCommand {
 
     @OptionGroup var wormholeOptions: WormholeOptions
 
+    @Option(name: .customLong("trust-as"), help: ArgumentHelp("With a wormhole:CODE endpoint: keep the peer's key in the key store under this name.", valueName: "name"))
+    var trustAs: String?
+
     @Flag(name: .long, help: "Accept every file without asking.")
     var acceptAll = false
 
@@ -88,7 +91,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         do {
             let store = try keyOptions.open()
             let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-            session = try await openSession(listen: listen, to: nil, hci: hci, options: options)
+            session = try await openSession(listen: listen, to: nil, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs)
         } catch {
             folder.removeIfCreatedAndEmpty()  // no session, no trace
             throw error
@@ -186,6 +189,9 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var wormholeOptions: WormholeOptions
 
+    @Option(name: .customLong("trust-as"), help: ArgumentHelp("With a wormhole:CODE endpoint: keep the peer's key in the key store under this name.", valueName: "name"))
+    var trustAs: String?
+
     @Argument(help: ArgumentHelp("The files to send.", valueName: "file"))
     var files: [String] = []
 
@@ -241,7 +247,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         let store = try keyOptions.open()
         let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-        let session = try await openSession(listen: nil, to: to!, hci: hci, options: options)
+        let session = try await openSession(listen: nil, to: to!, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs)
         let connections = DataConnections(session: session, configuration: DataConfiguration())
         let stopWatch = Task {
             while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
