@@ -220,6 +220,7 @@ let package = Package(
                            "ModemCrypto", .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport", "ProcessTestSupport"]),
+        .testTarget(name: "ModemWormholeTests", dependencies: ["ModemWormhole", "ModemCrypto"]),
         .testTarget(
             name: "HubTests",
             dependencies: ["HubCore", "HubStore", .product(name: "Logging", package: "swift-log")]
