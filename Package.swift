@@ -255,7 +255,7 @@ let package = Package(
         // under libFuzzer); never HubServer/HubStore (too slow to build with sanitizers).
         .target(
             name: "ModemFuzzTargets",
-            dependencies: ["ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemCrypto", "HubCore"]
+            dependencies: ["ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemWormhole", "ModemCrypto", "HubCore"]
         ),
         // Replays the seed corpora and the kept crash inputs (Fixtures/fuzz) through every target, and
         // runs every target on seeded mutations of its seeds (the test command's fuzzing smoke).

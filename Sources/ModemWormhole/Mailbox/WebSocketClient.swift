@@ -64,14 +64,14 @@ public final class WebSocketClient: Sendable {
     public static let maximumMessageBytes = 1 << 20
     private let stream: ByteStream
     private struct ReadState {
-        var buffer: [UInt8] = []
+        var decoder = WebSocketFrameDecoder(maximumPayload: WebSocketClient.maximumMessageBytes)
         var closed = false
     }
     private let readState = Mutex(ReadState())
 
     private init(stream: ByteStream, leftover: [UInt8]) {
         self.stream = stream
-        readState.withLock { $0.buffer = leftover }
+        readState.withLock { $0.decoder.feed(leftover) }
     }
 
     /// Connects and runs the opening handshake within `timeout` seconds.
@@ -118,21 +118,7 @@ public final class WebSocketClient: Sendable {
     }
 
     private func sendFrame(opcode: UInt8, payload: [UInt8]) async throws(WormholeError) {
-        var frame: [UInt8] = [0x80 | opcode]
-        let n = payload.count
-        if n < 126 {
-            frame.append(0x80 | UInt8(n))
-        } else if n <= 0xFFFF {
-            frame += [0x80 | 126, UInt8(n >> 8), UInt8(n & 0xFF)]
-        } else {
-            frame.append(0x80 | 127)
-            for shift in stride(from: 56, through: 0, by: -8) { frame.append(UInt8(truncatingIfNeeded: UInt64(n) >> UInt64(shift))) }
-        }
-        let mask = secureRandomBytes(4)
-        frame += mask
-        var masked = payload
-        for i in masked.indices { masked[i] ^= mask[i & 3] }
-        try await stream.write(frame, masked)
+        try await stream.write(WebSocketFrame(fin: true, opcode: opcode, payload: payload).encoded(mask: secureRandomBytes(4)))
     }
 
     /// The next text (or binary, as UTF-8) message; nil once the server closed the connection.
@@ -175,44 +161,14 @@ public final class WebSocketClient: Sendable {
     /// One frame: FIN, opcode, unmasked payload; nil when the connection ended between frames.
     private func nextFrame() async throws(WormholeError) -> (Bool, UInt8, [UInt8])? {
         while true {
-            let parsed: Result<(Bool, UInt8, [UInt8])?, WormholeError> = readState.withLock { s in
-                let b = s.buffer
-                guard b.count >= 2 else { return .success(nil) }
-                let fin = b[0] & 0x80 != 0
-                let opcode = b[0] & 0x0F
-                if b[0] & 0x70 != 0 { return .failure(WormholeError(.server, "the server sent a frame with reserved bits set")) }
-                let masked = b[1] & 0x80 != 0
-                var length = UInt64(b[1] & 0x7F)
-                var offset = 2
-                if length == 126 {
-                    guard b.count >= 4 else { return .success(nil) }
-                    length = UInt64(b[2]) << 8 | UInt64(b[3])
-                    offset = 4
-                } else if length == 127 {
-                    guard b.count >= 10 else { return .success(nil) }
-                    length = b[2..<10].reduce(0) { $0 << 8 | UInt64($1) }
-                    offset = 10
-                }
-                if opcode >= 8 && (length > 125 || !fin) { return .failure(WormholeError(.server, "the server sent a bad control frame")) }
-                guard length <= UInt64(Self.maximumMessageBytes) else {
-                    return .failure(WormholeError(.server, "the server sent a frame of \(length) bytes (at most \(Self.maximumMessageBytes))"))
-                }
-                let maskLength = masked ? 4 : 0
-                let total = offset + maskLength + Int(length)
-                guard b.count >= total else { return .success(nil) }
-                var payload = Array(b[(offset + maskLength)..<total])
-                if masked {
-                    let key = Array(b[offset..<(offset + 4)])
-                    for i in payload.indices { payload[i] ^= key[i & 3] }
-                }
-                s.buffer.removeFirst(total)
-                return .success((fin, opcode, payload))
+            let parsed: Result<WebSocketFrame?, WormholeError> = readState.withLock { s in
+                do throws(WormholeError) { return .success(try s.decoder.next()) } catch { return .failure(error) }
             }
-            if let frame = try parsed.get() { return frame }
+            if let f = try parsed.get() { return (f.fin, f.opcode, f.payload) }
             if readState.withLock({ $0.closed }) { return nil }
             let more = try await stream.read(maximum: 65_536)
             if more.isEmpty { return nil }
-            readState.withLock { $0.buffer += more }
+            readState.withLock { $0.decoder.feed(more) }
         }
     }
 
