@@ -2,16 +2,19 @@ import Foundation
 import Synchronization
 
 /// Bounds what one address may do at the rendezvous: at most ``maximumLiveAllocations`` nameplates
-/// allocated by its connections that are still open, and at most ``maximumPerWindow`` allocations and
-/// as many claims in ``windowSeconds``. Beyond, the request is answered with the protocol's `error`
+/// allocated by its connections that are still open, ``maximumAllocationsPerWindow`` allocations and
+/// ``maximumClaimsPerWindow`` claims and mailbox opens (which make nameplates and mailboxes as
+/// allocations do) in ``windowSeconds``. Beyond, the request is answered with the protocol's `error`
 /// (`too many ... from your address`); other addresses are not affected.
 public final class WormholeAddressLimiter: Sendable {
     /// What is counted.
     public enum Kind: Sendable { case allocate, claim }
     /// Allocations held at once by open connections of one address.
     public let maximumLiveAllocations: Int
-    /// Allocations (and, separately, claims) per address per window.
-    public let maximumPerWindow: Int
+    /// Allocations per address per window.
+    public let maximumAllocationsPerWindow: Int
+    /// Claims and opens per address per window.
+    public let maximumClaimsPerWindow: Int
     /// The window, in seconds.
     public let windowSeconds: Double
     private struct Counts {
@@ -22,9 +25,11 @@ public final class WormholeAddressLimiter: Sendable {
     private let state = Mutex<[String: Counts]>([:])
 
     /// Creates a limiter.
-    public init(maximumLiveAllocations: Int = 64, maximumPerWindow: Int = 600, windowSeconds: Double = 600) {
+    public init(maximumLiveAllocations: Int = 64, maximumAllocationsPerWindow: Int = 600, maximumClaimsPerWindow: Int = 1200,
+                windowSeconds: Double = 600) {
         self.maximumLiveAllocations = maximumLiveAllocations
-        self.maximumPerWindow = maximumPerWindow
+        self.maximumAllocationsPerWindow = maximumAllocationsPerWindow
+        self.maximumClaimsPerWindow = maximumClaimsPerWindow
         self.windowSeconds = windowSeconds
     }
 
@@ -39,11 +44,11 @@ public final class WormholeAddressLimiter: Sendable {
             switch kind {
             case .allocate:
                 if c.live >= maximumLiveAllocations { return "too many nameplates allocated from your address at once; release some first" }
-                if c.allocations.count >= maximumPerWindow { return "too many allocations from your address; try again later" }
+                if c.allocations.count >= maximumAllocationsPerWindow { return "too many allocations from your address; try again later" }
                 c.live += 1
                 c.allocations.append(now)
             case .claim:
-                if c.claims.count >= maximumPerWindow { return "too many claims from your address; try again later" }
+                if c.claims.count >= maximumClaimsPerWindow { return "too many claims from your address; try again later" }
                 c.claims.append(now)
             }
             return nil

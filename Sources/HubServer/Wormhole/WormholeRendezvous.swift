@@ -36,7 +36,8 @@ public struct WormholeError: Error, Sendable, Hashable {
 /// wormhole code) and mailboxes (where the two sides leave messages for each other), in memory, with
 /// every change listed for a store (``takeChanges()``, ``restore(_:)``: `WormholePersister` keeps them in
 /// the hub's database, so a restarted hub carries on). Bounded: at most ``maximumNameplates`` nameplates
-/// and ``maximumMailboxes`` mailboxes in all, ``maximumMessages`` messages per mailbox; what nobody
+/// and ``maximumMailboxes`` mailboxes in all, ``maximumMessages`` messages and ``maximumMailboxBytes`` of
+/// bodies per mailbox; what nobody
 /// touched for ``idleSeconds`` is dropped by ``expire(now:)``.
 ///
 /// The rules are the reference server's: allocating a nameplate claims it for the allocating side;
@@ -54,6 +55,8 @@ public final class WormholeRendezvous: Sendable {
     public let maximumMailboxes: Int
     /// Messages kept per mailbox.
     public let maximumMessages: Int
+    /// Bytes of message bodies kept per mailbox (magic-wormhole's messages are a few KiB in all).
+    public let maximumMailboxBytes: Int
     /// Seconds after which an untouched nameplate or mailbox is dropped.
     public let idleSeconds: Double
 
@@ -112,10 +115,12 @@ public final class WormholeRendezvous: Sendable {
 
     /// Creates an empty rendezvous.
     public init(maximumNameplates: Int = 10_000, maximumMailboxes: Int = 20_000, maximumMessages: Int = 1000,
+                maximumMailboxBytes: Int = 1 << 20,
                 idleSeconds: Double = 3 * 24 * 3600) {
         self.maximumNameplates = maximumNameplates
         self.maximumMailboxes = maximumMailboxes
         self.maximumMessages = maximumMessages
+        self.maximumMailboxBytes = maximumMailboxBytes
         self.idleSeconds = idleSeconds
     }
 
@@ -215,6 +220,9 @@ public final class WormholeRendezvous: Sendable {
             guard var m = s.apps[app]?.mailboxes[mailbox] else { return .failure(WormholeError("no such mailbox")) }
             guard m.messages.count < maximumMessages else {
                 return .failure(WormholeError("this mailbox holds \(maximumMessages) messages already"))
+            }
+            guard m.messages.reduce(message.body.utf8.count, { $0 + $1.body.utf8.count }) <= maximumMailboxBytes else {
+                return .failure(WormholeError("this mailbox holds \(maximumMailboxBytes) bytes of messages already"))
             }
             m.messages.append(message)
             m.touched = message.serverRx

@@ -155,6 +155,7 @@ public struct WormholeSocket: Sendable {
             case "open":
                 guard c.listener == nil else { throw WormholeError("only one open per connection") }
                 guard let mailbox = msg["mailbox"] as? String else { throw WormholeError("open requires 'mailbox'") }
+                try limiter?.allow(.claim, from: remoteIP, now: now)
                 c.mailbox = mailbox
                 let r = rendezvous
                 c.listener = try await run(app, .init(mailboxes: [mailbox])) { () throws(WormholeError) in
