@@ -143,6 +143,8 @@ enum ZipReader {
         defer { close(root) }
         var p = 0, files = 0
         var total: UInt64 = 0
+        // Never more than the folder's file system has free (a zip that unpacks to more is refused).
+        let limit = min(maximumBytes, folder.freeBytes() ?? maximumBytes)
         for _ in 0..<count {
             guard p + 46 <= cd.count, u32(cd, p) == 0x0201_4b50 else { throw WormholeError(.peer, "the zip's central directory is malformed") }
             let method = u16(cd, p + 10), crc = u32(cd, p + 16)
@@ -157,7 +159,7 @@ enum ZipReader {
             let components = try checkedPath(rawName)
             if components.isEmpty { continue }
             total += UInt64(usize)
-            guard total <= maximumBytes else { throw WormholeError(.peer, "the zip unpacks to more than \(maximumBytes) bytes") }
+            guard total <= limit else { throw WormholeError(.peer, "the zip unpacks to more than the \(limit) bytes there is room for") }
             let isDir = rawName.hasSuffix("/")
             let parent = try openParents(root, Array(components.dropLast(isDir ? 0 : 1)))
             defer { if parent != root { close(parent) } }
