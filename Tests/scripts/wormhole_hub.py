@@ -162,6 +162,43 @@ try:
     check("modem send --to wormhole:CODE -> modem receive --listen wormhole:CODE, 1 MiB through the relay, exact",
           tx.returncode == 0 and rx.returncode == 0 and os.path.exists(got) and filecmp.cmp(src, got, shallow=False),
           (tx.returncode, rx.returncode, tx.stderr[-300:], rerr[-300:]))
+    # Resume by code: the receiver killed once 16 MiB of a 200 MiB file are in its partial file; a new
+    # session by another code resumes from the verified blocks and the file arrives whole.
+    d = os.path.join(work, "resume")
+    os.makedirs(os.path.join(d, "in"))
+    src = os.path.join(d, "resume.bin")
+    with open(src, "wb") as f:
+        f.write(os.urandom(200 << 20))
+    common = ["--relay-url", relay, "--transit-helper", f"tcp:127.0.0.1:{tport}"]
+    def receiver(code):
+        p = subprocess.Popen([args.modem, "receive", "--listen", f"wormhole:{code}", *common, "--dir", os.path.join(d, "in"),
+                              "--accept-all", "--keys", os.path.join(d, "kr")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        return p
+    rx = receiver("10-resume-first")
+    tx = subprocess.Popen([args.modem, "send", "--to", "wormhole:10-resume-first", *common, "--keys", os.path.join(d, "ks"), src],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    partial, killed, end = os.path.join(d, "in", ".modem-partial"), False, time.monotonic() + GUARD
+    while not killed and time.monotonic() < end and rx.poll() is None:
+        for name in (os.listdir(partial) if os.path.isdir(partial) else []):
+            try:
+                if name.endswith(".part") and os.path.getsize(os.path.join(partial, name)) > 16 << 20:
+                    rx.kill(); killed = True
+                    break
+            except OSError:
+                pass
+        time.sleep(0.005)
+    rx.wait(GUARD)
+    _, cut_err = tx.communicate(timeout=GUARD)
+    rx = receiver("11-resume-again")
+    again = subprocess.run([args.modem, "send", "--to", "wormhole:11-resume-again", *common, "--keys", os.path.join(d, "ks"), src],
+                           capture_output=True, text=True, timeout=GUARD)
+    rx.communicate(timeout=GUARD)
+    got = os.path.join(d, "in", "resume.bin")
+    check("a data connection by code cut mid-file (receiver killed at 16 MiB) resumes by a new code, the file whole",
+          killed and tx.returncode != 0 and again.returncode == 0 and "resume.bin: resumed, " in again.stderr and os.path.exists(got)
+          and filecmp.cmp(src, got, shallow=False), (killed, tx.returncode, again.returncode, cut_err[-200:], again.stderr[-300:]))
+    os.unlink(src)
     # Hostile clients.
     w = WS(port)
     w.until("welcome")
