@@ -14,7 +14,7 @@ Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure.
     wormhole_hub.py MODEM_HUB MODEM [--venv VENV_BIN] [--postgres URL]
 """
 from script_checks import Checks
-import argparse, base64, filecmp, json, os, re, socket, subprocess, sys, tempfile, threading, time
+import argparse, base64, shutil, filecmp, json, os, re, socket, subprocess, sys, tempfile, threading, time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("hub")
@@ -284,4 +284,5 @@ finally:
                 p.wait(10)
             except subprocess.TimeoutExpired:
                 p.kill()
+    shutil.rmtree(work, ignore_errors=True)
 check.finish()

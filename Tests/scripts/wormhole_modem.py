@@ -9,7 +9,7 @@ nothing written (both ways), a file refused by --text-only, and hostile offered 
     wormhole_modem.py VENV_BIN MODEM
 """
 from script_checks import Checks
-import filecmp, os, re, subprocess, sys, tempfile, time
+import filecmp, os, re, shutil, subprocess, sys, tempfile, time
 
 venv, modem = sys.argv[1], sys.argv[2]
 GUARD = 120  # seconds: a hang guard far above every expected time
@@ -186,4 +186,5 @@ finally:
             p.wait(10)
         except subprocess.TimeoutExpired:
             p.kill()
+    shutil.rmtree(work, ignore_errors=True)
 check.finish()
