@@ -1,7 +1,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Dispatch
 import ModemSockets
 import Synchronization
 
@@ -31,23 +30,57 @@ public final class ByteStream: Sendable {
     /// The descriptor (-1 once detached).
     public var fd: Int32 { fdBox.load(ordering: .acquiring) }
 
-    /// Connects to `host:port` within `timeout` seconds (off the cooperative pool).
+    /// Connects to `host:port` within `timeout` seconds, each resolved address in turn. The connection
+    /// is made without blocking a thread (non-blocking `connect`, then a wait for the socket to become
+    /// writable through ``SocketWaiter``), so a cancelled attempt (a transit route that lost the race,
+    /// an address behind a NAT that never answers) ends at once.
     /// - Throws: ``WormholeError`` (`.network`) naming the address and the reason.
     public static func connect(host: String, port: Int, timeout: Double) async throws(WormholeError) -> ByteStream {
-        let result: Result<(fd: Int32, peer: String), SocketError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                do throws(SocketError) {
-                    continuation.resume(returning: .success(try TCPSocket.connect(host: host, port: port,
-                                                                                  timeoutMilliseconds: Int(timeout * 1000))))
-                } catch {
-                    continuation.resume(returning: .failure(error))
+        let what = "cannot connect to \(TCPSocket.hostPort(host, port))"
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICSERV
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
+            throw WormholeError(.network, "\(what): '\(host)' does not resolve")
+        }
+        defer { freeaddrinfo(list) }
+        var addresses: [(family: Int32, address: [UInt8])] = []
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let e = entry {
+            entry = e.pointee.ai_next
+            addresses.append((e.pointee.ai_family, Array(UnsafeRawBufferPointer(start: e.pointee.ai_addr, count: Int(e.pointee.ai_addrlen)))))
+        }
+        var failure = WormholeError(.network, "\(what): no address")
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        for (family, address) in addresses {
+            let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            guard fd >= 0 else { failure = WormholeError(.network, "\(what): socket: \(String(cString: strerror(errno)))"); continue }
+            var code: Int32 = address.withUnsafeBytes { a in
+                Glibc.connect(fd, a.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(a.count)) == 0 ? 0 : errno
+            }
+            if code == EINPROGRESS || code == EINTR {
+                switch await SocketWaiter.shared.wait(fd: fd, for: .writable, timeoutMilliseconds: remaining(deadline)) {
+                case .ready:
+                    var soError: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length)
+                    code = soError
+                case .timedOut: code = ETIMEDOUT
+                case .cancelled:
+                    TCPSocket.close(fd)
+                    throw WormholeError(.network, "\(what): cancelled")
                 }
             }
+            if code == 0 {
+                TCPSocket.setNoDelay(fd)
+                return ByteStream(fd: fd, peer: TCPSocket.hostPort(host, port))
+            }
+            TCPSocket.close(fd)
+            failure = WormholeError(.network, "\(what): \(code == ECONNREFUSED ? "connection refused (nothing listens there)" : String(cString: strerror(code)))")
         }
-        switch result {
-        case .success(let (fd, peer)): return ByteStream(fd: fd, peer: peer)
-        case .failure(let error): throw WormholeError(.network, error.description)
-        }
+        throw failure
     }
 
     /// Milliseconds left until `deadline` (nil: no limit).
