@@ -27,6 +27,7 @@ let package = Package(
         .library(name: "ModemSockets", targets: ["ModemSockets"]),
         .library(name: "ModemTransport", targets: ["ModemTransport"]),
         .library(name: "ModemMessaging", targets: ["ModemMessaging"]),
+        .library(name: "ModemWormhole", targets: ["ModemWormhole"]),
         // The hub (docs/hub-plan.md): built only when asked for (`swift build --product modem-hub`).
         .executable(name: "modem-hub", targets: ["modem-hub"]),
         // Seed 003's API client and seed 001's groups client for the hub (AsyncHTTPClient, WebSocket).
@@ -92,13 +93,19 @@ let package = Package(
             name: "ModemMessaging",
             dependencies: ["ModemTransport", "ModemCodecs", "ModemSockets", "ModemCrypto"]
         ),
+        // magic-wormhole's client: SPAKE2, the rendezvous (mailbox) client on our own WebSocket client,
+        // key derivation, transit, the file-transfer protocol, and sessions by code (no SwiftNIO).
+        .target(
+            name: "ModemWormhole",
+            dependencies: ["ModemMessaging", "ModemTransport", "ModemSockets", "ModemCrypto", "CZlib"]
+        ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
         .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemTransport", "ModemLink", "ModemDSP", "ModemCrypto"]),
         .target(
             name: "SwiftModem",
             dependencies: [
                 "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLinkTransport", "ModemLink",
-                "ModemBluetooth", "ModemSockets", "ModemTransport", "ModemMessaging",
+                "ModemBluetooth", "ModemSockets", "ModemTransport", "ModemMessaging", "ModemWormhole",
             ]
         ),
         .executableTarget(
@@ -107,7 +114,7 @@ let package = Package(
                 "SwiftModem",
                 // The layers it names in its own imports (the umbrella re-exports them too).
                 "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink", "ModemBluetooth", "ModemTransport", "ModemMessaging",
-                "ModemMessagingHarness",
+                "ModemWormhole", "ModemMessagingHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -213,6 +220,7 @@ let package = Package(
                            "ModemCrypto", .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport", "ProcessTestSupport"]),
+        .testTarget(name: "ModemWormholeTests", dependencies: ["ModemWormhole", "ModemCrypto"]),
         .testTarget(
             name: "HubTests",
             dependencies: ["HubCore", "HubStore", .product(name: "Logging", package: "swift-log")]
@@ -247,7 +255,7 @@ let package = Package(
         // under libFuzzer); never HubServer/HubStore (too slow to build with sanitizers).
         .target(
             name: "ModemFuzzTargets",
-            dependencies: ["ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemCrypto", "HubCore"]
+            dependencies: ["ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemWormhole", "ModemCrypto", "HubCore"]
         ),
         // Replays the seed corpora and the kept crash inputs (Fixtures/fuzz) through every target, and
         // runs every target on seeded mutations of its seeds (the test command's fuzzing smoke).

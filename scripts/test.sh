@@ -28,7 +28,8 @@ fi
 
 # The Python peers' venvs (mostly waiting on PyPI) are made while the modem's half compiles:
 # Bumble (.build/bt-venv), noiseprotocol (.build/msg-venv), the hub's OAuth2/WebSocket clients and
-# schemathesis (.build/hub-venv), stock magic-wormhole and its rendezvous server (.build/wormhole-venv).
+# schemathesis (.build/hub-venv), stock magic-wormhole with its reference rendezvous server, transit relay
+# and python-spake2 (.build/wormhole-venv).
 for v in bt msg hub wormhole; do
   ( if bash "scripts/$v-venv.sh" >"$work/$v-venv.log" 2>&1; then echo 0; else echo 1; fi >"$work/$v-venv.status" ) &
 done
@@ -76,6 +77,9 @@ wait_venv() {
 }
 wait_venv bt Bumble
 wait_venv msg messaging
+# `modem send/receive --wormhole` and the mailbox by code against stock magic-wormhole, the reference
+# rendezvous server and transit relay (ModemCLITests' WormholeCLITests) need this venv in the modem group.
+wait_venv wormhole magic-wormhole
 
 # Run the tests; show the readable lines (no per-test progress noise). Several runs, so CPU-bound
 # simulations and the Bluetooth peer's start-ups do not share one process. Each status is the one of
@@ -130,7 +134,6 @@ if [[ $(cat "$work/hub-build.status") != 0 ]]; then
 fi
 stamp "hub build: $(tail -n 1 "$work/hub-build.log")"
 wait_venv hub hub
-wait_venv wormhole magic-wormhole
 if url=$(bash scripts/hub-postgres.sh start 2>/dev/null); then
   export HUB_TEST_POSTGRES_URL=$url
   pg_started=yes

@@ -1,6 +1,7 @@
 #!/bin/bash
-# Stock magic-wormhole 0.24 (the `wormhole` client) and the reference rendezvous server
-# (`twist wormhole-mailbox`), in a virtual environment (default .build/wormhole-venv).
+# Stock magic-wormhole 0.24 (the `wormhole` client), the reference rendezvous server, the reference
+# transit relay and python-spake2
+# (`twist wormhole-mailbox`, `twist transitrelay`), in a virtual environment (default .build/wormhole-venv).
 #
 #   scripts/wormhole-venv.sh [DIR]    creates or completes the venv; prints its python path
 #
@@ -11,4 +12,4 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 venv=${1:-${WORMHOLE_VENV:-$here/.build/wormhole-venv}}
 [[ $venv == /* ]] || venv=$PWD/$venv
 exec bash "$here/scripts/venv.sh" wormhole scripts/wormhole-requirements.txt "$venv" \
-  'import wormhole, wormhole_mailbox_server, twisted'
+  'import wormhole, wormhole_mailbox_server, wormhole_transit_relay, spake2, twisted'

@@ -48,6 +48,10 @@ public protocol HubPlugin: Sendable {
     /// Decides a WebSocket upgrade (`.dontUpgrade` leaves the request to the router).
     func shouldUpgrade(_ request: HTTPRequest, context: HubPluginContext) async
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>>
+    /// Decides a WebSocket upgrade knowing the peer's IP address (for limits per address); by default
+    /// ``shouldUpgrade(_:context:)``.
+    func shouldUpgrade(_ request: HTTPRequest, remoteIP: String, context: HubPluginContext) async
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>>
 }
 
 extension HubPlugin {
@@ -55,6 +59,10 @@ extension HubPlugin {
     public var webSocketConfiguration: WebSocketServerConfiguration? { nil }
     public func shouldUpgrade(_ request: HTTPRequest, context: HubPluginContext) async
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> { .dontUpgrade }
+    public func shouldUpgrade(_ request: HTTPRequest, remoteIP: String, context: HubPluginContext) async
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        await shouldUpgrade(request, context: context)
+    }
 }
 
 /// What plugins get: the authority (to turn Bearer tokens into principals), the store, the logger.
@@ -116,7 +124,7 @@ public enum HubApp {
         let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) async throws
             -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { request, channel, _ in
             for p in plugins {
-                let answer = await p.shouldUpgrade(request, context: context)
+                let answer = await p.shouldUpgrade(request, remoteIP: channel.remoteAddress?.ipAddress ?? "?", context: context)
                 if case .upgrade = answer { return answer }
             }
             if let refusal = await UpgradeRefusal.answer(request, authority: context.authority) {

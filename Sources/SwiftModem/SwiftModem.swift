@@ -15,3 +15,4 @@
 @_exported import ModemPlot
 @_exported import ModemTNC
 @_exported import ModemTransport
+@_exported import ModemWormhole

@@ -248,8 +248,10 @@ struct PortReservation {
 
 /// The plugins the server runs with (the groups side adds its own here).
 func hubPlugins(node: String, heartbeat: Double, db: DatabaseLocation) -> [any HubPlugin] {
-    // The groups side, and the magic-wormhole rendezvous at /wormhole/v1 (in memory, this node only).
-    [GroupsPlugin(nodeName: node, heartbeat: .milliseconds(Int64(heartbeat * 1000))), WormholePlugin()]
+    // The groups side, and the magic-wormhole rendezvous at /wormhole/v1 (kept in the database; on
+    // PostgreSQL shared with the other nodes through the groups' LISTEN/NOTIFY bus).
+    let groups = GroupsPlugin(nodeName: node, heartbeat: .milliseconds(Int64(heartbeat * 1000)))
+    return [groups, WormholePlugin(groups: groups)]
 }
 
 /// Deletes expired tokens and codes every minute until shutdown.

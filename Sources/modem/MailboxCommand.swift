@@ -29,6 +29,8 @@ struct MailboxCommand: AsyncParsableCommand {
           modem keys show; modem keys trust bob smk1...
           modem mailbox --listen tcp:0.0.0.0:7000 --name alice
           printf 'hello\\n' | modem mailbox --to tcp:alice.local:7000 --name bob
+          modem mailbox --listen wormhole: --relay-url ws://hub:8080/wormhole/v1     # prints a code
+          modem mailbox --to wormhole:7-guitarist-revenge --relay-url ws://hub:8080/wormhole/v1 --trust-as alice
         """
     )
 
@@ -59,13 +61,22 @@ struct MailboxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("For bt: endpoints, the controller of our own host stack: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN.", valueName: "spec"))
     var hci: String?
 
+    @OptionGroup var wormholeOptions: WormholeOptions
+
+    @Option(name: .customLong("trust-as"), help: ArgumentHelp("With a wormhole:CODE endpoint: keep the peer's key in the key store under this name.", valueName: "name"))
+    var trustAs: String?
+
     func validate() throws {
         if let keepalive { try checkSeconds(keepalive, "--keepalive", in: 0.1...86400) }
         guard maxBytes > 0 else { throw ValidationError("--max-bytes must be positive") }
         try checkSeconds(maxSeconds, "--max-seconds", in: 0.001...maximumSeconds, note: " (a year)")
         if let name, name.isEmpty || name.utf8.count > 64 { throw ValidationError("--name must be 1 to 64 bytes") }
         do {
-            _ = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
+            if isWormholeEndpoint(listen ?? to), (listen == nil) != (to == nil) {
+                try validateWormholeEndpoint(listen ?? to!, dialer: to != nil)
+            } else {
+                _ = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
+            }
         } catch {
             throw ValidationError("\(error)")
         }
@@ -97,9 +108,9 @@ struct MailboxCommand: AsyncParsableCommand {
                                      keys: try openKeys(), limits: SessionLimits.none)
         let interrupt = InterruptWatch(mailbox: mailbox)
         interrupt.start()
-        let (listen, to, hci) = (self.listen, self.to, self.hci)
+        let (listen, to, hci, wormhole, trustAs) = (self.listen, self.to, self.hci, wormholeOptions, self.trustAs)
         let connecting = Task {
-            await mailbox.connect { try await openSession(listen: listen, to: to, hci: hci, options: options) }
+            await mailbox.connect { try await openSession(listen: listen, to: to, hci: hci, options: options, wormhole: wormhole, trustAs: trustAs) }
         }
 
         var status: Int32 = 0

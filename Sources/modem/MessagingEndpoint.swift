@@ -12,7 +12,13 @@ import Synchronization
 /// peer or a test waits for before it dials), never a key.
 /// - Throws: ``UsageError`` for a bad or missing endpoint (exit 64); ``SessionFailure`` when the
 ///   session could not be connected (the mailbox API's reason: refused, untrusted key, rate limit...).
-func openSession(listen: String?, to: String?, hci: String?, options: SessionOptions) async throws -> NoiseSession {
+func openSession(listen: String?, to: String?, hci: String?, options: SessionOptions, wormhole: WormholeOptions? = nil,
+                 trustAs: String? = nil) async throws -> NoiseSession {
+    if isWormholeEndpoint(listen ?? to) {
+        guard (listen == nil) != (to == nil) else { throw UsageError("give either --listen or --to, not both") }
+        return try await openWormholeSession(listen ?? to!, dialer: to != nil, options: options, wormhole: wormhole ?? WormholeOptions(),
+                                             trustAs: trustAs)
+    }
     let (endpoint, listening) = try parseSessionEndpoint(listen: listen, to: to, hci: hci)
     switch endpoint {
     case .tcp(let host, let port):
@@ -112,7 +118,7 @@ func acceptFirstSession(_ listener: TCPListener, options: SessionOptions) async 
 /// - Throws: ``UsageError`` naming the problem.
 func parseSessionEndpoint(listen: String?, to: String?, hci: String?) throws -> (Endpoint, Bool) {
     guard (listen == nil) != (to == nil) else {
-        throw UsageError(listen == nil ? "give --listen ENDPOINT or --to ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR)"
+        throw UsageError(listen == nil ? "give --listen ENDPOINT or --to ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR, wormhole:CODE)"
                                        : "give either --listen or --to, not both")
     }
     var endpoint: Endpoint

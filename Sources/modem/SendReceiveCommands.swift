@@ -21,14 +21,33 @@ struct ReceiveCommand: AsyncParsableCommand {
         port it got; audio: and bt: print it when the device end is up).
         Exit status: 0 when no file failed (one declined here is no failure), 1 when one failed or was
         cut off, 130 or 143 when interrupted by SIGINT or SIGTERM.
+
+        With --wormhole CODE: receives from a magic-wormhole sender (stock `wormhole send` or `modem send
+        --wormhole`) through the rendezvous server (--relay-url, or $MODEM_WORMHOLE_RELAY): a text goes to
+        standard output; a file or folder into --dir (default: the current folder), under a cleaned
+        name, put in place only once complete. A wrong code fails with one line, exit 1, nothing written.
         """
     )
 
     @Option(name: .long, help: ArgumentHelp("Where to listen: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (our controller's address, with --hci).", valueName: "endpoint"))
-    var listen: String
+    var listen: String?
 
-    @Option(name: .long, help: ArgumentHelp("The folder files are stored in (created if missing).", valueName: "dir"))
-    var dir: String
+    @Option(name: .long, help: ArgumentHelp("The folder files are stored in (created if missing; with --wormhole it must exist, default the current folder).", valueName: "dir"))
+    var dir: String?
+
+    @Flag(name: .long, help: "Receive by magic-wormhole code (CODE) through a rendezvous server.")
+    var wormhole = false
+
+    @Flag(name: .customLong("text-only"), help: "With --wormhole: accept a text message only; refuse files.")
+    var textOnly = false
+
+    @Argument(help: ArgumentHelp("With --wormhole: the code the sender printed (NUMBER-WORD-WORD).", valueName: "code"))
+    var code: String?
+
+    @OptionGroup var wormholeOptions: WormholeOptions
+
+    @Option(name: .customLong("trust-as"), help: ArgumentHelp("With a wormhole:CODE endpoint: keep the peer's key in the key store under this name.", valueName: "name"))
+    var trustAs: String?
 
     @Flag(name: .long, help: "Accept every file without asking.")
     var acceptAll = false
@@ -41,20 +60,38 @@ struct ReceiveCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The user name announced to the peer.", valueName: "name"))
     var name: String?
 
+    func validate() throws {
+        if wormhole {
+            guard code != nil else { throw ValidationError("--wormhole needs the CODE the sender printed") }
+            guard listen == nil else { throw ValidationError("--wormhole and --listen do not go together (use --listen wormhole:CODE for a data connection by code)") }
+        } else {
+            guard listen != nil else { throw ValidationError("give --listen ENDPOINT, or --wormhole CODE") }
+            guard dir != nil else { throw ValidationError("give --dir DIR") }
+            guard code == nil else { throw ValidationError("a CODE argument needs --wormhole") }
+            if textOnly { throw ValidationError("--text-only applies to --wormhole") }
+        }
+    }
+
     func run() async throws {
         installStopHandlers()
         _ = AllocatorTuning.applied
+        if wormhole {
+            let options = wormholeOptions
+            try await reportingErrors { try await receiveByWormhole(code: code!, dir: dir ?? ".", acceptAll: acceptAll, textOnly: textOnly, options: options) }
+            return
+        }
         try await reportingErrors { try await serve() }
     }
 
     private func serve() async throws {
+        let dir = self.dir!, listen = self.listen!
         let folder: ReceiveFolder
         do throws(FolderError) { folder = try ReceiveFolder(path: dir) } catch { throw UsageError("--dir: \(error.description)") }
         let session: NoiseSession
         do {
             let store = try keyOptions.open()
             let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-            session = try await openSession(listen: listen, to: nil, hci: hci, options: options)
+            session = try await openSession(listen: listen, to: nil, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs)
         } catch {
             folder.removeIfCreatedAndEmpty()  // no session, no trace
             throw error
@@ -130,11 +167,30 @@ struct SendCommand: AsyncParsableCommand {
         in verified blocks; a file the receiver already holds part of resumes. One line per file on
         standard output: sent NAME BYTES in S s (X MB/s). Exit status 0 only when the receiver has
         confirmed every file.
+
+        With --wormhole: sends one FILE or folder, or --text MESSAGE, to a magic-wormhole receiver (stock
+        `wormhole receive` or `modem receive --wormhole`) through the rendezvous server (--relay-url, or
+        $MODEM_WORMHOLE_RELAY); prints `wormhole code: CODE` on standard error (--code chooses it) and
+        waits for the receiver. Exit status 0 once the receiver confirmed (a file: its SHA-256).
         """
     )
 
     @Option(name: .long, help: ArgumentHelp("Where to dial: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (our own host stack with --hci, else the kernel's Bluetooth).", valueName: "endpoint"))
-    var to: String
+    var to: String?
+
+    @Flag(name: .long, help: "Send by magic-wormhole code through a rendezvous server.")
+    var wormhole = false
+
+    @Option(name: .long, help: ArgumentHelp("With --wormhole: the code to use (NUMBER-WORD-WORD; default: one the server allocates).", valueName: "code"))
+    var code: String?
+
+    @Option(name: .long, help: ArgumentHelp("With --wormhole: send this text message instead of a file.", valueName: "message"))
+    var text: String?
+
+    @OptionGroup var wormholeOptions: WormholeOptions
+
+    @Option(name: .customLong("trust-as"), help: ArgumentHelp("With a wormhole:CODE endpoint: keep the peer's key in the key store under this name.", valueName: "name"))
+    var trustAs: String?
 
     @Argument(help: ArgumentHelp("The files to send.", valueName: "file"))
     var files: [String] = []
@@ -154,6 +210,13 @@ struct SendCommand: AsyncParsableCommand {
     var name: String?
 
     func validate() throws {
+        if wormhole {
+            guard to == nil else { throw ValidationError("--wormhole and --to do not go together (use --to wormhole:CODE for a data connection by code)") }
+            guard (text == nil) != files.isEmpty else { throw ValidationError("with --wormhole give one FILE or --text MESSAGE") }
+            return
+        }
+        guard to != nil else { throw ValidationError("give --to ENDPOINT, or --wormhole") }
+        if text != nil || code != nil { throw ValidationError("--text and --code apply to --wormhole") }
         guard !files.isEmpty else { throw ValidationError("name at least one file to send") }
         if asName != nil, files.count != 1 { throw ValidationError("--as names one file; \(files.count) were given") }
         if let asName, asName.isEmpty || asName.utf8.count > DataMessage.maximumName {
@@ -167,6 +230,11 @@ struct SendCommand: AsyncParsableCommand {
     func run() async throws {
         installStopHandlers()
         _ = AllocatorTuning.applied
+        if wormhole {
+            let (text, files, code, options) = (self.text, self.files, self.code, wormholeOptions)
+            try await reportingErrors { try await sendByWormhole(text: text, files: files, code: code, options: options) }
+            return
+        }
         try await reportingErrors { try await sendAll() }
     }
 
@@ -179,7 +247,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         let store = try keyOptions.open()
         let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-        let session = try await openSession(listen: nil, to: to, hci: hci, options: options)
+        let session = try await openSession(listen: nil, to: to!, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs)
         let connections = DataConnections(session: session, configuration: DataConfiguration())
         let stopWatch = Task {
             while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }

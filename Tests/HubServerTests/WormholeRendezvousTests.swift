@@ -42,6 +42,13 @@ import Testing
         #expect(throws: WormholeError("no such mailbox")) {
             try r.add(app: "app", mailbox: m, message: WormholeMessage(side: "a", phase: "0", body: "", serverRx: 7, id: nil))
         }
+        // At most maximumMailboxBytes of bodies per mailbox.
+        let small = WormholeRendezvous(maximumMailboxBytes: 10)
+        let mb = try small.claim(app: "app", nameplate: "5", side: "a", now: 0)
+        try small.add(app: "app", mailbox: mb, message: WormholeMessage(side: "a", phase: "pake", body: "0123456789", serverRx: 1, id: nil))
+        #expect(throws: WormholeError("this mailbox holds 10 bytes of messages already")) {
+            try small.add(app: "app", mailbox: mb, message: WormholeMessage(side: "a", phase: "version", body: "0", serverRx: 2, id: nil))
+        }
         // Idle nameplates and mailboxes expire.
         let gone = r.expire(now: 1000)
         #expect(gone.nameplates == 2 && r.nameplates(app: "app").isEmpty && r.nameplates(app: "other").isEmpty)

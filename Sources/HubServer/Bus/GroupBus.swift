@@ -63,6 +63,8 @@ public final class PostgresGroupBus: GroupBus {
     /// presence events are delivered here at once instead of coming back through LISTEN.
     private let listening = Atomic<Bool>(false)
     private let wake = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    /// Other users of the bus (the wormhole rendezvous), by tag: payloads `~TAG` 0x1E text.
+    private let handlers = Mutex<[String: @Sendable (String) async -> Void]>([:])
 
     /// - Parameters:
     ///   - origin: this node's instance id (its own notifications are skipped)
@@ -142,6 +144,18 @@ public final class PostgresGroupBus: GroupBus {
         }
     }
 
+    /// Takes the payloads another part of the hub sends with ``notify(tag:payload:on:)`` (on every node,
+    /// the sender's included).
+    public func addHandler(tag: String, _ handler: @escaping @Sendable (String) async -> Void) {
+        handlers.withLock { $0[tag] = handler }
+    }
+
+    /// Sends `payload` (under 7,000 bytes) to every node's handler of `tag`, inside the transaction
+    /// `tx` (PostgreSQL delivers it at commit, in commit order), on the groups' channel.
+    public func notify(tag: String, payload: String, on tx: any SQLExecutor) async throws {
+        try await tx.query("SELECT CAST(pg_notify($1, $2) AS TEXT)", [.text(Self.channel), .text("~" + tag + "\u{1E}" + payload)])
+    }
+
     /// Records packed into payloads under the size limit, and the records too large for any.
     static func pack(_ records: [String], origin: String) -> (payloads: [String], big: [String]) {
         var payloads: [String] = []
@@ -202,6 +216,11 @@ public final class PostgresGroupBus: GroupBus {
     }
 
     func receive(_ payload: String) async {
+        if payload.hasPrefix("~"), let sep = payload.firstIndex(of: "\u{1E}") {
+            let tag = String(payload[payload.index(after: payload.startIndex)..<sep])
+            if let handler = handlers.withLock({ $0[tag] }) { await handler(String(payload[payload.index(after: sep)...])) }
+            return
+        }
         let parts = payload.split(separator: "\u{1E}", omittingEmptySubsequences: false)
         // Our own batched posts were delivered here already; presence ("!") is delivered on every node.
         guard let from = parts.first, from != origin[...] else { return }

@@ -36,7 +36,8 @@ public struct WormholeError: Error, Sendable, Hashable {
 /// wormhole code) and mailboxes (where the two sides leave messages for each other), in memory, with
 /// every change listed for a store (``takeChanges()``, ``restore(_:)``: `WormholePersister` keeps them in
 /// the hub's database, so a restarted hub carries on). Bounded: at most ``maximumNameplates`` nameplates
-/// and ``maximumMailboxes`` mailboxes in all, ``maximumMessages`` messages per mailbox; what nobody
+/// and ``maximumMailboxes`` mailboxes in all, ``maximumMessages`` messages and ``maximumMailboxBytes`` of
+/// bodies per mailbox; what nobody
 /// touched for ``idleSeconds`` is dropped by ``expire(now:)``.
 ///
 /// The rules are the reference server's: allocating a nameplate claims it for the allocating side;
@@ -54,6 +55,8 @@ public final class WormholeRendezvous: Sendable {
     public let maximumMailboxes: Int
     /// Messages kept per mailbox.
     public let maximumMessages: Int
+    /// Bytes of message bodies kept per mailbox (magic-wormhole's messages are a few KiB in all).
+    public let maximumMailboxBytes: Int
     /// Seconds after which an untouched nameplate or mailbox is dropped.
     public let idleSeconds: Double
 
@@ -65,8 +68,13 @@ public final class WormholeRendezvous: Sendable {
     struct Mailbox {
         var opened: [String: Bool] = [:]    // side: closed
         var messages: [WormholeMessage] = []
-        var listeners: [Int: Listener] = [:]
+        var listeners: [Int: ListenerEntry] = [:]
         var touched: Double
+    }
+    /// A listener and how many of the mailbox's messages it was given.
+    struct ListenerEntry {
+        var call: Listener
+        var delivered: Int
     }
     struct App {
         var nameplates: [String: Nameplate] = [:]
@@ -107,10 +115,12 @@ public final class WormholeRendezvous: Sendable {
 
     /// Creates an empty rendezvous.
     public init(maximumNameplates: Int = 10_000, maximumMailboxes: Int = 20_000, maximumMessages: Int = 1000,
+                maximumMailboxBytes: Int = 1 << 20,
                 idleSeconds: Double = 3 * 24 * 3600) {
         self.maximumNameplates = maximumNameplates
         self.maximumMailboxes = maximumMailboxes
         self.maximumMessages = maximumMessages
+        self.maximumMailboxBytes = maximumMailboxBytes
         self.idleSeconds = idleSeconds
     }
 
@@ -190,8 +200,9 @@ public final class WormholeRendezvous: Sendable {
                 return .failure(e)
             }
             s.nextListener += 1
-            a.mailboxes[mailbox]!.listeners[s.nextListener] = listener
-            return .success((s.nextListener, a.mailboxes[mailbox]!.messages))
+            let earlier = a.mailboxes[mailbox]!.messages
+            a.mailboxes[mailbox]!.listeners[s.nextListener] = ListenerEntry(call: listener, delivered: earlier.count)
+            return .success((s.nextListener, earlier))
         }
         let (handle, earlier) = try result.get()
         for m in earlier { listener(m) }
@@ -205,18 +216,100 @@ public final class WormholeRendezvous: Sendable {
 
     /// Adds a message to an open mailbox and hands it to every listener.
     public func add(app: String, mailbox: String, message: WormholeMessage) throws(WormholeError) {
-        let result: Result<[Listener], WormholeError> = state.withLock { s in
+        let result: Result<[(Listener, [WormholeMessage])], WormholeError> = state.withLock { s in
             guard var m = s.apps[app]?.mailboxes[mailbox] else { return .failure(WormholeError("no such mailbox")) }
             guard m.messages.count < maximumMessages else {
                 return .failure(WormholeError("this mailbox holds \(maximumMessages) messages already"))
+            }
+            guard m.messages.reduce(message.body.utf8.count, { $0 + $1.body.utf8.count }) <= maximumMailboxBytes else {
+                return .failure(WormholeError("this mailbox holds \(maximumMailboxBytes) bytes of messages already"))
             }
             m.messages.append(message)
             m.touched = message.serverRx
             s.apps[app]!.mailboxes[mailbox] = m
             s.touch(.mailbox, app, mailbox)
-            return .success(Array(m.listeners.values))
+            return .success(Self.catchUp(&s, app: app, mailbox: mailbox))
         }
-        for l in try result.get() { l(message) }
+        for (l, messages) in try result.get() { for m in messages { l(m) } }
+    }
+
+    /// What each listener of a mailbox has not been given yet (marked as given).
+    private static func catchUp(_ s: inout State, app: String, mailbox: String) -> [(Listener, [WormholeMessage])] {
+        guard var m = s.apps[app]?.mailboxes[mailbox] else { return [] }
+        var out: [(Listener, [WormholeMessage])] = []
+        for (h, var e) in m.listeners where e.delivered < m.messages.count {
+            out.append((e.call, Array(m.messages[e.delivered...])))
+            e.delivered = m.messages.count
+            m.listeners[h] = e
+        }
+        s.apps[app]!.mailboxes[mailbox] = m
+        return out
+    }
+
+    /// Whether this node has listeners of a mailbox.
+    public func hasListeners(app: String, mailbox: String) -> Bool {
+        state.withLock { !($0.apps[app]?.mailboxes[mailbox]?.listeners.isEmpty ?? true) }
+    }
+
+    // MARK: - Shared state (several nodes on one database)
+
+    /// Replaces records with their stored bodies (a nil body: gone), keeping this node's listeners,
+    /// without marking anything changed; then gives the listeners of refreshed mailboxes what they
+    /// have not had. Used where the database is the truth and this memory only a copy.
+    public func refresh(_ records: [Change]) {
+        let deliveries: [(Listener, [WormholeMessage])] = state.withLock { s in
+            let decoder = JSONDecoder()
+            var touchedBoxes: [(String, String)] = []
+            for r in records {
+                var a = s.apps[r.record.app] ?? App()
+                switch r.record.kind {
+                case .nameplate:
+                    let had = a.nameplates[r.record.key] != nil
+                    if let body = r.body?.data(using: .utf8), let p = try? decoder.decode(NameplateRecord.self, from: body) {
+                        a.nameplates[r.record.key] = Nameplate(mailbox: p.mailbox, claimed: p.claimed, touched: p.touched)
+                        if !had { s.nameplateCount += 1 }
+                    } else if had {
+                        a.nameplates[r.record.key] = nil
+                        s.nameplateCount -= 1
+                    }
+                case .mailbox:
+                    let old = a.mailboxes[r.record.key]
+                    if let body = r.body?.data(using: .utf8), let m = try? decoder.decode(MailboxRecord.self, from: body) {
+                        var listeners = old?.listeners ?? [:]
+                        for (h, var e) in listeners { e.delivered = min(e.delivered, m.messages.count); listeners[h] = e }
+                        a.mailboxes[r.record.key] = Mailbox(opened: m.opened, messages: m.messages, listeners: listeners, touched: m.touched)
+                        if old == nil { s.mailboxCount += 1 }
+                        touchedBoxes.append((r.record.app, r.record.key))
+                    } else if let old, old.listeners.isEmpty {
+                        a.mailboxes[r.record.key] = nil
+                        s.mailboxCount -= 1
+                    }
+                }
+                s.apps[r.record.app] = a
+            }
+            return touchedBoxes.flatMap { Self.catchUp(&s, app: $0.0, mailbox: $0.1) }
+        }
+        for (l, messages) in deliveries { for m in messages { l(m) } }
+    }
+
+    /// Forgets records of memory (not marking them changed): the nameplates given, and the mailboxes
+    /// given that have no listener here. Where the database is the truth this keeps memory to the
+    /// mailboxes this node's clients have open.
+    public func forget(app: String, nameplates: [String], mailboxes: [String]) {
+        state.withLock { s in
+            guard var a = s.apps[app] else { return }
+            for n in nameplates where a.nameplates.removeValue(forKey: n) != nil { s.nameplateCount -= 1 }
+            for m in mailboxes where a.mailboxes[m]?.listeners.isEmpty == true {
+                a.mailboxes[m] = nil
+                s.mailboxCount -= 1
+            }
+            s.apps[app] = a.nameplates.isEmpty && a.mailboxes.isEmpty ? nil : a
+        }
+    }
+
+    /// The mailbox a nameplate leads to, if this memory has the nameplate.
+    public func mailbox(app: String, nameplate: String) -> String? {
+        state.withLock { $0.apps[app]?.nameplates[nameplate]?.mailbox }
     }
 
     /// Closes `side`'s use of a mailbox (opening it first when this side never did); the mailbox goes

@@ -17,13 +17,29 @@ import Synchronization
 public struct WormholeSocket: Sendable {
     let rendezvous: WormholeRendezvous
     let persister: WormholePersister?
+    let shared: WormholeShared?
+    let limiter: WormholeAddressLimiter?
+    let remoteIP: String
     /// The largest message a client may send, in bytes.
     public static let maximumMessageBytes = 64 * 1024
 
-    /// A socket of `rendezvous`, whose changes `persister` (if any) writes before each answer.
-    public init(rendezvous: WormholeRendezvous, persister: WormholePersister? = nil) {
+    /// A socket of `rendezvous`, whose changes `persister` (if any) writes before each answer; with
+    /// `shared`, every request runs on the database several nodes share instead. `limiter` bounds
+    /// what one address (`remoteIP`) may allocate and claim.
+    public init(rendezvous: WormholeRendezvous, persister: WormholePersister? = nil, shared: WormholeShared? = nil,
+                limiter: WormholeAddressLimiter? = nil, remoteIP: String = "?") {
         self.rendezvous = rendezvous
         self.persister = persister
+        self.shared = shared
+        self.limiter = limiter
+        self.remoteIP = remoteIP
+    }
+
+    /// Runs one rule of the rendezvous: on the shared database when there is one, else in memory.
+    private func run<T: Sendable>(_ app: String, _ scope: WormholeShared.Scope,
+                                  _ op: @escaping @Sendable () throws(WormholeError) -> T) async throws(WormholeError) -> T {
+        if let shared { return try await shared.perform(app: app, scope, op) }
+        return try op()
     }
 
     /// What one connection did so far (the protocol allows each step once).
@@ -50,7 +66,7 @@ public struct WormholeSocket: Sendable {
                 }
                 if outbox.didOverflow { try? await outbound.close(.policyViolation, reason: "too slow: outbound queue full") }
             }
-            await persister?.ensureLoaded()
+            if let shared { await shared.ensureReady() } else { await persister?.ensureLoaded() }
             _ = outbox.send(Self.json(["type": "welcome", "welcome": [String: Any]()]))
             var closeCode: WebSocketErrorCode?
             do {
@@ -59,9 +75,9 @@ public struct WormholeSocket: Sendable {
                         closeCode = .unacceptableData
                         break
                     }
-                    let replies = handle(text, &c, outbox)
+                    let replies = await handle(text, &c, outbox)
                     // Answered once the change is in the database (a restarted hub then still has it).
-                    if let persister { await persister.flush(upTo: rendezvous.generation) }
+                    if shared == nil, let persister { await persister.flush(upTo: rendezvous.generation) }
                     for r in replies { _ = outbox.send(r) }
                 }
             } catch {
@@ -70,6 +86,7 @@ public struct WormholeSocket: Sendable {
             if let app = c.app, let mailbox = c.mailbox, let handle = c.listener {
                 rendezvous.stopListening(app: app, mailbox: mailbox, handle: handle)
             }
+            if c.allocated { limiter?.allocationEnded(from: remoteIP) }
             outbox.finish()
             await tasks.waitForAll()
             if let closeCode { try? await outbound.close(closeCode, reason: "") }
@@ -77,7 +94,7 @@ public struct WormholeSocket: Sendable {
     }
 
     /// Carries out one request; returns the answers to send (messages to listeners go out at once).
-    private func handle(_ text: String, _ c: inout Connection, _ outbox: GroupOutbox) -> [String] {
+    private func handle(_ text: String, _ c: inout Connection, _ outbox: GroupOutbox) async -> [String] {
         let now = Date().timeIntervalSince1970
         var replies: [String] = []
         guard let msg = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
@@ -102,18 +119,29 @@ public struct WormholeSocket: Sendable {
             guard let app = c.app, let side = c.side else { throw WormholeError("must bind first") }
             switch type {
             case "list":
-                replies.append(Self.json(["type": "nameplates", "nameplates": rendezvous.nameplates(app: app).map { ["id": $0] }]))
+                let r = rendezvous
+                let names = try await run(app, .init(allNameplates: true)) { () throws(WormholeError) in r.nameplates(app: app) }
+                replies.append(Self.json(["type": "nameplates", "nameplates": names.map { ["id": $0] }]))
             case "allocate":
                 guard !c.allocated else { throw WormholeError("you already allocated one, don't be greedy") }
-                let name = try rendezvous.allocate(app: app, side: side, now: now)
+                try limiter?.allow(.allocate, from: remoteIP, now: now)
+                let r = rendezvous
+                let name = try await run(app, .init(allNameplates: true, countNameplates: true)) { () throws(WormholeError) in
+                    try r.allocate(app: app, side: side, now: now)
+                }
                 c.allocated = true
+                c.nameplate = name
                 replies.append(Self.json(["type": "allocated", "nameplate": name]))
             case "claim":
                 guard let name = msg["nameplate"] as? String else { throw WormholeError("claim requires 'nameplate'") }
                 guard !c.claimed else { throw WormholeError("only one claim per connection") }
+                try limiter?.allow(.claim, from: remoteIP, now: now)
                 c.claimed = true
                 c.nameplate = name
-                let mailbox = try rendezvous.claim(app: app, nameplate: name, side: side, now: now)
+                let r = rendezvous
+                let mailbox = try await run(app, .init(nameplates: [name], countNameplates: true)) { () throws(WormholeError) in
+                    try r.claim(app: app, nameplate: name, side: side, now: now)
+                }
                 replies.append(Self.json(["type": "claimed", "mailbox": mailbox]))
             case "release":
                 guard !c.released else { throw WormholeError("only one release per connection") }
@@ -121,24 +149,30 @@ public struct WormholeSocket: Sendable {
                 if let asked, let mine = c.nameplate, asked != mine { throw WormholeError("release and claim must use same nameplate") }
                 guard let name = asked ?? c.nameplate else { throw WormholeError("release without nameplate must follow claim") }
                 c.released = true
-                rendezvous.release(app: app, nameplate: name, side: side, now: now)
+                let r = rendezvous
+                try await run(app, .init(nameplates: [name])) { () throws(WormholeError) in r.release(app: app, nameplate: name, side: side, now: now) }
                 replies.append(Self.json(["type": "released"]))
             case "open":
                 guard c.listener == nil else { throw WormholeError("only one open per connection") }
                 guard let mailbox = msg["mailbox"] as? String else { throw WormholeError("open requires 'mailbox'") }
+                try limiter?.allow(.claim, from: remoteIP, now: now)
                 c.mailbox = mailbox
-                c.listener = try rendezvous.open(app: app, mailbox: mailbox, side: side, now: now) { m in
-                    var out: [String: Any] = ["type": "message", "side": m.side, "phase": m.phase, "body": m.body,
-                                              "server_rx": m.serverRx]
-                    out["id"] = m.id ?? NSNull()
-                    _ = outbox.send(Self.json(out))  // a listener: at once
+                let r = rendezvous
+                c.listener = try await run(app, .init(mailboxes: [mailbox])) { () throws(WormholeError) in
+                    try r.open(app: app, mailbox: mailbox, side: side, now: now) { m in
+                        var out: [String: Any] = ["type": "message", "side": m.side, "phase": m.phase, "body": m.body,
+                                                  "server_rx": m.serverRx]
+                        out["id"] = m.id ?? NSNull()
+                        _ = outbox.send(Self.json(out))  // a listener: at once
+                    }
                 }
             case "add":
                 guard let mailbox = c.mailbox, c.listener != nil else { throw WormholeError("must open mailbox before adding") }
                 guard let phase = msg["phase"] as? String else { throw WormholeError("missing 'phase'") }
                 guard let body = msg["body"] as? String else { throw WormholeError("missing 'body'") }
-                try rendezvous.add(app: app, mailbox: mailbox,
-                                   message: WormholeMessage(side: side, phase: phase, body: body, serverRx: now, id: msg["id"] as? String))
+                let message = WormholeMessage(side: side, phase: phase, body: body, serverRx: now, id: msg["id"] as? String)
+                let r = rendezvous
+                try await run(app, .init(mailboxes: [mailbox])) { () throws(WormholeError) in try r.add(app: app, mailbox: mailbox, message: message) }
             case "close":
                 guard !c.closed else { throw WormholeError("only one close per connection") }
                 let asked = msg["mailbox"] as? String
@@ -149,7 +183,8 @@ public struct WormholeSocket: Sendable {
                     c.listener = nil
                 }
                 c.closed = true
-                try rendezvous.close(app: app, mailbox: mailbox, side: side, now: now)
+                let r = rendezvous
+                try await run(app, .init(mailboxes: [mailbox])) { () throws(WormholeError) in try r.close(app: app, mailbox: mailbox, side: side, now: now) }
                 replies.append(Self.json(["type": "closed"]))
             default:
                 throw WormholeError("unknown type")
@@ -176,10 +211,33 @@ public final class WormholePlugin: HubPlugin, Sendable {
     public static let path = "/wormhole/v1"
     /// The shared state.
     public let rendezvous: WormholeRendezvous
+    /// The limits per address.
+    public let limiter: WormholeAddressLimiter
     private let persisterBox = Mutex<WormholePersister?>(nil)
+    private let sharedBox = Mutex<WormholeShared??>(nil)
+    private let groups: GroupsPlugin?
 
-    /// Creates the plugin.
-    public init(rendezvous: WormholeRendezvous = WormholeRendezvous()) { self.rendezvous = rendezvous }
+    /// Creates the plugin. With `groups` on PostgreSQL, the rendezvous is shared with the other nodes
+    /// of the database through the groups' LISTEN/NOTIFY bus (``WormholeShared``).
+    public init(rendezvous: WormholeRendezvous = WormholeRendezvous(), groups: GroupsPlugin? = nil,
+                limiter: WormholeAddressLimiter = WormholeAddressLimiter()) {
+        self.rendezvous = rendezvous
+        self.groups = groups
+        self.limiter = limiter
+    }
+
+    /// The shared rendezvous when the hub runs on PostgreSQL with the groups' bus, else nil.
+    func shared(_ context: HubPluginContext) -> WormholeShared? {
+        sharedBox.withLock { box in
+            if let made = box { return made }
+            var made: WormholeShared?
+            if let groups, let bus = groups.runtime(context).pgBus {
+                made = WormholeShared(db: context.store.db, rendezvous: rendezvous, bus: bus, logger: context.logger)
+            }
+            box = .some(made)
+            return made
+        }
+    }
 
     /// The writer of the rendezvous into the hub's database (made on first use).
     func persister(_ context: HubPluginContext) -> WormholePersister {
@@ -194,7 +252,7 @@ public final class WormholePlugin: HubPlugin, Sendable {
     public func register(on router: HubRouter, context: HubPluginContext) {}
 
     public func services(context: HubPluginContext) -> [any Service] {
-        [WormholeSweeper(rendezvous: rendezvous, persister: persister(context))]
+        [WormholeSweeper(rendezvous: rendezvous, persister: persister(context), shared: shared(context))]
     }
 
     public var webSocketConfiguration: WebSocketServerConfiguration? {
@@ -204,11 +262,17 @@ public final class WormholePlugin: HubPlugin, Sendable {
 
     public func shouldUpgrade(_ request: HTTPRequest, context: HubPluginContext) async
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        await shouldUpgrade(request, remoteIP: "?", context: context)
+    }
+
+    public func shouldUpgrade(_ request: HTTPRequest, remoteIP: String, context: HubPluginContext) async
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         let p = request.path ?? ""
         guard p == Self.path || p.hasPrefix(Self.path + "?") else { return .dontUpgrade }
-        let rendezvous = self.rendezvous, persister = self.persister(context)
+        let rendezvous = self.rendezvous, persister = self.persister(context), shared = self.shared(context), limiter = self.limiter
         return .upgrade([:]) { inbound, outbound, _ in
-            await WormholeSocket(rendezvous: rendezvous, persister: persister).run(inbound: inbound, outbound: outbound)
+            await WormholeSocket(rendezvous: rendezvous, persister: persister, shared: shared, limiter: limiter, remoteIP: remoteIP)
+                .run(inbound: inbound, outbound: outbound)
         }
     }
 }
@@ -217,13 +281,18 @@ public final class WormholePlugin: HubPlugin, Sendable {
 struct WormholeSweeper: Service {
     let rendezvous: WormholeRendezvous
     let persister: WormholePersister
+    let shared: WormholeShared?
 
     func run() async throws {
-        await persister.ensureLoaded()
+        if let shared { await shared.ensureReady() } else { await persister.ensureLoaded() }
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(60)) }
-            rendezvous.expire(now: Date().timeIntervalSince1970)
-            await persister.flush(upTo: rendezvous.generation)
+            if let shared {
+                await shared.expire(now: Date().timeIntervalSince1970)
+            } else {
+                rendezvous.expire(now: Date().timeIntervalSince1970)
+                await persister.flush(upTo: rendezvous.generation)
+            }
         }
     }
 }

@@ -444,16 +444,17 @@ public final class NoiseSession: RecordSession, Sendable {
         let trusted: [TrustedPeer]
         do {
             identity = try options.keys.identity()
-            trusted = try options.keys.trustedPeers()
+            trusted = try options.keys.trustedPeers() + options.sessionTrust
         } catch {
             await transport.close()
             throw .invalidAuthorization("the keys folder cannot be used: \(error.description)")
         }
-        let configuration = SessionConfiguration(
+        var configuration = SessionConfiguration(
             role: initiator ? .initiator : .responder, userName: options.userName, service: options.service,
             transportKind: transport.kind, keepalive: options.keepalive(for: transport.kind), limits: options.limits,
             handshakeTimeout: options.handshakeTimeout ?? (transport.kind == .stream ? 15 : 120), staticKey: identity,
             ephemeralKey: ephemeralKey, trusted: trusted, maximumFrameSize: transport.maximumFrameSize)
+        configuration.prologueBinding = options.prologueBinding
         let machine = SessionStateMachine(configuration: configuration)
         let core = SessionCore(transport: transport, machine: machine, clock: options.clock)
         core.start()

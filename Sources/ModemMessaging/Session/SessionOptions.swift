@@ -46,6 +46,11 @@ public struct SessionOptions: Sendable {
     /// The clock of the session's timers (handshake timeout, keepalive, silence); the system's
     /// monotonic clock unless a test gives a manual one.
     public var clock: SessionClock
+    /// Peers trusted for this session only, beside the key store's (a session met by a wormhole
+    /// code trusts the key its peer sent, sealed under the code's PAKE key); empty by default.
+    public var sessionTrust: [TrustedPeer] = []
+    /// Bytes appended to the Noise prologue (see ``SessionConfiguration/prologueBinding``).
+    public var prologueBinding: [UInt8] = []
 
     /// Creates options.
     public init(userName: String = defaultUserName(), service: SessionService, keepalive: Double? = nil, keys: KeyStore,

@@ -38,6 +38,9 @@ public struct SessionConfiguration: Sendable {
     public var version: String
     /// The Noise AEAD (``SessionWire/cipher``; both ends must use the same, or the handshake fails).
     public var cipher: NoiseCipher = SessionWire.cipher
+    /// Bytes appended to the Noise prologue, which both ends must have alike (a session met by a
+    /// wormhole code binds itself to the code's PAKE key this way); empty by default.
+    public var prologueBinding: [UInt8] = []
 
     /// Creates a configuration.
     public init(role: SessionRole, userName: String, service: SessionService, transportKind: TransportKind, keepalive: Double,
@@ -131,7 +134,8 @@ public struct SessionStateMachine: Sendable {
         self.configuration = configuration
         keepalive = configuration.keepalive
         handshake = HandshakeState(initiator: configuration.role == .initiator,
-                                   prologue: SessionWire.prologue(service: configuration.service, kind: configuration.transportKind),
+                                   prologue: SessionWire.prologue(service: configuration.service, kind: configuration.transportKind)
+                                       + configuration.prologueBinding,
                                    staticKey: configuration.staticKey, ephemeralKey: configuration.ephemeralKey,
                                    cipher: configuration.cipher)
     }

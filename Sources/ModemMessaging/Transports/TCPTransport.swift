@@ -49,6 +49,13 @@ public struct TCPTransport: MessageTransport {
         connection = TCPConnection(fd: fd, peerAddress: peerAddress, expectPreamble: expectPreamble)
     }
 
+    /// A transport over a TCP connection made elsewhere (non-blocking, e.g. a wormhole's transit
+    /// connection after its handshake), whose ends both know the line is a session: no preamble is
+    /// written or expected. The transport owns the descriptor from now on.
+    public static func adopting(fd: Int32, peerAddress: String) -> TCPTransport {
+        TCPTransport(fd: fd, peerAddress: peerAddress, expectPreamble: false)
+    }
+
     /// Connects to `host:port` (a name, an IPv4 or IPv6 literal) and writes the `SMsg` preamble.
     /// - Throws: ``TransportError`` naming the address and the reason (refused, unreachable, timed out).
     public static func dial(host: String, port: Int, timeout: Double = 10) async throws(TransportError) -> TCPTransport {

@@ -1,0 +1,275 @@
+import Foundation
+import Synchronization
+
+/// A message of the mailbox, as the server relays it: the sending side, its phase and its body.
+public struct MailboxMessage: Sendable, Equatable {
+    /// The side that sent it (random per client).
+    public var side: String
+    /// Its phase (`pake`, `version`, `0`, `1`, ...).
+    public var phase: String
+    /// Its body (decoded from hex).
+    public var body: [UInt8]
+}
+
+/// The client half of magic-wormhole's rendezvous (mailbox) protocol over a ``WebSocketClient``: the
+/// server's `welcome`, then `bind`, `allocate`, `claim`, `open`, `add`, `release`, `close`, each
+/// request with an `id` (the server acks them; acks are skipped). One reader task takes every server
+/// message: relayed mailbox messages go to ``nextMessage()``, answers to the request that waits for
+/// them, and an `error` fails that request (or the next one) with the server's words.
+public final class RendezvousClient: Sendable {
+    private let socket: WebSocketClient
+    private struct State {
+        var answers: [[String: JSONValue]] = []
+        var messages: [MailboxMessage] = []
+        var answerWaiter: CheckedContinuation<[String: JSONValue]?, Never>?
+        var messageWaiter: CheckedContinuation<MailboxMessage?, Never>?
+        var ended: WormholeError?
+        var welcome: [String: JSONValue]?
+        var welcomeWaiter: CheckedContinuation<[String: JSONValue]?, Never>?
+    }
+    private let state = Mutex(State())
+    private let reader = Mutex<Task<Void, Never>?>(nil)
+    /// Messages held for ``nextMessage()`` beyond this many end the connection (a flooding server).
+    static let maximumQueued = 1000
+
+    /// Connects to a rendezvous server's WebSocket and waits for its `welcome`.
+    /// - Throws: ``WormholeError``: `.network`, or `.server` when the welcome carries an `error`
+    ///   (the server refuses this client) or is missing.
+    public static func connect(_ url: WebSocketURL, timeout: Double = 15) async throws(WormholeError) -> RendezvousClient {
+        let client = RendezvousClient(socket: try await WebSocketClient.connect(url, timeout: timeout))
+        client.startReading()
+        let welcome = await withCheckedContinuation { (c: CheckedContinuation<[String: JSONValue]?, Never>) in
+            let ready: [String: JSONValue]?? = client.state.withLock { s in
+                if let w = s.welcome { return .some(w) }
+                if s.ended != nil { return .some(nil) }
+                s.welcomeWaiter = c
+                return nil
+            }
+            if let ready { c.resume(returning: ready) }
+        }
+        guard let welcome else {
+            throw client.state.withLock { $0.ended } ?? WormholeError(.server, "\(url) closed before its welcome")
+        }
+        if let error = welcome["error"]?.string {
+            await client.close()
+            throw WormholeError(.server, "the rendezvous server refuses this client: \(printableText(error))")
+        }
+        return client
+    }
+
+    private init(socket: WebSocketClient) { self.socket = socket }
+
+    /// The server's message of the day, if its welcome had one.
+    public var motd: String? { state.withLock { $0.welcome?["motd"]?.string.map(printableText) } }
+
+    private func startReading() {
+        let task = Task { [self] in
+            var failure = WormholeError(.network, "the rendezvous server closed the connection")
+            do throws(WormholeError) {
+                while let text = try await socket.receive() {
+                    guard let m = JSONValue.parse(text)?.object, let type = m["type"]?.string else {
+                        throw WormholeError(.server, "the rendezvous server sent a message that is not a JSON object with a type")
+                    }
+                    try route(type, m)
+                }
+            } catch {
+                failure = error
+            }
+            end(failure)
+        }
+        reader.withLock { $0 = task }
+    }
+
+    private func route(_ type: String, _ m: [String: JSONValue]) throws(WormholeError) {
+        switch type {
+        case "ack", "pong":
+            return
+        case "welcome":
+            let w = m["welcome"]?.object ?? [:]
+            let waiter = state.withLock { s -> CheckedContinuation<[String: JSONValue]?, Never>? in
+                s.welcome = w
+                defer { s.welcomeWaiter = nil }
+                return s.welcomeWaiter
+            }
+            waiter?.resume(returning: w)
+        case "message":
+            guard let side = m["side"]?.string, let phase = m["phase"]?.string, let hex = m["body"]?.string,
+                  let body = hexDecode(hex) else {
+                throw WormholeError(.server, "the rendezvous server relayed a message without side, phase or hex body")
+            }
+            let message = MailboxMessage(side: side, phase: phase, body: body)
+            let result: Result<CheckedContinuation<MailboxMessage?, Never>?, WormholeError> = state.withLock { s in
+                if let w = s.messageWaiter {
+                    s.messageWaiter = nil
+                    return .success(w)
+                }
+                guard s.messages.count < Self.maximumQueued else {
+                    return .failure(WormholeError(.server, "the rendezvous server relayed over \(Self.maximumQueued) messages"))
+                }
+                s.messages.append(message)
+                return .success(nil)
+            }
+            try result.get()?.resume(returning: message)
+        default:
+            // Answers (allocated, claimed, released, closed, nameplates) and errors, in order.
+            let waiter = state.withLock { s -> CheckedContinuation<[String: JSONValue]?, Never>? in
+                if let w = s.answerWaiter {
+                    s.answerWaiter = nil
+                    return w
+                }
+                if s.answers.count < Self.maximumQueued { s.answers.append(m) }
+                return nil
+            }
+            waiter?.resume(returning: m)
+        }
+    }
+
+    private func end(_ error: WormholeError) {
+        let (a, m, w) = state.withLock { s in
+            if s.ended == nil { s.ended = error }
+            defer { s.answerWaiter = nil; s.messageWaiter = nil; s.welcomeWaiter = nil }
+            return (s.answerWaiter, s.messageWaiter, s.welcomeWaiter)
+        }
+        a?.resume(returning: nil)
+        m?.resume(returning: nil)
+        w?.resume(returning: nil)
+    }
+
+    /// Sends one request (`id` and `type` added).
+    func send(_ type: String, _ fields: [String: JSONValue] = [:]) async throws(WormholeError) {
+        var f = fields
+        f["type"] = .string(type)
+        f["id"] = .string(hexEncode((0..<2).map { _ in UInt8.random(in: 0...255) }))
+        try await socket.send(text: JSONValue.object(f).text)
+    }
+
+    /// Waits for the next answer; it must be of `type` (an `error` throws with the server's words).
+    func answer(_ type: String) async throws(WormholeError) -> [String: JSONValue] {
+        let m = await withCheckedContinuation { (c: CheckedContinuation<[String: JSONValue]?, Never>) in
+            let ready: [String: JSONValue]?? = state.withLock { s in
+                if !s.answers.isEmpty { return .some(s.answers.removeFirst()) }
+                if s.ended != nil { return .some(nil) }
+                s.answerWaiter = c
+                return nil
+            }
+            if let ready { c.resume(returning: ready) }
+        }
+        guard let m else { throw state.withLock { $0.ended } ?? WormholeError(.network, "the rendezvous connection ended") }
+        let got = m["type"]?.string ?? ""
+        if got == "error" {
+            throw WormholeError(.server, "the rendezvous server refused '\(type)': \(printableText(m["error"]?.string ?? "an error"))")
+        }
+        guard got == type else { throw WormholeError(.server, "the rendezvous server answered '\(printableText(got))' where '\(type)' was due") }
+        return m
+    }
+
+    /// `bind`: this client's application id and side.
+    public func bind(appID: String, side: String) async throws(WormholeError) {
+        try await send("bind", ["appid": .string(appID), "side": .string(side), "client_version": ["swiftmodem", .string(wormholeClientVersion)]])
+    }
+
+    /// `allocate`: a free nameplate from the server, claimed for this side.
+    public func allocate() async throws(WormholeError) -> String {
+        try await send("allocate")
+        guard let n = try await answer("allocated")["nameplate"]?.string, isNameplate(n) else {
+            throw WormholeError(.server, "the rendezvous server allocated no valid nameplate")
+        }
+        return n
+    }
+
+    /// `claim`: the mailbox of a nameplate.
+    public func claim(_ nameplate: String) async throws(WormholeError) -> String {
+        try await send("claim", ["nameplate": .string(nameplate)])
+        guard let mailbox = try await answer("claimed")["mailbox"]?.string, !mailbox.isEmpty, mailbox.utf8.count <= 256 else {
+            throw WormholeError(.server, "the rendezvous server claimed no valid mailbox")
+        }
+        return mailbox
+    }
+
+    /// `open`: from now on the mailbox's messages (earlier ones first) come to ``nextMessage()``.
+    public func open(_ mailbox: String) async throws(WormholeError) {
+        try await send("open", ["mailbox": .string(mailbox)])
+    }
+
+    /// `add`: leaves a message in the open mailbox.
+    public func add(phase: String, body: [UInt8]) async throws(WormholeError) {
+        try await send("add", ["phase": .string(phase), "body": .string(hexEncode(body))])
+    }
+
+    /// `release`: gives the nameplate back.
+    public func release(_ nameplate: String) async throws(WormholeError) {
+        try await send("release", ["nameplate": .string(nameplate)])
+        _ = try await answer("released")
+    }
+
+    /// `close`: this side is done with the mailbox, with a mood (`happy`, `lonely`, `scary`, `errory`).
+    public func close(mailbox: String, mood: String) async throws(WormholeError) {
+        try await send("close", ["mailbox": .string(mailbox), "mood": .string(mood)])
+        _ = try await answer("closed")
+    }
+
+    /// The next message of the open mailbox (ours included, as the server relays every message).
+    /// - Throws: ``WormholeError`` once the connection ended.
+    public func nextMessage() async throws(WormholeError) -> MailboxMessage {
+        let m = await withCheckedContinuation { (c: CheckedContinuation<MailboxMessage?, Never>) in
+            let ready: MailboxMessage?? = state.withLock { s in
+                if !s.messages.isEmpty { return .some(s.messages.removeFirst()) }
+                if s.ended != nil { return .some(nil) }
+                s.messageWaiter = c
+                return nil
+            }
+            if let ready { c.resume(returning: ready) }
+        }
+        guard let m else { throw state.withLock { $0.ended } ?? WormholeError(.network, "the rendezvous connection ended") }
+        return m
+    }
+
+    /// Closes the WebSocket.
+    public func close() async {
+        await socket.close()
+        reader.withLock { $0?.cancel() }
+    }
+}
+
+/// Whether `text` is a nameplate: 1 to 64 ASCII digits.
+func isNameplate(_ text: String) -> Bool {
+    !text.isEmpty && text.utf8.count <= 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
+}
+
+/// Lowercase hex of bytes.
+public func hexEncode(_ bytes: some Sequence<UInt8>) -> String {
+    let digits = Array("0123456789abcdef".utf8)
+    var out: [UInt8] = []
+    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
+    return String(decoding: out, as: UTF8.self)
+}
+
+/// Bytes of a hex string (either case), or nil when it is not hex of whole bytes.
+public func hexDecode(_ text: String) -> [UInt8]? {
+    let u = Array(text.utf8)
+    guard u.count % 2 == 0 else { return nil }
+    func v(_ c: UInt8) -> UInt8? {
+        switch c {
+        case 0x30...0x39: c - 0x30
+        case 0x61...0x66: c - 0x57
+        case 0x41...0x46: c - 0x37
+        default: nil
+        }
+    }
+    var out: [UInt8] = []
+    out.reserveCapacity(u.count / 2)
+    var i = 0
+    while i < u.count {
+        guard let hi = v(u[i]), let lo = v(u[i + 1]) else { return nil }
+        out.append(hi << 4 | lo)
+        i += 2
+    }
+    return out
+}
+
+/// Text from the other end made safe for a terminal: control characters become `?`, at most 300 characters.
+public func printableText(_ text: String) -> String {
+    String(String.UnicodeScalarView(text.unicodeScalars.prefix(300).map { s in
+        s.value < 0x20 || s.value == 0x7F || (0x80...0x9F).contains(s.value) ? "?" : s
+    }))
+}

@@ -1,0 +1,247 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import ModemCrypto
+import ModemSockets
+import Synchronization
+
+/// The keys and handshake lines of magic-wormhole's transit, from the transit key (itself derived from
+/// the wormhole's key for the application's purpose): each line and record key is HKDF-SHA256 of the
+/// transit key with its name as the info.
+public struct TransitKeys: Sendable {
+    /// The transit key (32 bytes).
+    public let key: [UInt8]
+    /// Creates the keys of a transit key.
+    public init(key: [UInt8]) { self.key = key }
+
+    private func hex(_ info: String) -> String { hexEncode(WormholeKeys.derive(key, purpose: info)) }
+    /// `transit sender HEX ready\n\n`.
+    public var senderHandshake: [UInt8] { Array("transit sender \(hex("transit_sender")) ready\n\n".utf8) }
+    /// `transit receiver HEX ready\n\n`.
+    public var receiverHandshake: [UInt8] { Array("transit receiver \(hex("transit_receiver")) ready\n\n".utf8) }
+    /// `please relay TOKEN for side SIDE\n`.
+    public func relayHandshake(side: String) -> [UInt8] { Array("please relay \(hex("transit_relay_token")) for side \(side)\n".utf8) }
+    /// The key of the records the sender sends.
+    public var senderRecordKey: [UInt8] { WormholeKeys.derive(key, purpose: "transit_record_sender_key") }
+    /// The key of the records the receiver sends.
+    public var receiverRecordKey: [UInt8] { WormholeKeys.derive(key, purpose: "transit_record_receiver_key") }
+}
+
+/// A transit connection that passed its handshake: the stream, and how it was made.
+public struct TransitConnection: Sendable {
+    /// The connected stream (after `go`).
+    public let stream: ByteStream
+    /// `direct tcp:HOST:PORT`, `direct from HOST:PORT` or `relay tcp:HOST:PORT`.
+    public let route: String
+    /// Whether it goes through a transit relay.
+    public let relayed: Bool
+}
+
+/// Makes magic-wormhole's transit connection for one side (the file's sender or receiver): listens
+/// for direct connections (unless told not to) and offers those addresses as hints, then tries every
+/// route at once (the peer's direct hints, connections to our listener, and the relays, these after
+/// two seconds when there are direct routes) and keeps the first whose handshake completes: the
+/// sender says `go` on it and `nevermind` on any other that completes; the receiver waits for `go`.
+public final class TransitConnector: Sendable {
+    /// Which end of the transfer this is.
+    public enum Role: Sendable { case sender, receiver }
+
+    /// This side's role.
+    public let role: Role
+    /// The keys.
+    public let keys: TransitKeys
+    /// Our relays.
+    public let relays: [TransitHint]
+    /// Our transit side (16 hex digits), for the relay handshake.
+    public let side = hexEncode(secureRandomBytes(8))
+    private let listener: Int32?
+    private let listenPort: Int
+
+    /// Seconds before the relays are tried when there are direct routes.
+    public static let relayDelay = 2.0
+
+    /// Creates the connector; with `listen`, a listening socket on every address (port chosen by the kernel).
+    /// - Throws: ``WormholeError`` (`.network`) when it cannot listen.
+    public init(role: Role, transitKey: [UInt8], relays: [TransitHint], listen: Bool) throws(WormholeError) {
+        self.role = role
+        keys = TransitKeys(key: transitKey)
+        self.relays = relays
+        if listen {
+            do {
+                let (fd, port) = try TCPSocket.listen(host: "0.0.0.0", port: 0)
+                listener = fd
+                listenPort = port
+            } catch {
+                throw WormholeError(.network, error.description)
+            }
+        } else {
+            listener = nil
+            listenPort = 0
+        }
+    }
+
+    deinit { if let listener { TCPSocket.close(listener) } }
+
+    /// Our hints: this machine's addresses with the listening port, and our relays.
+    public var hints: TransitHints {
+        TransitHints(direct: listener == nil ? [] : TransitHints.localAddresses().map { TransitHint(host: $0, port: listenPort) }, relays: relays)
+    }
+
+    private var ourHandshake: [UInt8] { role == .sender ? keys.senderHandshake : keys.receiverHandshake }
+    private var theirHandshake: [UInt8] { role == .sender ? keys.receiverHandshake : keys.senderHandshake }
+
+    /// Connects to the peer of `peer` hints within `timeout` seconds.
+    /// - Throws: ``WormholeError`` (`.transit`) when no route completed its handshake.
+    public func connect(to peer: TransitHints, timeout: Double = 120) async throws(WormholeError) -> TransitConnection {
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        let race = TransitRace(directs: peer.direct.count)
+        let direct = peer.direct.sorted { $0.priority > $1.priority }
+        var relaySet: [TransitHint] = []
+        for r in relays + peer.relays where !relaySet.contains(where: { $0.host == r.host && $0.port == r.port }) { relaySet.append(r) }
+        enum Outcome: Sendable { case won(TransitConnection), routeFailed, other }
+        let result: TransitConnection? = await withTaskGroup(of: Outcome.self) { group in
+            for hint in direct {
+                group.addTask {
+                    defer { race.directLeft.subtract(1, ordering: .relaxed) }
+                    let r = await self.attempt(route: "direct \(hint)", relayed: false, deadline: deadline, race: race) { () async throws(WormholeError) -> ByteStream in
+                        try await ByteStream.connect(host: hint.host, port: hint.port, timeout: min(10, timeout))
+                    }
+                    return r.map { .won($0) } ?? .routeFailed
+                }
+            }
+            for hint in relaySet {
+                group.addTask {
+                    // The relay after the direct routes had their chance (or at once when there are none).
+                    let start = ContinuousClock.now
+                    while !direct.isEmpty, race.directLeft.load(ordering: .relaxed) > 0, ContinuousClock.now - start < .seconds(Self.relayDelay) {
+                        if Task.isCancelled || race.decided.load(ordering: .relaxed) { return .routeFailed }
+                        try? await Task.sleep(for: .milliseconds(50))
+                    }
+                    if race.decided.load(ordering: .relaxed) { return .routeFailed }
+                    let r = await self.attempt(route: "relay \(hint)", relayed: true, deadline: deadline, race: race) { () async throws(WormholeError) -> ByteStream in
+                        let s = try await ByteStream.connect(host: hint.host, port: hint.port, timeout: min(10, timeout))
+                        try await s.write(self.keys.relayHandshake(side: self.side), deadline: deadline)
+                        let ok = try await s.read(exactly: 3, deadline: deadline)
+                        guard ok == Array("ok\n".utf8) else { throw WormholeError(.transit, "the relay \(hint) refused the handshake") }
+                        return s
+                    }
+                    return r.map { .won($0) } ?? .routeFailed
+                }
+            }
+            if let listener {
+                group.addTask {
+                    await self.acceptLoop(listener, deadline: deadline, race: race).map { .won($0) } ?? .other
+                }
+            }
+            // A guard task: ends the wait at the deadline.
+            group.addTask {
+                while ContinuousClock.now < deadline, !Task.isCancelled, !race.decided.load(ordering: .relaxed) {
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+                return .other
+            }
+            var winner: TransitConnection?
+            var outgoingLeft = direct.count + relaySet.count
+            while let r = await group.next() {
+                switch r {
+                case .won(let c): winner = c
+                case .routeFailed: outgoingLeft -= 1
+                case .other: break
+                }
+                // Done: a winner; the deadline; or every outgoing route failed and nobody can call us.
+                if winner != nil || ContinuousClock.now >= deadline || (outgoingLeft == 0 && listener == nil) { break }
+            }
+            group.cancelAll()
+            return winner
+        }
+        if let listener { _ = shutdown(listener, Int32(SHUT_RDWR)) }
+        guard let result else {
+            let why = race.failures.withLock { $0.isEmpty ? "" : ": " + $0.prefix(4).joined(separator: "; ") }
+            throw WormholeError(.transit, "no transit connection could be made (direct or through a relay)\(why)")
+        }
+        return result
+    }
+
+    /// Accepts connections to our listener, each trying the handshake, until one wins.
+    private func acceptLoop(_ listener: Int32, deadline: ContinuousClock.Instant, race: TransitRace) async -> TransitConnection? {
+        await withTaskGroup(of: TransitConnection?.self) { group in
+            var handshakes = 0
+            group.addTask { await Self.waitAccept(listener, deadline: deadline) }
+            while let r = await group.next() {
+                if let r, r.route == "accepted" {
+                    handshakes += 1
+                    if handshakes < 32 {
+                        let s = r.stream
+                        group.addTask {
+                            await self.attempt(route: "direct from \(s.peer)", relayed: false, deadline: deadline, race: race) { () async throws(WormholeError) -> ByteStream in s }
+                        }
+                    }
+                    group.addTask { await Self.waitAccept(listener, deadline: deadline) }
+                } else if let r {
+                    group.cancelAll()
+                    return r
+                } else if race.decided.load(ordering: .relaxed) || ContinuousClock.now >= deadline || Task.isCancelled {
+                    group.cancelAll()
+                    return nil
+                }
+            }
+            return nil
+        }
+    }
+
+    /// The next connection to the listener, wrapped as a pseudo-result `accepted`.
+    private static func waitAccept(_ listener: Int32, deadline: ContinuousClock.Instant) async -> TransitConnection? {
+        while !Task.isCancelled, ContinuousClock.now < deadline {
+            switch TCPSocket.accept(listener) {
+            case .connection(let fd, let peer):
+                return TransitConnection(stream: ByteStream(fd: fd, peer: peer), route: "accepted", relayed: false)
+            case .none:
+                if await SocketWaiter.shared.wait(fd: listener, for: .readable, timeoutMilliseconds: 500) == .cancelled { return nil }
+            case .failed(let code):
+                if code == EINVAL || code == EBADF { return nil }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        return nil
+    }
+
+    /// One route: open the stream, run the handshake, and (sender) decide or (receiver) wait for `go`.
+    private func attempt(route: String, relayed: Bool, deadline: ContinuousClock.Instant, race: TransitRace,
+                         open: @Sendable () async throws(WormholeError) -> ByteStream) async -> TransitConnection? {
+        var stream: ByteStream?
+        do throws(WormholeError) {
+            let s = try await open()
+            stream = s
+            try await s.write(ourHandshake, deadline: deadline)
+            let theirs = try await s.read(exactly: theirHandshake.count, deadline: deadline)
+            guard theirs == theirHandshake else { throw WormholeError(.transit, "\(route): the peer's transit handshake does not match (another key)") }
+            switch role {
+            case .sender:
+                if race.decided.exchange(true, ordering: .acquiringAndReleasing) {
+                    try? await s.write(Array("nevermind\n".utf8), deadline: deadline)
+                    s.close()
+                    return nil
+                }
+                try await s.write(Array("go\n".utf8), deadline: deadline)
+            case .receiver:
+                let word = try await s.read(exactly: 3, deadline: deadline)
+                guard word == Array("go\n".utf8) else { s.close(); return nil }  // nevermind: another route won
+                if race.decided.exchange(true, ordering: .acquiringAndReleasing) { s.close(); return nil }
+            }
+            return TransitConnection(stream: s, route: route, relayed: relayed)
+        } catch {
+            stream?.close()
+            if !Task.isCancelled { race.failures.withLock { if $0.count < 16 { $0.append(error.description) } } }
+            return nil
+        }
+    }
+}
+
+/// What the routes of one connection attempt share: whether one won, how many direct ones are left,
+/// and why the others failed.
+final class TransitRace: Sendable {
+    let decided = Atomic<Bool>(false)
+    let directLeft: Atomic<Int>
+    let failures = Mutex<[String]>([])
+    init(directs: Int) { directLeft = Atomic(directs) }
+}

@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+
+/// modem-hub's rendezvous and transit relay with `modem` by code (the mailbox and a data connection
+/// through the hub, fresh key folders), hostile clients (unknown types, a 1 MB message, allocation
+/// floods from one address, half-open transit handshakes) and, with `HUB_TEST_POSTGRES_URL`, two nodes
+/// on one PostgreSQL database (stock texts and the mailbox by code across them):
+/// Tests/scripts/wormhole_hub.py, with the built `modem` (`MODEM_BINARY`, set by scripts/test.sh).
+@Suite struct WormholeByCodeTests {
+    static var modem: String {
+        ProcessInfo.processInfo.environment["MODEM_BINARY"] ?? HubProcess.packageRoot + "/.build-tests/release/modem"
+    }
+
+    @Test(.enabled(if: (FileManager.default.isExecutableFile(atPath: modem) && FileManager.default.isExecutableFile(atPath: HubProcess.binary)
+                        && FileManager.default.isExecutableFile(atPath: TransitRelayTests.wormholeBin + "/wormhole")) || HubProcess.peersRequired,
+                   "needs the built modem (MODEM_BINARY), modem-hub and .build/wormhole-venv"),
+          .timeLimit(.minutes(10)))
+    func mailboxByCodeHostileClientsAndNodes() async throws {
+        var args = [HubProcess.packageRoot + "/Tests/scripts/wormhole_hub.py", HubProcess.binary, Self.modem, "--venv", TransitRelayTests.wormholeBin]
+        if let pg = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] {
+            // A fresh database, so the nodes meet only each other's nameplates.
+            let name = "hubwormhole_" + UUID().uuidString.prefix(8).lowercased()
+            let created = try await HubProcess.run("/usr/bin/env", ["psql", pg, "-qc", "CREATE DATABASE \(name)"])
+            try #require(created.status == 0, "\(created.stderrText)")
+            var c = try #require(URLComponents(string: pg))
+            c.path = "/" + name
+            args += ["--postgres", try #require(c.string)]
+        }
+        let o = try await HubProcess.run("/usr/bin/env", ["python3"] + args, timeout: 540)
+        print(o.stdoutText.split(separator: "\n").suffix(16).joined(separator: "\n"))
+        #expect(o.status == 0, "\(o.stdoutText.suffix(3000))\(o.stderrText.suffix(2000))")
+        #expect(o.stdoutText.contains(" passed, 0 failed"), "\(o.stdoutText.suffix(3000))")
+    }
+}
