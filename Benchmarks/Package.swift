@@ -46,15 +46,28 @@ let package = Package(
             ],
             path: "Sources/ber-curve"
         ),
+        // The line charts the pictures share.
+        .target(
+            name: "BenchPlot",
+            dependencies: [.product(name: "ModemPlot", package: root)],
+            path: "Sources/BenchPlot"
+        ),
         // The channel protocol's completions and goodput against SNR, with FEC off, auto and on; table and PNG.
         .executableTarget(
             name: "link-snr",
             dependencies: [
+                "BenchPlot",
                 .product(name: "ModemLink", package: root),
                 .product(name: "ModemLinkProtocol", package: root),
                 .product(name: "ModemPlot", package: root),
             ],
             path: "Sources/link-snr"
+        ),
+        // Rate against SNR of ours (OFDM, FSK) and amodem from scripts/bench-rate.py's CSV: a PNG.
+        .executableTarget(
+            name: "rate-plot",
+            dependencies: ["BenchPlot", .product(name: "ModemPlot", package: root)],
+            path: "Sources/rate-plot"
         ),
     ],
     swiftLanguageModes: [.v6]

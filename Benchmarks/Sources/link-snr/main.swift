@@ -14,6 +14,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import BenchPlot
 import Foundation
 import ModemLink
 import ModemLinkProtocol

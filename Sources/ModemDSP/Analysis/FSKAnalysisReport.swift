@@ -111,7 +111,7 @@ extension FSKAnalysis {
     }
 
     /// `path` quoted for a POSIX shell when it holds anything but safe characters.
-    static func shellQuoted(_ path: String) -> String {
+    public static func shellQuoted(_ path: String) -> String {
         let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./+-:=@%,")
         if !path.isEmpty && path.allSatisfy({ safe.contains($0) }) { return path }
         return "'" + path.split(separator: "'", omittingEmptySubsequences: false).joined(separator: "'\\''") + "'"

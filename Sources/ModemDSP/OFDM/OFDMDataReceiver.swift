@@ -38,6 +38,9 @@ public struct OFDMStatistics: Sendable {
     var errorSum = 0.0
     var errorCount = 0
 
+    /// Nothing measured yet.
+    public init() {}
+
     /// The mean of ``carrierSNR`` (of the linear values) over the data grid's carriers, in dB.
     public var meanCarrierSNR: Double {
         guard let n = numerology else { return meanSNR(first: OFDMNumerology.sounding.firstCarrier, last: OFDMNumerology.sounding.lastCarrier) }

@@ -55,6 +55,16 @@ public struct PNGImage: Sendable, Equatable {
         }
     }
 
+    /// Copies `other` with its top-left corner at (x, y), clipped to this image.
+    public mutating func draw(_ other: PNGImage, x: Int, y: Int) {
+        for row in 0..<other.height where y + row >= 0 && y + row < height {
+            let x0 = max(0, x), x1 = min(width, x + other.width)
+            guard x0 < x1 else { continue }
+            let src = (row * other.width + (x0 - x)) * 3, dst = ((y + row) * width + x0) * 3
+            pixels.replaceSubrange(dst..<(dst + (x1 - x0) * 3), with: other.pixels[src..<(src + (x1 - x0) * 3)])
+        }
+    }
+
     /// Fills a rectangle (clipped to the image).
     public mutating func fill(x: Int, y: Int, width w: Int, height h: Int, color: PNGColor) {
         let x0 = max(0, x), y0 = max(0, y), x1 = min(width, x + w), y1 = min(height, y + h)

@@ -93,7 +93,7 @@ public func renderSpectrogram(of analysis: FSKAnalysis, title: String = "",
 }
 
 /// The title line of the picture: file name (without directories) and the main findings.
-func spectrogramTitle(path: String, analysis a: FSKAnalysis) -> String {
+public func spectrogramTitle(path: String, analysis a: FSKAnalysis) -> String {
     let name = path.split(separator: "/").last.map(String.init) ?? path
     var parts = [name]
     switch a.finding {

@@ -1,18 +1,37 @@
+import Foundation
 import ModemPlot
 
-/// A chart of lines with markers on linear axes (x: full-band SNR in dB) drawn into a ``PNGImage``.
-struct LinePlot {
-    struct Series {
-        var label: String
-        var color: PNGColor
-        var points: [(x: Double, y: Double)]
+/// A chart of lines with markers (x: full-band SNR in dB; y linear, or logarithmic with `logY`)
+/// drawn into a ``PNGImage``; the benchmarks' pictures share it.
+public struct LinePlot {
+    public struct Series {
+        public var label: String
+        public var color: PNGColor
+        public var points: [(x: Double, y: Double)]
+        public init(label: String, color: PNGColor, points: [(x: Double, y: Double)]) {
+            self.label = label
+            self.color = color
+            self.points = points
+        }
     }
 
-    var title: String
-    var yLabel: String
-    var xRange: ClosedRange<Double>
-    var yRange: ClosedRange<Double>
-    var series: [Series] = []
+    public var title: String
+    public var yLabel: String
+    public var xRange: ClosedRange<Double>
+    public var yRange: ClosedRange<Double>
+    public var series: [Series] = []
+    /// dB between vertical grid lines.
+    public var xStep = 1.0
+    /// A logarithmic y axis (yRange in the values themselves; a line per decade, points at or below
+    /// zero drawn at the bottom).
+    public var logY = false
+
+    public init(title: String, yLabel: String, xRange: ClosedRange<Double>, yRange: ClosedRange<Double>) {
+        self.title = title
+        self.yLabel = yLabel
+        self.xRange = xRange
+        self.yRange = yRange
+    }
 
     let width = 960, height = 420
     let left = 96, right = 24, top = 40, bottom = 64
@@ -25,18 +44,25 @@ struct LinePlot {
     }
 
     private func py(_ y: Double) -> Double {
-        Double(top) + (yRange.upperBound - y) / (yRange.upperBound - yRange.lowerBound) * Double(plotH)
+        if logY {
+            let lo = log10(yRange.lowerBound), hi = log10(yRange.upperBound)
+            let v = y > 0 ? max(lo, min(hi, log10(y))) : lo
+            return Double(top) + (hi - v) / (hi - lo) * Double(plotH)
+        }
+        return Double(top) + (yRange.upperBound - y) / (yRange.upperBound - yRange.lowerBound) * Double(plotH)
     }
 
-    func render() -> PNGImage {
+    public func render() -> PNGImage {
         var img = PNGImage(width: width, height: height, background: .white)
         let grid = PNGColor(225, 225, 225), axis = PNGColor(40, 40, 40)
         // Five horizontal grid lines with labels; a vertical one per dB.
-        for i in 0...5 {
-            let v = yRange.lowerBound + (yRange.upperBound - yRange.lowerBound) * Double(i) / 5
+        let levels: [Double] = logY
+            ? Array(sequence(first: pow(10, log10(yRange.lowerBound).rounded(.up)), next: { $0 * 10 }).prefix { $0 <= yRange.upperBound })
+            : (0...5).map { yRange.lowerBound + (yRange.upperBound - yRange.lowerBound) * Double($0) / 5 }
+        for v in levels {
             let y = Int(py(v).rounded())
             img.horizontalLine(y: y, from: left, to: left + plotW, color: grid)
-            let label = String(Int(v.rounded()))
+            let label = logY && v >= 1000 ? "\(Int(v / 1000))K" : String(Int(v.rounded()))
             PlotFont.draw(label, x: left - 10 - PlotFont.width(of: label, scale: 2), y: y - 7, color: axis, scale: 2, into: &img)
         }
         var x = xRange.lowerBound
@@ -45,7 +71,7 @@ struct LinePlot {
             img.verticalLine(x: xp, from: top, to: top + plotH, color: grid)
             let label = String(Int(x.rounded()))
             PlotFont.draw(label, x: xp - PlotFont.width(of: label, scale: 2) / 2, y: top + plotH + 10, color: axis, scale: 2, into: &img)
-            x += 1
+            x += xStep
         }
         img.strokeRectangle(x: left, y: top, width: plotW + 1, height: plotH + 1, color: axis)
         PlotFont.draw(title, x: left + (plotW - PlotFont.width(of: title, scale: 2)) / 2, y: 12, color: axis, scale: 2, into: &img)
