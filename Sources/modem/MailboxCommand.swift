@@ -63,10 +63,13 @@ struct MailboxCommand: AsyncParsableCommand {
 
     @OptionGroup var wormholeOptions: WormholeOptions
 
+    @OptionGroup var audio: AudioModemOptions
+
     @Option(name: .customLong("trust-as"), help: ArgumentHelp("With a wormhole:CODE endpoint: keep the peer's key in the key store under this name.", valueName: "name"))
     var trustAs: String?
 
     func validate() throws {
+        try audio.check(endpoint: listen ?? to)
         if let keepalive { try checkSeconds(keepalive, "--keepalive", in: 0.1...86400) }
         guard maxBytes > 0 else { throw ValidationError("--max-bytes must be positive") }
         try checkSeconds(maxSeconds, "--max-seconds", in: 0.001...maximumSeconds, note: " (a year)")
@@ -110,7 +113,8 @@ struct MailboxCommand: AsyncParsableCommand {
         interrupt.start()
         let (listen, to, hci, wormhole, trustAs) = (self.listen, self.to, self.hci, wormholeOptions, self.trustAs)
         let connecting = Task {
-            await mailbox.connect { try await openSession(listen: listen, to: to, hci: hci, options: options, wormhole: wormhole, trustAs: trustAs) }
+            await mailbox.connect { try await openSession(listen: listen, to: to, hci: hci, options: options, wormhole: wormhole, trustAs: trustAs,
+                                                              audioModem: audio.profile) }
         }
 
         var status: Int32 = 0

@@ -13,7 +13,7 @@ import Synchronization
 /// - Throws: ``UsageError`` for a bad or missing endpoint (exit 64); ``SessionFailure`` when the
 ///   session could not be connected (the mailbox API's reason: refused, untrusted key, rate limit...).
 func openSession(listen: String?, to: String?, hci: String?, options: SessionOptions, wormhole: WormholeOptions? = nil,
-                 trustAs: String? = nil) async throws -> NoiseSession {
+                 trustAs: String? = nil, audioModem: LinkModemArgument = .afsk) async throws -> NoiseSession {
     if isWormholeEndpoint(listen ?? to) {
         guard (listen == nil) != (to == nil) else { throw UsageError("give either --listen or --to, not both") }
         return try await openWormholeSession(listen ?? to!, dialer: to != nil, options: options, wormhole: wormhole ?? WormholeOptions(),
@@ -40,7 +40,7 @@ func openSession(listen: String?, to: String?, hci: String?, options: SessionOpt
         let transport = try await dialWithPatience(host: host, port: port)
         return try await NoiseSession.establish(over: transport, initiator: true, options: options)
     case .audio, .bluetooth:
-        guard let transport = try await makeLinkTransport(endpoint, listening: listening, hci: hci) else {
+        guard let transport = try await makeLinkTransport(endpoint, listening: listening, hci: hci, audioModem: audioModem) else {
             throw SessionFailure.networkUnavailable("\(endpoint) endpoints are not built yet (use tcp:HOST:PORT)")
         }
         return try await NoiseSession.establish(over: transport, initiator: !listening, options: options)
@@ -174,18 +174,24 @@ private let openLinkEnds = Mutex<[AnyObject]>([])
 /// (needs `--hci`) makes the controller a discoverable device with a Serial Port record and serves
 /// the first phone that connects; ADDR must be the controller's own address (00:00:00:00:00:00
 /// accepts any).
-private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: String?) async throws -> (any MessageTransport)? {
+private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: String?,
+                               audioModem: LinkModemArgument) async throws -> (any MessageTransport)? {
     switch endpoint {
     case .audio(let device):
+        // AFSK at 1200 baud, or the OFDM modem at the rate both ends agree (2048-byte frames, a window of 32).
+        let configuration = audioModem == .ofdm
+            ? LinkConfiguration(mode: .duplex, framePayload: 2048, windowFrames: 32, latencySeconds: 0.3,
+                                timing: OFDMLinkModem.timing(latencySeconds: 0.3))
+            : LinkConfiguration(mode: .duplex, latencySeconds: 0.3)
         do {
             if listening {
-                let end = try LinkDevice.alsa(device: device, sharedMedium: true)
+                let end = try LinkDevice.alsa(device: device, configuration: configuration, sharedMedium: true)
                 openLinkEnds.withLock { $0.append(end) }
                 end.start()
                 printError("listening on \(endpoint)")
                 return try await end.accept()
             }
-            let end = try LinkPhone.alsa(device: device, sharedMedium: true)
+            let end = try LinkPhone.alsa(device: device, configuration: configuration, sharedMedium: true)
             openLinkEnds.withLock { $0.append(end) }
             end.start()
             return try await end.dial()

@@ -126,6 +126,19 @@ enum LinkModemArgument: String, CaseIterable, ExpressibleByArgument {
     case afsk, ofdm
 }
 
+/// `--profile afsk|ofdm` of the messaging commands: the modem under `audio:` endpoints.
+struct AudioModemOptions: ParsableArguments {
+    @Option(help: ArgumentHelp("For audio: endpoints, the modem under the link: afsk (1200 baud) or ofdm (the high-rate modem, its rate agreed by both ends from the line). Both ends must use the same.", valueName: "afsk|ofdm"))
+    var profile: LinkModemArgument = .afsk
+
+    /// Refuses `--profile ofdm` for endpoints that are not sound.
+    func check(endpoint: String?) throws {
+        if profile == .ofdm, let e = endpoint, !e.hasPrefix("audio:") {
+            throw ValidationError("--profile ofdm is for audio: endpoints, not \(e)")
+        }
+    }
+}
+
 /// `--line cable|speaker`: a simulated line for the in-memory channel.
 enum LineArgument: String, CaseIterable, ExpressibleByArgument {
     case cable, speaker

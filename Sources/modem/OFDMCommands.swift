@@ -61,6 +61,9 @@ extension TxCommand {
         }
         progress.clear()
         try finishUnlessInterrupted(sink: sink, what: "\(tx.bytesSent) bytes") { try tx.finish() }
+        if let p = sink as? ALSAPlayback, p.xrunCount > 0, !quiet {
+            printError("modem tx: \(p.xrunCount) playback underrun(s) recovered (each a gap in the transmission: its receiver loses the block there)")
+        }
         if !quiet {
             let seconds = Double(tx.samplesWritten) / 48000
             let effective = seconds > 0 ? Double(tx.bytesSent * 8) / seconds : 0
@@ -109,6 +112,9 @@ extension RxCommand {
         })
         try out.flush()
         progress.clear()
+        if let c = source as? ALSACapture, c.xrunCount > 0, !quiet {
+            printError("modem rx: \(c.xrunCount) capture overrun(s) recovered (samples lost there: a block that spans one fails its check)")
+        }
         if stats_, !quiet {
             printError("modem rx: OFDM: \(summary.transmissions) transmission(s), \(summary.blocks) blocks checked (\(summary.blocksCorrected) corrected by the code, \(summary.bitsCorrected) bits), \(summary.bytes) bytes")
         }

@@ -82,7 +82,8 @@ struct RxCommand: AsyncParsableCommand {
                 totalSamples = header.declaredFrameCount
                 sampleRate = header.sampleRate
             } else {
-                capture = try ALSACapture(device: device!, sampleRate: rate)
+                // OFDM cannot lose samples (its symbols' timing would slip): a deeper buffer, as latency costs it nothing.
+                capture = try ALSACapture(device: device!, sampleRate: rate, latencyMilliseconds: line.isOFDM ? 500 : 100)
                 sampleRate = capture!.sampleRate
             }
             // A rate no decoder handles is the file's fault (status 1), not the options'.

@@ -57,10 +57,13 @@ struct ReceiveCommand: AsyncParsableCommand {
 
     @OptionGroup var keyOptions: KeysOptions
 
+    @OptionGroup var audio: AudioModemOptions
+
     @Option(name: .long, help: ArgumentHelp("The user name announced to the peer.", valueName: "name"))
     var name: String?
 
     func validate() throws {
+        try audio.check(endpoint: listen)
         if wormhole {
             guard code != nil else { throw ValidationError("--wormhole needs the CODE the sender printed") }
             guard listen == nil else { throw ValidationError("--wormhole and --listen do not go together (use --listen wormhole:CODE for a data connection by code)") }
@@ -91,7 +94,8 @@ struct ReceiveCommand: AsyncParsableCommand {
         do {
             let store = try keyOptions.open()
             let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-            session = try await openSession(listen: listen, to: nil, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs)
+            session = try await openSession(listen: listen, to: nil, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs,
+                                            audioModem: audio.profile)
         } catch {
             folder.removeIfCreatedAndEmpty()  // no session, no trace
             throw error
@@ -206,10 +210,13 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var keyOptions: KeysOptions
 
+    @OptionGroup var audio: AudioModemOptions
+
     @Option(name: .long, help: ArgumentHelp("The user name announced to the peer.", valueName: "name"))
     var name: String?
 
     func validate() throws {
+        try audio.check(endpoint: to)
         if wormhole {
             guard to == nil else { throw ValidationError("--wormhole and --to do not go together (use --to wormhole:CODE for a data connection by code)") }
             guard (text == nil) != files.isEmpty else { throw ValidationError("with --wormhole give one FILE or --text MESSAGE") }
@@ -247,7 +254,8 @@ struct SendCommand: AsyncParsableCommand {
         }
         let store = try keyOptions.open()
         let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-        let session = try await openSession(listen: nil, to: to!, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs)
+        let session = try await openSession(listen: nil, to: to!, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs,
+                                            audioModem: audio.profile)
         let connections = DataConnections(session: session, configuration: DataConfiguration())
         let stopWatch = Task {
             while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }

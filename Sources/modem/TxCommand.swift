@@ -105,7 +105,8 @@ struct TxCommand: AsyncParsableCommand {
             if let out {
                 sink = try AudioFileWriter(path: out, sampleRate: rate, format: format.sampleFormat)
             } else {
-                sink = try ALSAPlayback(device: device!, sampleRate: rate)
+                // OFDM cannot have gaps (its symbols' timing would slip): a deeper buffer.
+                sink = try ALSAPlayback(device: device!, sampleRate: rate, latencyMilliseconds: line.isOFDM ? 500 : 100)
             }
             guard let settings else { return try sendOFDM(fd: fd, sink: sink) }
             let amplitude = Float(pow(10, level / 20))
