@@ -75,8 +75,13 @@ class Work:
         if run([MODEM, "tx", "-q", "--baud", str(baud), "--out", self.p("f.wav"), self.payload]).returncode != 0:
             return None
         impair(self.p("f.wav"), self.p("fi.wav"), line_args, self.seed)
-        with open(self.p("f.out"), "wb") as out:
-            subprocess.run([MODEM, "rx", "-q", "--baud", str(baud), self.p("fi.wav")], stdout=out, stderr=subprocess.DEVNULL)
+        # A hang guard: on an echoing line the FSK receiver was seen to take 20 CPU minutes for 218 s of audio.
+        try:
+            with open(self.p("f.out"), "wb") as out:
+                subprocess.run([MODEM, "rx", "-q", "--baud", str(baud), self.p("fi.wav")], stdout=out, stderr=subprocess.DEVNULL,
+                               timeout=max(120, 2 * seconds_of(self.p("f.wav"))))
+        except subprocess.TimeoutExpired:
+            return None
         if not self.same(self.p("f.out")):
             return None
         return self.size * 8 / seconds_of(self.p("f.wav")), 0

@@ -42,4 +42,19 @@ func demodulate8N1(_ samples: [Float], config: FSKConfiguration, chunk: Int = 40
         #expect(demodulate8N1(s, config: config) == bytes)
         #expect(demodulate8N1(s, config: config, chunk: 37) == bytes)
     }
+
+    /// At 12,000 baud a quarter bit is one sample: a burst of noise that failed to confirm sent the
+    /// search back to a start it had already tried, for ever (1 s of noise ran for hours). The time
+    /// limit is a hang guard; the run takes a fraction of a second.
+    @Test("white noise at 10,000 and 12,000 baud: the search always moves on", .timeLimit(.minutes(1)), arguments: [10000.0, 12000])
+    func noiseAtHighBaud(baud: Double) throws {
+        let tones = FSKProfile.defaultTones(forBaudRate: baud)
+        let config = try FSKConfiguration(sampleRate: 48000, baudRate: baud, markFrequency: tones.mark, spaceFrequency: tones.space)
+        var rng = TestRandom(seed: 11)
+        let noise = (0..<96_000).map { _ in 0.1 * rng.gaussian() }
+        _ = demodulate8N1(noise, config: config)
+        let bytes = (0..<100).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        // And a signal after the noise (and a moment of silence) is still found.
+        #expect(demodulate8N1(noise + [Float](repeating: 0, count: 4800) + modulate8N1(bytes, config: config), config: config).suffix(100) == bytes[...])
+    }
 }

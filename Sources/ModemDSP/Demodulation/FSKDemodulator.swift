@@ -96,6 +96,8 @@ public struct FSKDemodulator: Sendable {
     private var bitLength: Double
     private var state: State = .searching
     private var scanPosition: Double
+    /// The search never resumes before this (past the last start a burst was acquired from).
+    private var searchFloor = 0.0
     private var charsSinceLock = 0
     /// Starts of the current run of back-to-back characters (absolute samples), for rate tracking.
     private var runStarts = TimingLine()
@@ -175,6 +177,7 @@ public struct FSKDemodulator: Sendable {
         bitLength = nominalBit
         state = .searching
         scanPosition = 0
+        searchFloor = 0
         charsSinceLock = 0
         finished = false
     }
@@ -219,6 +222,10 @@ public struct FSKDemodulator: Sendable {
             case .searching:
                 guard scanPosition + lookahead < end else { break loop }
                 if let start = findStart(from: scanPosition, limit: end - lookahead) {
+                    // A burst that turns out to be noise resumes the search past this point, never
+                    // before it (at 12,000 baud a quarter bit is one sample, and a start refined a
+                    // sample earlier sent the search back to where it had been, for ever).
+                    searchFloor = max(searchFloor, start + max(1, bitLength / 4))
                     if let ch = acquire(near: start) {
                         emitCarrier(at: ch.startSample, into: &events)
                         accept(ch, into: &events)
@@ -236,7 +243,7 @@ public struct FSKDemodulator: Sendable {
                 if !carrier {
                     loseCarrier(at: Int(expected), into: &events)
                     state = .searching
-                    scanPosition = expected
+                    scanPosition = max(expected, searchFloor)
                 } else if r.startSoft < 0 && r.quietDataBits == 0 {
                     commitTrack(r)
                     accept(make(r), into: &events)
@@ -667,7 +674,7 @@ public struct FSKDemodulator: Sendable {
             if (noiseHistory & 0xFFFF).nonzeroBitCount >= 8 {
                 loseCarrier(at: Int(stop), into: &events)
                 state = .searching
-                scanPosition = stop
+                scanPosition = max(stop, searchFloor)
             }
         } else {
             pending.append(ch)
@@ -676,7 +683,7 @@ public struct FSKDemodulator: Sendable {
                 // Not a signal after all: drop what was held and search again just past the start.
                 cancelBurst()
                 state = .searching
-                scanPosition = Double(pending.first?.startSample ?? Int(start)) + bitLength / 4
+                scanPosition = max(Double(pending.first?.startSample ?? Int(start)) + bitLength / 4, searchFloor)
                 pending.removeAll(keepingCapacity: true)
             } else if pending.count >= Self.confirmCharacters {
                 // Noise locked onto tends to read with little contrast between the tones.
@@ -686,7 +693,7 @@ public struct FSKDemodulator: Sendable {
                 } else {
                     cancelBurst()
                     state = .searching
-                    scanPosition = Double(pending.first?.startSample ?? Int(start)) + bitLength / 4
+                    scanPosition = max(Double(pending.first?.startSample ?? Int(start)) + bitLength / 4, searchFloor)
                     pending.removeAll(keepingCapacity: true)
                 }
             }
