@@ -26,7 +26,17 @@ public struct OFDMProfile: Sendable, Hashable, Identifiable {
     public var code: LDPCCode { LDPCCode.standard(rate) }
 
     /// Payload bytes per code block.
-    public var blockPayload: Int { (code.informationLength - 48) / 8 }
+    public var blockPayload: Int { (codeInformationLength - 48) / 8 }
+
+    /// Code bits per block (the standard length), without building the code (``code`` draws its graph
+    /// on first use, tens of milliseconds: `--help` and the rate table must not pay that).
+    public var codeLength: Int { LDPCCode.standardLength }
+
+    /// Information bits per block.
+    var codeInformationLength: Int {
+        let (num, den) = rate.fraction
+        return LDPCCode.standardLength / den * num
+    }
 
     /// Coded bits per data symbol.
     public var bitsPerSymbol: Int { numerology.dataCarrierCount * constellation.bitsPerPoint }
@@ -34,7 +44,7 @@ public struct OFDMProfile: Sendable, Hashable, Identifiable {
     /// The net payload rate in bit/s while data symbols are sent (the preamble, header and
     /// training, 0.3 s per transmission, not counted).
     public var netBitRate: Double {
-        Double(bitsPerSymbol) * Double(8 * blockPayload) / Double(code.length) / numerology.symbolSeconds
+        Double(bitsPerSymbol) * Double(8 * blockPayload) / Double(codeLength) / numerology.symbolSeconds
     }
 
     /// A name for reports: "ofdm-1024qam-5/6-cable".
@@ -43,7 +53,7 @@ public struct OFDMProfile: Sendable, Hashable, Identifiable {
     /// Data symbols for `bytes` of payload (nil: unknown).
     public func symbolCount(forPayload bytes: Int) -> Int {
         let blocks = max(1, (bytes + blockPayload - 1) / blockPayload)
-        return (blocks * code.length + bitsPerSymbol - 1) / bitsPerSymbol
+        return (blocks * codeLength + bitsPerSymbol - 1) / bitsPerSymbol
     }
 
     /// Seconds of audio for `bytes` of payload, the preamble included.
