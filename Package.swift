@@ -149,8 +149,6 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                // The PostgreSQL LISTEN/NOTIFY bus across nodes (Bus/); it belongs with the store (issue 16).
-                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             // The OpenAPI document, compiled in (`PackageResources.openapi_yaml`): the file is a link to
             // docs/openapi.yaml, the one copy, so the binary serves it without a resource bundle beside it.

@@ -19,8 +19,6 @@
 import HubCore
 import HubStore
 import Logging
-import NIOCore
-import PostgresNIO
 import Synchronization
 
 #if canImport(Glibc)
@@ -53,8 +51,7 @@ public final class PostgresGroupBus: GroupBus {
     static let maxInline = 6000
 
     let fanout: GroupFanout
-    let client: PostgresClient
-    let listenConfig: PostgresConnection.Configuration
+    let notifications: PostgresNotifications
     let origin: String
     let logger: Logger
     let window: Duration
@@ -69,11 +66,10 @@ public final class PostgresGroupBus: GroupBus {
     /// - Parameters:
     ///   - origin: this node's instance id (its own notifications are skipped)
     ///   - window: how long events are batched before a NOTIFY
-    public init(fanout: GroupFanout, client: PostgresClient, listenConfig: PostgresConnection.Configuration, origin: String,
+    public init(fanout: GroupFanout, notifications: PostgresNotifications, origin: String,
                 logger: Logger, window: Duration = .milliseconds(10)) {
         self.fanout = fanout
-        self.client = client
-        self.listenConfig = listenConfig
+        self.notifications = notifications
         self.origin = origin
         self.logger = logger
         self.window = window
@@ -132,16 +128,7 @@ public final class PostgresGroupBus: GroupBus {
         let marked = "!" + origin
         let records = events.map { ($0.excluding ?? "") + "\u{1F}" + $0.presence.group + "\u{1F}" + GroupEvent.user($0.presence).jsonText }
         let (packed, big) = Self.pack(records, origin: marked)
-        var payloads = packed
-        for record in big {
-            let rows = try await tx.query(
-                "INSERT INTO group_events(id, body, origin, created_ms) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM group_events), $1, $2, $3) RETURNING id",
-                [.text(record), .text(origin), .int(Clock.nowMs)])
-            if let id = rows.first?[0].int { payloads.append(marked + "\u{1E}@\(id)") }
-        }
-        for p in payloads {
-            try await tx.query("SELECT CAST(pg_notify($1, $2) AS TEXT)", [.text(Self.channel), .text(p)])
-        }
+        try await notifications.send(packed, storing: big, origin: origin, on: tx) { marked + "\u{1E}@\($0)" }
     }
 
     /// Takes the payloads another part of the hub sends with ``notify(tag:payload:on:)`` (on every node,
@@ -153,7 +140,7 @@ public final class PostgresGroupBus: GroupBus {
     /// Sends `payload` (under 7,000 bytes) to every node's handler of `tag`, inside the transaction
     /// `tx` (PostgreSQL delivers it at commit, in commit order), on the groups' channel.
     public func notify(tag: String, payload: String, on tx: any SQLExecutor) async throws {
-        try await tx.query("SELECT CAST(pg_notify($1, $2) AS TEXT)", [.text(Self.channel), .text("~" + tag + "\u{1E}" + payload)])
+        try await notifications.send(["~" + tag + "\u{1E}" + payload], storing: [], origin: origin, on: tx) { _ in "" }
     }
 
     /// Records packed into payloads under the size limit, and the records too large for any.
@@ -175,43 +162,13 @@ public final class PostgresGroupBus: GroupBus {
 
     private func send(_ batch: [String]) async throws {
         let (packed, big) = Self.pack(batch, origin: origin)
-        var payloads = packed
-        try await client.withConnection { conn in
-            for record in big {
-                let rows = try await conn.query(
-                    "INSERT INTO group_events(id, body, origin, created_ms) VALUES ((SELECT COALESCE(MAX(id), 0) + 1 FROM group_events), \(record), \(origin), \(Int64(Clock.nowMs))) RETURNING id",
-                    logger: logger)
-                for try await id in rows.decode(Int64.self) { payloads.append(origin + "\u{1E}@\(id)") }
-            }
-            for p in payloads {
-                _ = try await conn.query("SELECT pg_notify(\(Self.channel), \(p))", logger: logger)
-            }
-        }
+        let origin = self.origin
+        try await notifications.send(packed, storing: big, origin: origin) { origin + "\u{1E}@\($0)" }
     }
 
     private func listenLoop() async {
-        var delay = Duration.milliseconds(100)
-        while !Task.isCancelled {
-            do {
-                let conn = try await PostgresConnection.connect(configuration: listenConfig, id: 1, logger: logger)
-                delay = .milliseconds(100)
-                do {
-                    try await conn.listen(on: Self.channel) { notes in
-                        listening.store(true, ordering: .releasing)
-                        defer { listening.store(false, ordering: .releasing) }
-                        for try await note in notes {
-                            await receive(note.payload)
-                        }
-                    }
-                } catch {
-                    logger.warning("group bus: LISTEN ended: \(error)")
-                }
-                try? await conn.close()
-            } catch {
-                logger.warning("group bus: cannot connect for LISTEN: \(error)")
-            }
-            try? await Task.sleep(for: delay)
-            delay = min(delay * 2, .seconds(2))
+        await notifications.listen(state: { [self] up in self.listening.store(up, ordering: .releasing) }) { payload in
+            await self.receive(payload)
         }
     }
 
@@ -226,7 +183,7 @@ public final class PostgresGroupBus: GroupBus {
         guard let from = parts.first, from != origin[...] else { return }
         for record in parts.dropFirst() {
             if record.hasPrefix("@"), let id = Int64(record.dropFirst()) {
-                guard let body = try? await fetch(id) else { continue }
+                guard let body = try? await notifications.fetch(id) else { continue }
                 deliver(record: body[...])
             } else {
                 deliver(record: record)
@@ -240,15 +197,9 @@ public final class PostgresGroupBus: GroupBus {
         fanout.deliver(text: String(f[2]), group: String(f[1]), excluding: f[0].isEmpty ? nil : String(f[0]))
     }
 
-    private func fetch(_ id: Int64) async throws -> String? {
-        let rows = try await client.query("SELECT body FROM group_events WHERE id = \(id)", logger: logger)
-        for try await body in rows.decode(String.self) { return body }
-        return nil
-    }
-
     /// Deletes stored large events older than a minute.
     public func prune() async {
-        _ = try? await client.query("DELETE FROM group_events WHERE created_ms < \(Int64(Clock.nowMs - 60_000))", logger: logger)
+        await notifications.prune(olderThan: 60)
     }
 }
 

@@ -4,7 +4,6 @@
 import HubCore
 import HubStore
 import Logging
-import PostgresNIO
 import ServiceLifecycle
 
 /// The groups of one node, ready to serve; run it as a service for the bus and the heartbeat.
@@ -33,19 +32,11 @@ public final class GroupRuntime: Service {
             // a post or presence change is delivered after its commit, and with the flush a commit took
             // 40-230 ms on this machine under load. A PostgreSQL crash may lose the last few hundred ms
             // of group writes (never half of one); accounts and tokens keep the server's setting.
-            var gc = pg.configuration
-            gc.options.additionalStartupParameters.append(("synchronous_commit", "off"))
-            let groups = PostgresEngine(client: PostgresClient(configuration: gc, backgroundLogger: logger), configuration: gc, logger: logger)
+            let groups = pg.derived(asynchronousCommit: true, logger: logger)
             groupsDB = groups
-            var lc = gc
-            lc.options.minimumConnections = 1
-            lc.options.maximumConnections = 2
-            liveness = PostgresEngine(client: PostgresClient(configuration: lc, backgroundLogger: logger), configuration: lc, logger: logger)
-            let c = pg.configuration
-            let listen = PostgresConnection.Configuration(
-                host: c.host ?? "127.0.0.1", port: c.port ?? 5432, username: c.username, password: c.password,
-                database: c.database, tls: .disable)
-            let pgBus = PostgresGroupBus(fanout: fanout, client: groups.client, listenConfig: listen, origin: instance, logger: logger)
+            liveness = pg.derived(asynchronousCommit: true, minimumConnections: 1, maximumConnections: 2, logger: logger)
+            let pgBus = PostgresGroupBus(fanout: fanout, notifications: PostgresNotifications(channel: PostgresGroupBus.channel, engine: groups, logger: logger),
+                                         origin: instance, logger: logger)
             bus = pgBus
             notifier = { tx, events in try await pgBus.notifyPresence(on: tx, events) }
             store = SQLGroupStore(db: groups, notifier: notifier)
