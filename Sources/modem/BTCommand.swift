@@ -264,11 +264,8 @@ struct BTDeviceCommand: ParsableCommand {
         let emulator = BluetoothDeviceEmulator(transport: transport, name: name, channel: UInt8(channel),
                                                gap: controller.gap(.central), log: { printError("modem: \($0)") })
         emulator.start()
-        let watcher = Thread {
-            while !stopRequested.load(ordering: .relaxed) { usleep(50_000) }
-            emulator.stop()
-        }
-        watcher.start()
+        let watcher = onStop { emulator.stop() }
+        defer { watcher.cancel() }
         if let failure = emulator.wait() {
             printError("modem: \(failure)")
             throw ExitCode(1)

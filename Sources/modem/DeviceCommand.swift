@@ -45,30 +45,32 @@ struct DeviceCommand: AsyncParsableCommand {
             let emulator = try DeviceEmulator(configuration: config, name: name, sharedMedium: shared, sink: playback, source: capture)
             emulator.start()
             printError("modem device: listening on \(device) (\(link.mode.rawValue), \(Int(link.baud)) baud); Ctrl-C stops")
-            let log = Task {
-                for await e in emulator.events {
-                    switch e {
-                    case .received(let m, let d): printError("request \(m): \(d.count) bytes, echoed")
-                    case .cancelled(let m): printError("exchange \(m) cancelled by the phone")
-                    case .closed: printError("close signal: powered off")
-                    case .error(let c, let msg): printError("error \(c.rawValue): \(msg)")
-                    case .timeout(let m): printError("reply \(m) was not acknowledged")
-                    default: break
+            // Whichever comes first: SIGINT/SIGTERM, --seconds, or the audio failing (its error event).
+            enum End: Sendable { case stopped, timeUp, audioFailed }
+            let end = await withTaskGroup(of: End.self) { group in
+                group.addTask { await untilStopRequested(); return .stopped }
+                if let seconds { group.addTask { try? await Task.sleep(for: .seconds(seconds)); return .timeUp } }
+                group.addTask {
+                    for await e in emulator.events {
+                        switch e {
+                        case .received(let m, let d): printError("request \(m): \(d.count) bytes, echoed")
+                        case .cancelled(let m): printError("exchange \(m) cancelled by the phone")
+                        case .closed: printError("close signal: powered off")
+                        case .error(let c, let msg):
+                            printError("error \(c.rawValue): \(msg)")
+                            if c == .playbackWrite || c == .captureRead { return .audioFailed }
+                        case .timeout(let m): printError("reply \(m) was not acknowledged")
+                        default: break
+                        }
                     }
+                    return .stopped
                 }
-            }
-            let start = ContinuousClock.now
-            try await Task.sleep(for: .milliseconds(100))
-            while !stopRequested.load(ordering: .relaxed) {
-                guard emulator.isRunning else {
-                    emulator.stop()
-                    throw DeviceFailure(description: "the audio on \(device) failed; see the error above")
-                }
-                if let seconds, ContinuousClock.now - start >= .seconds(seconds) { break }
-                try await Task.sleep(for: .milliseconds(100))
+                let first = await group.next() ?? .stopped
+                group.cancelAll()
+                return first
             }
             emulator.stop()
-            log.cancel()
+            if end == .audioFailed { throw DeviceFailure(description: "the audio on \(device) failed; see the error above") }
             printError("modem device: \(emulator.requestsHandled) requests handled")
         }
     }

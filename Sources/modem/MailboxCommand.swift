@@ -215,34 +215,18 @@ private func readContact(_ path: String) throws -> VCard {
     }
 }
 
-/// Signals received (SIGINT, SIGTERM), counted by the handler.
-private let mailboxSignals = Atomic<Int>(0)
-
 /// SIGINT and SIGTERM: before the session connected, cancel (FAIL_USER_CANCELED); after, quit at once
-/// (END_USER_QUIT). A second signal ends the process (status 130).
+/// (END_USER_QUIT), however long the line takes to say so (no grace-period watchdog; system calls
+/// restart). A second signal ends the process (status 128 + its number).
 private final class InterruptWatch: Sendable {
     private let mailbox: Mailbox
 
     init(mailbox: Mailbox) { self.mailbox = mailbox }
 
     func start() {
-        let handler: @convention(c) (Int32) -> Void = { _ in
-            if mailboxSignals.add(1, ordering: .relaxed).newValue > 1 { _exit(130) }
-        }
-        for number in [SIGINT, SIGTERM] {
-            var action = sigaction()
-            action.__sigaction_handler.sa_handler = handler
-            sigemptyset(&action.sa_mask)
-            action.sa_flags = SA_RESTART
-            sigaction(number, &action, nil)
-        }
+        installStopHandlers(watchdog: false, restart: true)
         let mailbox = self.mailbox
-        Task.detached {
-            while mailboxSignals.load(ordering: .relaxed) == 0 {
-                try? await Task.sleep(for: .milliseconds(50))
-            }
-            await mailbox.disconnectNow()
-        }
+        onStop { await mailbox.disconnectNow() }
     }
 }
 

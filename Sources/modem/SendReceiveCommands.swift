@@ -108,10 +108,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         let connections = DataConnections(session: session, configuration: DataConfiguration(
             folder: folder, autoAcceptConnections: true, fileDecider: decider))
         printError("modem receive: session with \(printable(session.peer.name))")
-        let stopWatch = Task {
-            while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
-            if stopRequested.load(ordering: .relaxed) { await connections.close() }
-        }
+        let stopWatch = onStop { await connections.close() }
         defer { stopWatch.cancel() }
         var bar = ProgressLine(enabled: true)
         var failed = 0  // files that failed here or were cut off (a file declined here is no failure)
@@ -257,10 +254,7 @@ struct SendCommand: AsyncParsableCommand {
         let session = try await openSession(listen: nil, to: to!, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs,
                                             audioModem: audio.profile)
         let connections = DataConnections(session: session, configuration: DataConfiguration())
-        let stopWatch = Task {
-            while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
-            if stopRequested.load(ordering: .relaxed) { await connections.close() }
-        }
+        let stopWatch = onStop { await connections.close() }
         defer { stopWatch.cancel() }
         // Events are not needed here; keep them drained.
         let drain = Task { for await _ in connections.events {} }

@@ -154,13 +154,10 @@ func receiveByWormhole(code: String, dir: String, acceptAll: Bool, textOnly: Boo
 }
 
 /// A task that runs `onStop` once SIGINT or SIGTERM came (the command then ends with 130 or 143).
-private func stopWatch(_ onStop: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
-    Task {
-        while !stopRequested.load(ordering: .relaxed), !Task.isCancelled { try? await Task.sleep(for: .milliseconds(100)) }
-        if stopRequested.load(ordering: .relaxed) {
-            await onStop()
-            printError("modem: interrupted")
-            exit(interruptedStatus)
-        }
+private func stopWatch(_ cleanUp: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+    onStop {
+        await cleanUp()
+        printError("modem: interrupted")
+        exit(interruptedStatus)
     }
 }
