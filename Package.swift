@@ -82,7 +82,7 @@ let package = Package(
         .target(name: "ModemLinkTransport", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemTransport"]),
         .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTransport"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
-        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport"]),
+        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemSockets"]),
         // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
         .target(name: "ModemSockets"),
         // The seam between messaging sessions and the lines that carry their frames (TCP, the channel

@@ -4,9 +4,13 @@ import Glibc
 import Foundation
 import Synchronization
 
-/// Waits for sockets to become readable or writable without blocking Swift's cooperative threads:
-/// one background thread runs `poll(2)` over every registered descriptor and resumes the waiting
-/// tasks. Non-blocking socket code calls ``wait(fd:for:timeoutMilliseconds:)`` after `EAGAIN`.
+/// The one loop that waits on file descriptors (sockets, serial lines, HCI and RFCOMM sockets):
+/// one background thread runs `poll(2)` over every registered descriptor and wakes whoever waits.
+///
+/// Async code calls ``wait(fd:for:timeoutMilliseconds:)`` after `EAGAIN` and suspends without
+/// holding a cooperative thread. Code that owns a thread of its own (a protocol driver, a KISS
+/// server, a serial bridge) blocks that thread with a ``Sleeper``, which other threads can
+/// interrupt (a queued call, a stop), or with ``block(_:timeoutMilliseconds:)``.
 public final class SocketWaiter: Sendable {
     /// The process-wide waiter (its thread starts on first use).
     public static let shared = SocketWaiter()
@@ -29,17 +33,26 @@ public final class SocketWaiter: Sendable {
         case cancelled
     }
 
-    private struct Waiter {
-        var fd: Int32
-        var events: Int16
+    /// How the loop (or a cancellation) ends a registration.
+    enum Event: Sendable {
+        /// The `revents` of each of its descriptors (at least one is non-zero).
+        case ready([Int16])
+        case timedOut
+        case cancelled
+    }
+
+    typealias Delivery = @Sendable (Event) -> Void
+
+    private struct Registration {
+        var fds: [pollfd]
         var deadline: UInt64?
-        var continuation: CheckedContinuation<Outcome, Never>
+        var deliver: Delivery
     }
 
     private enum Slot {
         case pending
         case cancelled
-        case waiting(Waiter)
+        case waiting(Registration)
     }
 
     private struct State {
@@ -68,7 +81,136 @@ public final class SocketWaiter: Sendable {
     /// Suspends until `fd` is ready for `interest`, the time passes (nil: no limit), or the task is
     /// cancelled.
     public func wait(fd: Int32, for interest: Interest, timeoutMilliseconds: Int? = nil) async -> Outcome {
-        let deadline = timeoutMilliseconds.map { Self.now() + UInt64(max(0, $0)) * 1_000_000 }
+        let deadline = Self.deadline(timeoutMilliseconds)
+        let id = reserve()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+                let events = interest == .readable ? Int16(POLLIN) : Int16(POLLOUT)
+                let registration = Registration(
+                    fds: [pollfd(fd: fd, events: events, revents: 0)], deadline: deadline,
+                    deliver: { event in
+                        switch event {
+                        case .ready: continuation.resume(returning: .ready)
+                        case .timedOut: continuation.resume(returning: .timedOut)
+                        case .cancelled: continuation.resume(returning: .cancelled)
+                        }
+                    })
+                if !activate(id, registration) { continuation.resume(returning: .cancelled) }
+            }
+        } onCancel: {
+            cancel(id)?.deliver(.cancelled)
+        }
+    }
+
+    /// Blocks the calling thread (never a cooperative one: use ``wait(fd:for:timeoutMilliseconds:)``
+    /// there) until one of `fds` is ready for its `events` or the time passes, as `poll(2)` does:
+    /// each entry's `revents` is filled in.
+    /// - Returns: how many descriptors are ready (0: the time passed).
+    @discardableResult
+    public func block(_ fds: inout [pollfd], timeoutMilliseconds: Int?) -> Int {
+        Sleeper(waiter: self).wait(&fds, timeoutMilliseconds: timeoutMilliseconds).ready
+    }
+
+    /// A thread's handle for blocking waits on the loop that another thread can cut short: a
+    /// driver thread sleeps on its socket and is woken by a queued call or a stop. An
+    /// ``interrupt()`` that comes while the thread is not waiting ends its next wait at once.
+    public final class Sleeper: Sendable {
+        /// How a wait ended.
+        public struct Wake: Sendable, Equatable {
+            /// How many descriptors are ready (0: the time passed or the wait was interrupted).
+            public var ready: Int
+            /// Whether ``interrupt()`` ended the wait.
+            public var interrupted: Bool
+
+            /// A wake with these fields.
+            public init(ready: Int, interrupted: Bool) {
+                self.ready = ready
+                self.interrupted = interrupted
+            }
+        }
+
+        private struct State {
+            var generation: UInt64 = 0
+            var revents: [Int16]?
+            var timedOut = false
+            var interrupted = false
+        }
+
+        private let waiter: SocketWaiter
+        private let state = Mutex(State())
+        private let condition = NSCondition()
+
+        /// A sleeper on the process-wide loop.
+        public convenience init() { self.init(waiter: .shared) }
+
+        init(waiter: SocketWaiter) { self.waiter = waiter }
+
+        /// Blocks until one of `fds` is ready (their `revents` filled in, as `poll(2)` does), the
+        /// time passes (nil: no limit) or ``interrupt()`` is called.
+        @discardableResult
+        public func wait(_ fds: inout [pollfd], timeoutMilliseconds: Int?) -> Wake {
+            for i in fds.indices { fds[i].revents = 0 }
+            let generation: UInt64? = state.withLock { s in
+                if s.interrupted { s.interrupted = false; return nil }
+                s.generation &+= 1
+                s.revents = nil
+                s.timedOut = false
+                return s.generation
+            }
+            guard let generation else { return Wake(ready: 0, interrupted: true) }
+            let id = waiter.reserve()
+            let registration = Registration(
+                fds: fds, deadline: SocketWaiter.deadline(timeoutMilliseconds),
+                deliver: { [self] event in
+                    state.withLock { s in
+                        guard s.generation == generation else { return }
+                        switch event {
+                        case .ready(let revents): s.revents = revents
+                        case .timedOut: s.timedOut = true
+                        case .cancelled: break
+                        }
+                    }
+                    signal()
+                })
+            _ = waiter.activate(id, registration)
+            var wake = Wake(ready: 0, interrupted: false)
+            condition.lock()
+            while true {
+                let done: Bool = state.withLock { s in
+                    if let revents = s.revents {
+                        for i in fds.indices { fds[i].revents = revents[i] }
+                        wake.ready = revents.reduce(0) { $0 + ($1 != 0 ? 1 : 0) }
+                        s.revents = nil
+                        return true
+                    }
+                    if s.timedOut { s.timedOut = false; return true }
+                    if s.interrupted { s.interrupted = false; wake.interrupted = true; return true }
+                    return false
+                }
+                if done { break }
+                condition.wait()
+            }
+            condition.unlock()
+            if wake.interrupted { _ = waiter.cancel(id) }
+            return wake
+        }
+
+        /// Ends the current wait (or the next one, when none is under way). Any thread may call it.
+        public func interrupt() {
+            state.withLock { $0.interrupted = true }
+            signal()
+        }
+
+        private func signal() {
+            condition.lock()
+            condition.broadcast()
+            condition.unlock()
+        }
+    }
+
+    // MARK: - The loop
+
+    private func reserve() -> UInt64 {
         let id: UInt64 = state.withLock { s in
             let id = s.nextID
             s.nextID += 1
@@ -76,33 +218,37 @@ public final class SocketWaiter: Sendable {
             return id
         }
         startIfNeeded()
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
-                let events = interest == .readable ? Int16(POLLIN) : Int16(POLLOUT)
-                let cancelled: Bool = state.withLock { s in
-                    if case .cancelled = s.slots[id] {
-                        s.slots[id] = nil
-                        return true
-                    }
-                    s.slots[id] = .waiting(Waiter(fd: fd, events: events, deadline: deadline, continuation: continuation))
-                    return false
-                }
-                if cancelled { continuation.resume(returning: .cancelled) } else { wake() }
+        return id
+    }
+
+    /// Hands a reserved slot its registration and wakes the loop.
+    /// - Returns: false when the slot was cancelled meanwhile (the registration is dropped).
+    private func activate(_ id: UInt64, _ registration: Registration) -> Bool {
+        let live: Bool = state.withLock { s in
+            if case .cancelled = s.slots[id] {
+                s.slots[id] = nil
+                return false
             }
-        } onCancel: {
-            let waiter: Waiter? = state.withLock { s in
-                switch s.slots[id] {
-                case .pending:
-                    s.slots[id] = .cancelled
-                    return nil
-                case .waiting(let w):
-                    s.slots[id] = nil
-                    return w
-                default:
-                    return nil
-                }
+            s.slots[id] = .waiting(registration)
+            return true
+        }
+        if live { wake() }
+        return live
+    }
+
+    /// Withdraws a slot. - Returns: its registration when it was waiting (its owner resumes it).
+    private func cancel(_ id: UInt64) -> Registration? {
+        state.withLock { s in
+            switch s.slots[id] {
+            case .pending:
+                s.slots[id] = .cancelled
+                return nil
+            case .waiting(let r):
+                s.slots[id] = nil
+                return r
+            default:
+                return nil
             }
-            waiter?.continuation.resume(returning: .cancelled)
         }
     }
 
@@ -129,18 +275,22 @@ public final class SocketWaiter: Sendable {
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
+    static func deadline(_ timeoutMilliseconds: Int?) -> UInt64? {
+        timeoutMilliseconds.map { now() + UInt64(max(0, $0)) * 1_000_000 }
+    }
+
     private func run() {
         var drain = [UInt8](repeating: 0, count: 256)
         while true {
-            var ids: [UInt64] = []
+            var owners: [(id: UInt64, first: Int, count: Int)] = []
             var fds: [pollfd] = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             var nearest: UInt64?
             state.withLock { s in
                 for (id, slot) in s.slots {
-                    guard case .waiting(let w) = slot else { continue }
-                    ids.append(id)
-                    fds.append(pollfd(fd: w.fd, events: w.events, revents: 0))
-                    if let d = w.deadline { nearest = min(nearest ?? d, d) }
+                    guard case .waiting(let r) = slot else { continue }
+                    owners.append((id, fds.count, r.fds.count))
+                    fds.append(contentsOf: r.fds)
+                    if let d = r.deadline { nearest = min(nearest ?? d, d) }
                 }
             }
             var timeout: Int32 = -1
@@ -157,20 +307,21 @@ public final class SocketWaiter: Sendable {
                 while drain.withUnsafeMutableBytes({ read(wakeRead, $0.baseAddress, $0.count) }) > 0 {}
             }
             let now = Self.now()
-            var resumes: [(CheckedContinuation<Outcome, Never>, Outcome)] = []
+            var deliveries: [(Delivery, Event)] = []
             state.withLock { s in
-                for (index, id) in ids.enumerated() {
-                    guard case .waiting(let w) = s.slots[id] else { continue }
-                    if fds[index + 1].revents != 0 {
-                        resumes.append((w.continuation, .ready))
-                        s.slots[id] = nil
-                    } else if let d = w.deadline, d <= now {
-                        resumes.append((w.continuation, .timedOut))
-                        s.slots[id] = nil
+                for owner in owners {
+                    guard case .waiting(let r) = s.slots[owner.id] else { continue }
+                    let revents = fds[owner.first ..< owner.first + owner.count].map(\.revents)
+                    if revents.contains(where: { $0 != 0 }) {
+                        deliveries.append((r.deliver, .ready(revents)))
+                        s.slots[owner.id] = nil
+                    } else if let d = r.deadline, d <= now {
+                        deliveries.append((r.deliver, .timedOut))
+                        s.slots[owner.id] = nil
                     }
                 }
             }
-            for (continuation, outcome) in resumes { continuation.resume(returning: outcome) }
+            for (deliver, event) in deliveries { deliver(event) }
         }
     }
 }

@@ -277,14 +277,11 @@ public enum TCPSocket {
         }
     }
 
-    /// `poll(2)`: the number of ready descriptors, 0 on timeout or interruption by a signal (so the
-    /// caller can check its stop flag).
+    /// Waits as `poll(2)` does, on the process's one descriptor loop (``SocketWaiter``), blocking
+    /// the calling thread: the number of ready descriptors (their `revents` filled in), 0 on timeout.
+    /// Call it from a thread of the caller's own, never from a cooperative one.
     public static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int) throws(SocketError) -> Int {
-        let timeout = Int32(clamping: max(-1, timeoutMilliseconds))
-        let n = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), timeout) }
-        if n >= 0 { return Int(n) }
-        if errno == EINTR { return 0 }
-        throw .system("poll", code: errno, what: "socket wait")
+        SocketWaiter.shared.block(&fds, timeoutMilliseconds: timeoutMilliseconds < 0 ? nil : timeoutMilliseconds)
     }
 
     /// Closes a descriptor.

@@ -179,6 +179,10 @@ struct TNCCommand: AsyncParsableCommand {
             log("\(listening); \(settings.summary); input \(input ?? "device " + device!) at \(source.sampleRate) Hz; "
                 + "output \(output ?? (device.map { "device " + $0 } ?? "none (receive only)"))"
                 + (input != nil ? "; decoding starts when the first client connects" : ""))
+            // A stop ends the wait for the network at once (the loop checks the flag between steps).
+            let wake = server.interrupter
+            let watch = onStop { wake() }
+            defer { watch.cancel() }
             let stats = try tnc.run(shouldStop: { stopRequested.load(ordering: .relaxed) })
             log("stopped: \(stats)")
             if let capture = source as? ALSACapture, capture.xrunCount > 0 {

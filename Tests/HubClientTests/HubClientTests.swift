@@ -2,6 +2,7 @@ import Foundation
 import HubClient
 import HubTestSupport
 import Synchronization
+import ProcessTestSupport
 import Testing
 
 /// HubClient (seed 003's API client) against the whole hub running in this process.
@@ -210,9 +211,14 @@ import Testing
         let c = try HubClient(baseURL: hub.base, clientID: hub.plain.id, clientSecret: hub.plain.secret)
         #expect(await c.isReachable())
         await hub.stop()
-        #expect(await c.isReachable() == false)
+        // Where the hub was, a test running alongside may have a hub of its own by now: ask a port
+        // that refuses connections for certain.
+        let refused = RefusedPort()
+        let gone = try HubClient(baseURL: "http://127.0.0.1:\(refused.port)", clientID: hub.plain.id,
+                                 clientSecret: hub.plain.secret)
+        #expect(await gone.isReachable() == false)
         do {
-            try await c.authenticateClientCredentials()
+            try await gone.authenticateClientCredentials()
             Issue.record("a stopped hub answered")
         } catch let e as HubClientError {
             guard case .transport = e else { Issue.record("got \(e)"); return }

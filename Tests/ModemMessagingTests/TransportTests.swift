@@ -4,6 +4,7 @@ import Glibc
 import ModemMessaging
 import ModemSockets
 import ModemTransport
+import ProcessTestSupport
 import Testing
 
 /// A raw TCP client for the transport tests (what a foreign program would do).
@@ -177,11 +178,12 @@ struct TransportTests {
         let port = listener.port
         #expect(throws: TransportError.self) { try TCPListener(host: "127.0.0.1", port: port) }
         listener.close()
+        let refused = RefusedPort()
         do {
-            _ = try await TCPTransport.dial(host: "127.0.0.1", port: port)
+            _ = try await TCPTransport.dial(host: "127.0.0.1", port: refused.port)
             Issue.record("dialed a closed port")
         } catch {
-            #expect(error.description.contains("127.0.0.1:\(port)"))
+            #expect(error.description.contains("127.0.0.1:\(refused.port)"))
             #expect(error.description.contains("refused"))
         }
         await #expect(throws: TransportError.self) { try await TCPTransport.dial(host: "no-such-host.invalid", port: 1) }

@@ -152,7 +152,7 @@ struct TNCTests {
         while sent < 2000, server.connectedClients.count == 2 {
             server.broadcast(.data(payload))
             sent += 1
-            events += try server.poll(timeoutMilliseconds: 0)
+            events += server.poll(timeoutMilliseconds: 0)
             fast.receive()
         }
         events += try tncPump(server, clients: [fast]) { _ in fast.dataPayloads.count == sent }

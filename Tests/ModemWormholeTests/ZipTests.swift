@@ -29,7 +29,7 @@ import Testing
     }
 
     func unpack(_ bytes: [UInt8], into dir: String) throws(WormholeError) -> ZipReader.Result {
-        FileManager.default.createFile(atPath: dir + "/.in.zip", contents: Data(bytes))
+        _ = FileManager.default.createFile(atPath: dir + "/.in.zip", contents: Data(bytes))
         return try ZipReader.unpack(folder: try WormholeFolder(path: dir), zipPartial: ".in.zip", name: "tree")
     }
 

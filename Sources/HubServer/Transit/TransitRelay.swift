@@ -249,7 +249,8 @@ final class TransitHandshakeHandler: ChannelInboundHandler, RemovableChannelHand
     private func refuse(_ context: ChannelHandlerContext) {
         relay.count(badHandshake: true)
         let out = ByteBuffer(bytes: TransitHandshake.bad)
-        context.writeAndFlush(wrapOutboundOut(out)).whenComplete { _ in context.close(promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(out)).whenComplete { _ in channel.close(promise: nil) }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

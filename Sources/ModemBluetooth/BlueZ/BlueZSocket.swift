@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 import Synchronization
+import ModemSockets
 
 /// One Linux `AF_BLUETOOTH` socket (BlueZ's kernel side), owned: the descriptor closes when the
 /// object goes. Every socket call of the kernel path is wrapped here once, and every failure
@@ -174,7 +175,8 @@ public final class BlueZSocket: Sendable {
         guard rc == 0 else { throw Self.error(errno: errno, doing: what) }
     }
 
-    /// A non-blocking connect, waited for with `poll` up to `timeout` seconds, then blocking again.
+    /// A non-blocking connect, waited for on the descriptor loop up to `timeout` seconds, then
+    /// blocking again.
     private func connect(to address: [UInt8], timeout: Double, what: String) throws(BluetoothError) {
         let flags = fcntl(fileDescriptor, F_GETFL)
         _ = fcntl(fileDescriptor, F_SETFL, flags | O_NONBLOCK)
@@ -183,9 +185,9 @@ public final class BlueZSocket: Sendable {
         }
         if rc != 0 {
             guard errno == EINPROGRESS || errno == EAGAIN else { throw Self.error(errno: errno, doing: what) }
-            var poller = pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)
-            let ready = poll(&poller, 1, Int32(max(0, timeout) * 1000))
-            guard ready > 0 else { throw Self.error(errno: ready == 0 ? ETIMEDOUT : errno, doing: what) }
+            var poller = [pollfd(fd: fileDescriptor, events: Int16(POLLOUT), revents: 0)]
+            let ready = SocketWaiter.shared.block(&poller, timeoutMilliseconds: Int(max(0, timeout) * 1000))
+            guard ready > 0 else { throw Self.error(errno: ETIMEDOUT, doing: what) }
             var failure: Int32 = 0
             var length = socklen_t(MemoryLayout<Int32>.size)
             getsockopt(fileDescriptor, SOL_SOCKET, SO_ERROR, &failure, &length)
@@ -212,14 +214,8 @@ public final class BlueZSocket: Sendable {
     /// ``isAtEnd`` which. One packet on a packet socket.
     public func receive(maxCount: Int = 65536, timeout: Double? = nil) throws(BluetoothError) -> [UInt8] {
         if let timeout {
-            var poller = pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, Int32(max(0, timeout) * 1000))
-            if ready == 0 { return [] }
-            if ready < 0 {
-                // A signal (Ctrl-C's wake-up) ends the wait like the timeout: the caller looks again.
-                if errno == EINTR { return [] }
-                throw Self.error(errno: errno, doing: "poll")
-            }
+            var poller = [pollfd(fd: fileDescriptor, events: Int16(POLLIN), revents: 0)]
+            if SocketWaiter.shared.block(&poller, timeoutMilliseconds: Int(max(0, timeout) * 1000)) == 0 { return [] }
         }
         var buffer = [UInt8](repeating: 0, count: max(1, maxCount))
         while true {

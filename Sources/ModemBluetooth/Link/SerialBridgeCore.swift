@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Synchronization
+import ModemSockets
 
 /// What a serial port over Bluetooth (`modem bt connect`) does whatever the way down (our own host
 /// stack in ``SerialPortBridge``, the kernel's RFCOMM socket in ``BlueZSerialBridge``): reads
@@ -184,7 +185,7 @@ final class SerialBridgeCore: @unchecked Sendable {
                 if errno == EINTR { continue }
                 if errno == EAGAIN {
                     var fds = [pollfd(fd: output, events: Int16(POLLOUT), revents: 0)]
-                    _ = Glibc.poll(&fds, 1, 100)
+                    SocketWaiter.shared.block(&fds, timeoutMilliseconds: 100)
                     continue
                 }
                 return String(cString: strerror(errno))

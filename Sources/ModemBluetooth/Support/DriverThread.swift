@@ -2,39 +2,24 @@
 import Glibc
 #endif
 import Foundation
+import ModemSockets
 import Synchronization
 
 /// The thread under a driver (``HostDriver``, the BlueZ phone driver): one named thread, a queue of
-/// calls from other threads with a wake-up pipe, a stop flag, a monotonic clock, and a wait for the
-/// thread's end. What the thread does is the driver's.
+/// calls from other threads that wake it, a stop flag, a monotonic clock, and a wait for the
+/// thread's end. The thread sleeps on its descriptor through the process's one descriptor loop
+/// (``SocketWaiter``); what it does is the driver's.
 final class DriverThread<Request: Sendable>: Sendable {
     private let name: String
     private let requests = Mutex<[Request]>([])
     private let stopFlag = Atomic<Bool>(false)
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let sleeper = SocketWaiter.Sleeper()
     private let lifecycle = Mutex<(started: Bool, done: Bool)>((false, false))
     private let finished = NSCondition()
     private let origin = DispatchTime.now().uptimeNanoseconds
 
     init(name: String) {
         self.name = name
-        var fds: [Int32] = [-1, -1]
-        if pipe(&fds) == 0 {
-            for fd in fds {
-                _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-                _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            }
-        } else {
-            fds = [-1, -1]
-        }
-        wakeRead = fds[0]
-        wakeWrite = fds[1]
-    }
-
-    deinit {
-        if wakeRead >= 0 { Glibc.close(wakeRead) }
-        if wakeWrite >= 0 { Glibc.close(wakeWrite) }
     }
 
     /// Seconds since the thread's driver was created.
@@ -94,18 +79,11 @@ final class DriverThread<Request: Sendable>: Sendable {
     /// Waits (on the thread) until `fd` is readable, a call or stop arrives, or `milliseconds` pass.
     /// - Returns: whether `fd` is readable.
     func wait(for fd: Int32, milliseconds: Int32) -> Bool {
-        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                   pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-        _ = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, 2, max(0, milliseconds)) }
-        if fds[1].revents != 0 {
-            var buffer = [UInt8](repeating: 0, count: 64)
-            while Glibc.read(wakeRead, &buffer, buffer.count) > 0 {}
-        }
-        return fds[0].revents != 0
+        var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
+        return sleeper.wait(&fds, timeoutMilliseconds: Int(max(0, milliseconds))).ready > 0
     }
 
     private func wake() {
-        var byte: UInt8 = 1
-        _ = Glibc.write(wakeWrite, &byte, 1)
+        sleeper.interrupt()
     }
 }

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import ModemSockets
 
 /// A byte-stream file descriptor (a TCP socket, a tty) carrying H4: the system calls of
 /// ``H4TCPTransport`` and ``H4SerialTransport``, wrapped once. Non-blocking reads go through an
@@ -51,8 +52,8 @@ final class H4StreamChannel: Sendable {
                     guard waited < writeTimeout else {
                         return .transportClosed("\(name) takes no data (nothing written for \(Int(writeTimeout)) s)")
                     }
-                    var p = pollfd(fd: state.fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&p, 1, 100)
+                    var p = [pollfd(fd: state.fd, events: Int16(POLLOUT), revents: 0)]
+                    SocketWaiter.shared.block(&p, timeoutMilliseconds: 100)
                     waited += 0.1
                 case EPIPE, ECONNRESET:
                     return .transportClosed("the controller at \(name) closed the connection")

@@ -1,5 +1,6 @@
 #if canImport(Glibc)
 import Glibc
+import ModemSockets
 #endif
 
 /// H4 over a TCP connection (`--hci tcp:HOST:PORT`): a controller such as Bumble's, exposed as raw
@@ -44,10 +45,8 @@ public final class H4TCPTransport: HCITransport {
             if connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 {
                 code = errno
                 if code == EINPROGRESS {
-                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    var ready: Int32
-                    repeat { ready = poll(&p, 1, Int32(timeout * 1000)) } while ready < 0 && errno == EINTR
-                    if ready == 0 {
+                    var p = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]
+                    if SocketWaiter.shared.block(&p, timeoutMilliseconds: Int(timeout * 1000)) == 0 {
                         code = ETIMEDOUT
                     } else {
                         var length = socklen_t(MemoryLayout<Int32>.size)

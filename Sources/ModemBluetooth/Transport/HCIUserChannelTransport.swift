@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import ModemSockets
 
 /// The Linux kernel's HCI user channel (`--hci hciN`): exclusive, raw use of a controller the kernel
 /// knows, `socket(AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI)` bound to `{dev N, HCI_CHANNEL_USER}`. Each
@@ -73,8 +74,8 @@ public final class HCIUserChannelTransport: HCITransport {
                 if n == bytes.count { return nil }
                 if n < 0, errno == EINTR { continue }
                 if n < 0, errno == EAGAIN || errno == EWOULDBLOCK {
-                    var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&p, 1, 1000)
+                    var p = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]
+                    SocketWaiter.shared.block(&p, timeoutMilliseconds: 1000)
                     continue
                 }
                 return .transportClosed("cannot write to hci\(index): \(n < 0 ? String(cString: strerror(errno)) : "short write")")

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ModemCodecs
+import ModemSockets
 
 /// A KISS-over-TCP server, the protocol of Dire Wolf's port 8001: each connection is a byte stream
 /// of KISS frames both ways (``KISSDecoder``, ``KISSEncoder``).
@@ -21,7 +22,7 @@ import ModemCodecs
 /// ```swift
 /// let server = try KISSServer(host: "127.0.0.1", port: 8001)
 /// while !stop {
-///     for event in try server.poll(timeoutMilliseconds: 100) {
+///     for event in server.poll(timeoutMilliseconds: 100) {
 ///         if case .frame(let frame, _) = event, frame.command == .dataFrame { transmit(frame.payload) }
 ///     }
 ///     for packet in received { server.broadcast(.data(packet.bytes)) }
@@ -50,6 +51,8 @@ public final class KISSServer {
     public let socketSendBufferBytes: Int?
 
     private var listener: Int32
+    /// Blocks ``poll(timeoutMilliseconds:)`` on the process's one descriptor loop.
+    private let sleeper = SocketWaiter.Sleeper()
     private var clients: [Client] = []
     private var nextID = 1
     private var pendingEvents: [KISSServerEvent] = []
@@ -150,12 +153,17 @@ public final class KISSServer {
         clients.reduce(departedStatistics) { Self.sum($0, $1.decoder.statistics) }
     }
 
-    /// Waits up to `timeoutMilliseconds` (0: not at all; a signal also ends the wait) for network
-    /// activity, then accepts, reads and writes what is ready.
+    /// Ends the current (or the next) ``poll(timeoutMilliseconds:)`` wait early, from any thread: what
+    /// a stop request calls so the serving thread sees it at once.
+    public var interrupter: @Sendable () -> Void {
+        { [sleeper] in sleeper.interrupt() }
+    }
+
+    /// Waits up to `timeoutMilliseconds` (0: not at all; ``interrupter`` also ends the wait) for
+    /// network activity, then accepts, reads and writes what is ready.
+    /// Trouble with one connection ends that connection and is reported as an event.
     /// - Returns: what happened, in order (also the disconnections ``broadcast(_:)`` caused).
-    /// - Throws: ``KISSServerError`` only when `poll` itself fails; trouble with one connection
-    ///   ends that connection and is reported as an event.
-    public func poll(timeoutMilliseconds: Int) throws(KISSServerError) -> [KISSServerEvent] {
+    public func poll(timeoutMilliseconds: Int) -> [KISSServerEvent] {
         var events = pendingEvents
         pendingEvents.removeAll()
         guard listener >= 0 else { return events }
@@ -164,7 +172,7 @@ public final class KISSServer {
         for c in clients {
             fds.append(pollfd(fd: c.fd, events: Int16(POLLIN) | (c.queued > 0 ? Int16(POLLOUT) : 0), revents: 0))
         }
-        let ready = try KISSServerSocket.poll(&fds, timeoutMilliseconds: events.isEmpty ? timeoutMilliseconds : 0)
+        let ready = sleeper.wait(&fds, timeoutMilliseconds: events.isEmpty ? max(0, timeoutMilliseconds) : 0).ready
         guard ready > 0 else { return events }
         // Existing clients first (the indexes of `fds` follow `clients` as they were).
         let snapshot = clients

@@ -27,15 +27,6 @@ enum KISSServerSocket {
         TCPSocket.send(fd, bytes)
     }
 
-    /// `poll(2)`: the number of ready descriptors, 0 on timeout or interruption by a signal.
-    static func poll(_ fds: inout [pollfd], timeoutMilliseconds: Int) throws(KISSServerError) -> Int {
-        do {
-            return try TCPSocket.poll(&fds, timeoutMilliseconds: timeoutMilliseconds)
-        } catch {
-            throw .system("poll", code: error.code, what: "KISS server")
-        }
-    }
-
     static func close(_ fd: Int32) { TCPSocket.close(fd) }
 
     /// Sets the kernel's send buffer of a socket (bytes; the kernel doubles and clamps it).

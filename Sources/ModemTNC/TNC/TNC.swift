@@ -121,8 +121,7 @@ public final class TNC {
     /// One round: network, one block of audio, transmissions.
     /// - Parameter timeoutMilliseconds: how long to wait for the network when there is no audio to
     ///   read (default ``TNCOptions/idlePollMilliseconds``); while decoding it does not wait.
-    /// - Throws: ``AudioError`` when reading or writing audio fails, ``KISSServerError`` when
-    ///   `poll` fails.
+    /// - Throws: ``AudioError`` when reading or writing audio fails.
     public func step(timeoutMilliseconds: Int? = nil) throws {
         precondition(!isFinished, "TNC.step after finish")
         let reading = isDecoding && !inputEnded
@@ -135,14 +134,14 @@ public final class TNC {
             let ahead = Double(samplesCaptured) / Double(source.sampleRate) - (now - start)
             if ahead > 0.1 { timeout = min(options.idlePollMilliseconds, Int((ahead - 0.05) * 1000)) }
         }
-        for event in try server.poll(timeoutMilliseconds: timeout) { handle(event) }
+        for event in server.poll(timeoutMilliseconds: timeout) { handle(event) }
         var captured = 0
         if isDecoding, !inputEnded { captured = try readBlock() }
         try transmit(captured: captured)
     }
 
-    /// Steps until `shouldStop` returns true (polled between steps; a signal also cuts the wait for
-    /// the network short), then ``finish()``es. On an error, finishes too (the output stays valid)
+    /// Steps until `shouldStop` returns true (polled between steps; the server's ``KISSServer/interrupter`` cuts the wait
+    /// for the network short), then ``finish()``es. On an error, finishes too (the output stays valid)
     /// and rethrows.
     /// - Returns: the counts.
     public func run(shouldStop: () -> Bool) throws -> TNCStatistics {
