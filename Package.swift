@@ -211,7 +211,7 @@ let package = Package(
             dependencies: ["ModemLink", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
                            "ModemMessaging", "ModemMessagingHarness", "ModemTransport", "ModemPipelines"]
         ),
-        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemTestSupport"]),
+        .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemMessagingTests",
             dependencies: ["ModemMessaging", "ModemTransport", "ModemSockets", "ProcessTestSupport",

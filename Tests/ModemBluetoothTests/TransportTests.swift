@@ -1,3 +1,4 @@
+import ProcessTestSupport
 import Testing
 import Foundation
 #if canImport(Glibc)
@@ -50,10 +51,7 @@ import Glibc
     }
 
     /// A listening socket on 127.0.0.1 and its port.
-    /// A TCP socket on 127.0.0.1 and its port: listening, or (`listening: false`) only bound, so the
-    /// port stays ours and a connection to it is refused (a closed listener's port may be taken by a
-    /// test running alongside before the connection is tried).
-    private func listener(listening: Bool = true) throws -> (fd: Int32, port: UInt16) {
+    private func listener() throws -> (fd: Int32, port: UInt16) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -62,7 +60,7 @@ import Glibc
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let ok = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && (!listening || listen(fd, 1) == 0) && getsockname(fd, $0, &length) == 0
+                bind(fd, $0, length) == 0 && listen(fd, 1) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
         #expect(ok)
@@ -136,8 +134,8 @@ import Glibc
     }
 
     @Test func testARefusedConnectionSaysSo() throws {
-        let (server, port) = try listener(listening: false)
-        defer { close(server) }  // bound, never listening: connections are refused
+        let refused = RefusedPort()  // bound, never listening: connections are refused
+        let port = UInt16(refused.port)
         do {
             _ = try H4TCPTransport(host: "127.0.0.1", port: port)
             Issue.record("expected an error")

@@ -65,7 +65,7 @@ final class BlueZPhoneDriver: BluetoothPhoneWay, @unchecked Sendable {
                 do {
                     bytes = try opened.read(timeout: 0)
                 } catch {
-                    lost("\(error)")
+                    lost(Self.words(for: error, on: opened))
                     break
                 }
                 if !bytes.isEmpty {
@@ -91,7 +91,7 @@ final class BlueZPhoneDriver: BluetoothPhoneWay, @unchecked Sendable {
                 do {
                     try stream.write(bytes)
                 } catch {
-                    lost("\(error)")
+                    lost(Self.words(for: error, on: stream))
                     return
                 }
                 queue.append(contentsOf: station.transmitted(now: now()))
@@ -103,6 +103,13 @@ final class BlueZPhoneDriver: BluetoothPhoneWay, @unchecked Sendable {
             }
         }
         owner?.phoneChannel(observe: station.machine)
+    }
+
+    /// Why the stream ended, in the words of the end of the stream when the device reset it (a
+    /// device that goes with bytes unread resets instead of closing: the same event for the user).
+    private static func words(for error: BluetoothError, on stream: BlueZRFCOMMStream) -> String {
+        if case .disconnected(let detail) = error { return "the device closed RFCOMM channel \(stream.channel) (\(detail))" }
+        return "\(error)"
     }
 
     private func lost(_ reason: String) {
