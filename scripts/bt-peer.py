@@ -604,11 +604,22 @@ class EchoDevice:
 
 async def close_l2cap(channel):
     """Closes the L2CAP channel of an RFCOMM session unless the host already did: after the UA for
-    DISC on DLCI 0 a responder may close it itself (BlueZ does), and both ways are fine."""
-    if channel.state == l2cap.ClassicChannel.State.OPEN:
-        await step(channel.disconnect(), 'the L2CAP disconnection response')
-    else:
+    DISC on DLCI 0 a responder may close it itself (BlueZ does), and both ways are fine.
+
+    When both ends send a Disconnection Request at once, Bumble answers the host's, closes the
+    channel and never completes its own disconnect() (the host's answer finds no channel), so this
+    waits for the channel's close event, which both endings emit, rather than for disconnect()."""
+    if channel.state != l2cap.ClassicChannel.State.OPEN:
         say(f'PEER-L2CAP already closed by the host (state {channel.state.name})')
+        return
+    closed = asyncio.get_running_loop().create_future()
+    channel.on(channel.EVENT_CLOSE, lambda: closed.done() or closed.set_result(None))
+    request = asyncio.ensure_future(channel.disconnect())
+    try:
+        await step(closed, 'the L2CAP disconnection response')
+    finally:
+        if not request.done():
+            request.cancel()
 
 
 # --- hand-made RFCOMM frames (RFCOMM 1.2 on TS 07.10; we are the initiator) ----------------------

@@ -95,8 +95,9 @@ run_tests() {
   local status=${PIPESTATUS[0]}
   set -e
   if [[ $status != 0 ]]; then
-    echo "test.sh: swift test ($name) failed (exit $status); failing tests:" >&2
-    grep -E '✘|error:' "$log" | head -n 40 >&2 || true
+    echo "test.sh: swift test ($name) failed (exit $status); failing tests, with their comments (↳):" >&2
+    awk '/✘|error:/ { print; shown = 1; next } shown && /^[[:space:]]*↳/ { print; next } { shown = 0 }' "$log" \
+      | head -n 80 >&2 || true
   fi
   return "$status"
 }

@@ -10,8 +10,11 @@ import Synchronization
 /// Channel time waits for the applications: after a frame or an acknowledgement was handed to an
 /// application, the medium does not step until that application called the transport again and
 /// was quiet for a moment (``settleMicroseconds``), or until ``reactionLimitMilliseconds`` of wall
-/// time passed. So the time an application computes is not counted as channel time, and a
-/// transfer's channel time does not depend on how loaded the machine is.
+/// time passed. So the time an application computes, or waits for a thread of the cooperative
+/// pool, is not counted as channel time, and a transfer's channel time does not depend on how
+/// loaded the machine is. The limit is a hang guard (30 s by default), not a pace: an application
+/// starved of the pool for a few seconds on a busy machine (tests running side by side) must not
+/// find its keepalive and give-up timers run out in channel time meanwhile.
 ///
 /// Channel time starts at the first ``dial()``: the medium does not step before it.
 ///
@@ -37,11 +40,11 @@ public final class LinkLoopbackPair: Sendable {
     ///   - impairments: noise, loss, drift and their seed.
     ///   - options: the transports' timers (keepalive, silence).
     ///   - settleMicroseconds: see ``settleMicroseconds`` (default 2000).
-    ///   - reactionLimitMilliseconds: see ``reactionLimitMilliseconds`` (default 1000).
+    ///   - reactionLimitMilliseconds: see ``reactionLimitMilliseconds`` (default 30,000).
     /// - Throws: ``ModemSettingsError`` when the baud rate does not fit 48 kHz.
     public init(configuration: LinkConfiguration, impairments: LinkImpairments = LinkImpairments(),
                 options: LinkTransportOptions = LinkTransportOptions(),
-                settleMicroseconds: UInt64 = 2000, reactionLimitMilliseconds: UInt64 = 1000) throws {
+                settleMicroseconds: UInt64 = 2000, reactionLimitMilliseconds: UInt64 = 30_000) throws {
         precondition(configuration.mode == .duplex, "LinkLoopbackPair runs the channel protocol in duplex mode")
         self.configuration = configuration
         self.options = options
