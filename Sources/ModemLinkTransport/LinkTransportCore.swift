@@ -111,6 +111,8 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         var awaitingReaction = false
         var reacted = false
         var handoutWall: UInt64 = 0
+        /// The runner's pool clock when it first saw the handout (nil: not seen yet).
+        var handoutPoolTime: UInt64?
         var lastCallWall: UInt64 = 0
         var messagesSent = 0
         var messagesReceived = 0
@@ -135,6 +137,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             awaitingReaction = true
             reacted = false
             handoutWall = wallNanoseconds()
+            handoutPoolTime = nil
         }
     }
     private let state = Mutex(State())
@@ -171,7 +174,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             let input = state.withLock { s -> TransportInput? in
                 s.appCalled()
                 if let f = s.popFrame() { s.handedOut(); return .frame(f) }
-                if s.peerHeard && s.end == nil { s.peerHeard = false; return .peerHeard }
+                if s.peerHeard && s.end == nil { s.peerHeard = false; s.handedOut(); return .peerHeard }
                 if let end = s.end { return .ended(end) }
                 if s.receiver != nil { return .ended(.localFailure("two readers at once on one link transport")) }
                 s.receiver = c
@@ -214,14 +217,17 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     package var counts: (sent: Int, received: Int) { state.withLock { ($0.messagesSent, $0.messagesReceived) } }
 
     /// Whether the application has taken in what it was handed (channel-time runners step the medium
-    /// only then): it made a call after the handout and has been quiet for `quiet` ns, or it had
-    /// `limit` ns to react.
-    package func isSettled(quiet: UInt64, limit: UInt64) -> Bool {
+    /// only then): it made a call after the handout and has been quiet for `quiet` ns; or it had
+    /// `limit` ns of `poolTime` (the runner's clock of the time the cooperative pool was free to run
+    /// its tasks) to react; or `hangGuard` ns of wall time passed.
+    package func isSettled(quiet: UInt64, limit: UInt64, poolTime: UInt64, hangGuard: UInt64) -> Bool {
         state.withLock { s in
             guard s.awaitingReaction, s.end == nil else { return true }
             let now = wallNanoseconds()
+            let since = s.handoutPoolTime ?? poolTime
+            s.handoutPoolTime = since
             if (s.reacted && now &- s.lastCallWall >= quiet && (s.receiver != nil || s.inFlight != nil || !s.outbox.isEmpty))
-                || now &- s.handoutWall >= limit {
+                || poolTime &- since >= limit || now &- s.handoutWall >= hangGuard {
                 s.awaitingReaction = false
                 return true
             }
@@ -259,7 +265,10 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
                 }
                 guard let r = s.receiver else { return nil }
                 s.receiver = nil
-                if let f = s.popFrame() { s.handedOut(); return (r, .frame(f)) }
+                s.handedOut()
+                if let f = s.popFrame() { return (r, .frame(f)) }
+                // Heard too is handed out and waited for: an end whose reader is starved of the pool
+                // would otherwise miss keepalives (they coalesce) while channel time runs on.
                 s.peerHeard = false
                 return (r, .peerHeard)
             }
@@ -293,6 +302,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
                 s.lastHeard = now
                 if let r = s.receiver, s.inboxCount == 0 {
                     s.receiver = nil
+                    s.handedOut()
                     heard = r
                 } else {
                     s.peerHeard = true

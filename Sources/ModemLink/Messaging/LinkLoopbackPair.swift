@@ -9,12 +9,12 @@ import Synchronization
 ///
 /// Channel time waits for the applications: after a frame or an acknowledgement was handed to an
 /// application, the medium does not step until that application called the transport again and
-/// was quiet for a moment (``settleMicroseconds``), or until ``reactionLimitMilliseconds`` of wall
-/// time passed. So the time an application computes, or waits for a thread of the cooperative
-/// pool, is not counted as channel time, and a transfer's channel time does not depend on how
-/// loaded the machine is. The limit is a hang guard (30 s by default), not a pace: an application
-/// starved of the pool for a few seconds on a busy machine (tests running side by side) must not
-/// find its keepalive and give-up timers run out in channel time meanwhile.
+/// was quiet for a moment (``settleMicroseconds``), or until it had ``reactionLimitMilliseconds``
+/// of time with the cooperative pool free to run its tasks. So the time an application computes,
+/// or waits for a thread of the pool, is not counted as channel time, and a transfer's channel
+/// time does not depend on how loaded the machine is: an application starved of the pool for
+/// seconds (synchronous tests side by side on two cores) does not find its keepalive and give-up
+/// timers run out in channel time meanwhile. ``hangGuardSeconds`` of wall time end any wait.
 ///
 /// Channel time starts at the first ``dial()``: the medium does not step before it.
 ///
@@ -26,8 +26,11 @@ public final class LinkLoopbackPair: Sendable {
     public let options: LinkTransportOptions
     /// Quiet time (wall clock) after an application's last call before the medium steps on.
     public let settleMicroseconds: UInt64
-    /// The longest the medium waits (wall clock) for an application to react to what it was handed.
+    /// The longest the medium waits for an application to react to what it was handed, counted in
+    /// time the cooperative pool was free to run the application's tasks.
     public let reactionLimitMilliseconds: UInt64
+    /// The longest the medium waits (wall clock) for an application, however busy the pool: 60 s.
+    public static let hangGuardSeconds: UInt64 = 60
 
     private let phoneHost: PhoneLinkHost
     private let deviceHost: DeviceLinkHost
@@ -40,11 +43,11 @@ public final class LinkLoopbackPair: Sendable {
     ///   - impairments: noise, loss, drift and their seed.
     ///   - options: the transports' timers (keepalive, silence).
     ///   - settleMicroseconds: see ``settleMicroseconds`` (default 2000).
-    ///   - reactionLimitMilliseconds: see ``reactionLimitMilliseconds`` (default 30,000).
+    ///   - reactionLimitMilliseconds: see ``reactionLimitMilliseconds`` (default 1000).
     /// - Throws: ``ModemSettingsError`` when the baud rate does not fit 48 kHz.
     public init(configuration: LinkConfiguration, impairments: LinkImpairments = LinkImpairments(),
                 options: LinkTransportOptions = LinkTransportOptions(),
-                settleMicroseconds: UInt64 = 2000, reactionLimitMilliseconds: UInt64 = 30_000) throws {
+                settleMicroseconds: UInt64 = 2000, reactionLimitMilliseconds: UInt64 = 1000) throws {
         precondition(configuration.mode == .duplex, "LinkLoopbackPair runs the channel protocol in duplex mode")
         self.configuration = configuration
         self.options = options
@@ -152,6 +155,7 @@ public final class LinkLoopbackPair: Sendable {
         let deviceHost: DeviceLinkHost
         let settle: UInt64
         let limit: UInt64
+        private let poolClock = CooperativePoolClock()
         var muteUntil: Double?
         var muteFrom: Double?
         /// A cut is scheduled or under way (published as ``LinkLoopbackPair/isMuted``).
@@ -226,8 +230,10 @@ public final class LinkLoopbackPair: Sendable {
         }
 
         private func settled() -> Bool {
-            let p = phoneHost.current?.isSettled(quiet: settle, limit: limit) ?? true
-            let d = deviceHost.current?.isSettled(quiet: settle, limit: limit) ?? true
+            let poolTime = poolClock.now()
+            let guardNanoseconds = LinkLoopbackPair.hangGuardSeconds * 1_000_000_000
+            let p = phoneHost.current?.isSettled(quiet: settle, limit: limit, poolTime: poolTime, hangGuard: guardNanoseconds) ?? true
+            let d = deviceHost.current?.isSettled(quiet: settle, limit: limit, poolTime: poolTime, hangGuard: guardNanoseconds) ?? true
             return p && d
         }
 

@@ -1,0 +1,50 @@
+import Foundation
+import ModemLinkTransport
+import Synchronization
+
+/// A clock of the time the cooperative pool was free to run an application's tasks: it advances
+/// with the wall clock while small probe tasks run promptly, and stands while a probe has waited
+/// more than ``stallAllowance`` for a thread (every thread of the pool busy, e.g. synchronous tests
+/// side by side on two cores).
+///
+/// ``LinkLoopbackPair`` counts an application's time to react on it, so an end whose resumed task
+/// is still waiting for a thread is waited for, however long the pool is busy, and an end that had
+/// the pool and did not react is not waited for longer than the reaction limit.
+final class CooperativePoolClock: Sendable {
+    /// How long a probe may wait before the pool counts as busy, and the most one reading adds (20 ms).
+    static let stallAllowance: UInt64 = 20_000_000
+    /// The least wall time between two probes (1 ms).
+    static let probeInterval: UInt64 = 1_000_000
+
+    private struct State {
+        var elapsed: UInt64 = 0
+        var lastReading: UInt64?
+        var lastLaunch: UInt64 = 0
+        var probeLaunched: UInt64?
+    }
+    private let state = Mutex(State())
+
+    /// The pool time so far in nanoseconds. The wall time since the previous reading counts (up to
+    /// ``stallAllowance``, so the runner's stretches of stepping on its own add little) unless a probe
+    /// has been waiting longer than the allowance: then the pool is busy and the clock stands. Launches
+    /// a probe when none is out and the last was launched ``probeInterval`` ago. Called by the runner's
+    /// thread while it waits for the ends.
+    func now() -> UInt64 {
+        let wall = wallNanoseconds()
+        let (reading, launch) = state.withLock { s -> (UInt64, Bool) in
+            let stalled = s.probeLaunched.map { wall &- $0 > Self.stallAllowance } ?? false
+            if let last = s.lastReading, !stalled { s.elapsed &+= min(wall &- last, Self.stallAllowance) }
+            s.lastReading = wall
+            guard s.probeLaunched == nil, wall &- s.lastLaunch >= Self.probeInterval else { return (s.elapsed, false) }
+            s.probeLaunched = wall
+            s.lastLaunch = wall
+            return (s.elapsed, true)
+        }
+        if launch { Task { self.probeRan() } }
+        return reading
+    }
+
+    private func probeRan() {
+        state.withLock { $0.probeLaunched = nil }
+    }
+}
