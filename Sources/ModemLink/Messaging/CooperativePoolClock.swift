@@ -9,7 +9,9 @@ import Synchronization
 ///
 /// ``LinkLoopbackPair`` counts an application's time to react on it, so an end whose resumed task
 /// is still waiting for a thread is waited for, however long the pool is busy, and an end that had
-/// the pool and did not react is not waited for longer than the reaction limit.
+/// the pool and did not react is not waited for longer than the reaction limit. While the pool is
+/// busy (``Reading/busy``) the pair does not step at all: an application task that has not started
+/// yet (a send about to be queued) is not left behind by channel time.
 final class CooperativePoolClock: Sendable {
     /// How long a probe may wait before the pool counts as busy, and the most one reading adds (20 ms).
     static let stallAllowance: UInt64 = 20_000_000
@@ -24,21 +26,30 @@ final class CooperativePoolClock: Sendable {
     }
     private let state = Mutex(State())
 
-    /// The pool time so far in nanoseconds. The wall time since the previous reading counts (up to
+    /// One reading of the clock.
+    struct Reading {
+        /// The pool time so far in nanoseconds.
+        var elapsed: UInt64
+        /// Whether a probe has waited more than ``CooperativePoolClock/stallAllowance`` for a thread.
+        var busy: Bool
+    }
+
+    /// The pool time so far, and whether the pool is busy now. The wall time since the previous reading counts (up to
     /// ``stallAllowance``, so the runner's stretches of stepping on its own add little) unless a probe
     /// has been waiting longer than the allowance: then the pool is busy and the clock stands. Launches
     /// a probe when none is out and the last was launched ``probeInterval`` ago. Called by the runner's
     /// thread while it waits for the ends.
-    func now() -> UInt64 {
+    func now() -> Reading {
         let wall = wallNanoseconds()
-        let (reading, launch) = state.withLock { s -> (UInt64, Bool) in
+        let (reading, launch) = state.withLock { s -> (Reading, Bool) in
             let stalled = s.probeLaunched.map { wall &- $0 > Self.stallAllowance } ?? false
             if let last = s.lastReading, !stalled { s.elapsed &+= min(wall &- last, Self.stallAllowance) }
             s.lastReading = wall
-            guard s.probeLaunched == nil, wall &- s.lastLaunch >= Self.probeInterval else { return (s.elapsed, false) }
+            let reading = Reading(elapsed: s.elapsed, busy: stalled)
+            guard s.probeLaunched == nil, wall &- s.lastLaunch >= Self.probeInterval else { return (reading, false) }
             s.probeLaunched = wall
             s.lastLaunch = wall
-            return (s.elapsed, true)
+            return (reading, true)
         }
         if launch { Task { self.probeRan() } }
         return reading

@@ -14,7 +14,9 @@ import Synchronization
 /// or waits for a thread of the pool, is not counted as channel time, and a transfer's channel
 /// time does not depend on how loaded the machine is: an application starved of the pool for
 /// seconds (synchronous tests side by side on two cores) does not find its keepalive and give-up
-/// timers run out in channel time meanwhile. ``hangGuardSeconds`` of wall time end any wait.
+/// timers run out in channel time meanwhile. While the pool is busy (a probe task waits for a thread)
+/// the medium does not step at all, so a task that has yet to start (a send about to be queued) is not
+/// left behind either. ``hangGuardSeconds`` of wall time end any wait.
 ///
 /// Channel time starts at the first ``dial()``: the medium does not step before it.
 ///
@@ -156,6 +158,8 @@ public final class LinkLoopbackPair: Sendable {
         let settle: UInt64
         let limit: UInt64
         private let poolClock = CooperativePoolClock()
+        /// Wall time since which the pool has been busy (the runner's thread only).
+        private var busySinceWall: UInt64?
         var muteUntil: Double?
         var muteFrom: Double?
         /// A cut is scheduled or under way (published as ``LinkLoopbackPair/isMuted``).
@@ -230,8 +234,19 @@ public final class LinkLoopbackPair: Sendable {
         }
 
         private func settled() -> Bool {
-            let poolTime = poolClock.now()
+            let reading = poolClock.now()
             let guardNanoseconds = LinkLoopbackPair.hangGuardSeconds * 1_000_000_000
+            // While the pool is busy, an application task that has not started yet (a send about to
+            // be queued) must not be left behind by channel time; the hang guard ends such a wait too.
+            if reading.busy {
+                let wall = wallNanoseconds()
+                let since = busySinceWall ?? wall
+                busySinceWall = since
+                if wall &- since < guardNanoseconds { return false }
+            } else {
+                busySinceWall = nil
+            }
+            let poolTime = reading.elapsed
             let p = phoneHost.current?.isSettled(quiet: settle, limit: limit, poolTime: poolTime, hangGuard: guardNanoseconds) ?? true
             let d = deviceHost.current?.isSettled(quiet: settle, limit: limit, poolTime: poolTime, hangGuard: guardNanoseconds) ?? true
             return p && d
