@@ -30,8 +30,11 @@ final class CooperativePoolClock: Sendable {
     struct Reading {
         /// The pool time so far in nanoseconds.
         var elapsed: UInt64
-        /// Whether a probe has waited more than ``CooperativePoolClock/stallAllowance`` for a thread.
-        var busy: Bool
+        /// How long the probe out now has waited for a thread, when that is more than
+        /// ``CooperativePoolClock/stallAllowance`` (the pool is busy); else 0.
+        var busyNanoseconds: UInt64
+        /// Whether the pool is busy.
+        var busy: Bool { busyNanoseconds > 0 }
     }
 
     /// The pool time so far, and whether the pool is busy now. The wall time since the previous reading counts (up to
@@ -42,10 +45,11 @@ final class CooperativePoolClock: Sendable {
     func now() -> Reading {
         let wall = wallNanoseconds()
         let (reading, launch) = state.withLock { s -> (Reading, Bool) in
-            let stalled = s.probeLaunched.map { wall &- $0 > Self.stallAllowance } ?? false
+            let waited = s.probeLaunched.map { wall &- $0 } ?? 0
+            let stalled = waited > Self.stallAllowance
             if let last = s.lastReading, !stalled { s.elapsed &+= min(wall &- last, Self.stallAllowance) }
             s.lastReading = wall
-            let reading = Reading(elapsed: s.elapsed, busy: stalled)
+            let reading = Reading(elapsed: s.elapsed, busyNanoseconds: stalled ? waited : 0)
             guard s.probeLaunched == nil, wall &- s.lastLaunch >= Self.probeInterval else { return (reading, false) }
             s.probeLaunched = wall
             s.lastLaunch = wall

@@ -158,8 +158,6 @@ public final class LinkLoopbackPair: Sendable {
         let settle: UInt64
         let limit: UInt64
         private let poolClock = CooperativePoolClock()
-        /// Wall time since which the pool has been busy (the runner's thread only).
-        private var busySinceWall: UInt64?
         var muteUntil: Double?
         var muteFrom: Double?
         /// A cut is scheduled or under way (published as ``LinkLoopbackPair/isMuted``).
@@ -238,17 +236,9 @@ public final class LinkLoopbackPair: Sendable {
             let guardNanoseconds = LinkLoopbackPair.hangGuardSeconds * 1_000_000_000
             // While the pool is busy, an application task that has not started yet (a send about to
             // be queued) must not be left behind by channel time; the hang guard ends such a wait too.
-            if reading.busy {
-                let wall = wallNanoseconds()
-                let since = busySinceWall ?? wall
-                busySinceWall = since
-                if wall &- since < guardNanoseconds { return false }
-            } else {
-                busySinceWall = nil
-            }
-            let poolTime = reading.elapsed
-            let p = phoneHost.current?.isSettled(quiet: settle, limit: limit, poolTime: poolTime, hangGuard: guardNanoseconds) ?? true
-            let d = deviceHost.current?.isSettled(quiet: settle, limit: limit, poolTime: poolTime, hangGuard: guardNanoseconds) ?? true
+            if reading.busy && reading.busyNanoseconds < guardNanoseconds { return false }
+            let p = phoneHost.current?.isSettled(quiet: settle, limit: limit, poolTime: reading.elapsed, hangGuard: guardNanoseconds) ?? true
+            let d = deviceHost.current?.isSettled(quiet: settle, limit: limit, poolTime: reading.elapsed, hangGuard: guardNanoseconds) ?? true
             return p && d
         }
 
