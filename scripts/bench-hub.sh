@@ -76,13 +76,13 @@ echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, $HUB_BINARY, $($mosq 
 
 for r in $(seq 1 "$runs"); do
   db="sqlite:$scratch/hub$r.sqlite"; client "$db"
-  hub P --db "$db"
+  hub P --db "$db" --max-connections-per-address 5000   # 1,000 clients from 127.0.0.1, one address to the hub
   l=$(load); one=$("$py" Benchmarks/hub_load.py "http://127.0.0.1:$P" "http://127.0.0.1:$P" "$CID" "$CSECRET" 1000 100 "$seconds")
   echo "one node, SQLite:       $one load $l"
   stop_hubs
 
   client "$pg"
-  hub P1 --db "$pg" --node n1; hub P2 --db "$pg" --node n2
+  hub P1 --db "$pg" --node n1 --max-connections-per-address 5000; hub P2 --db "$pg" --node n2 --max-connections-per-address 5000
   l=$(load); two=$("$py" Benchmarks/hub_load.py "http://127.0.0.1:$P1" "http://127.0.0.1:$P2" "$CID" "$CSECRET" 1000 100 "$seconds")
   echo "two nodes, PostgreSQL:  $two load $l"
   stop_hubs

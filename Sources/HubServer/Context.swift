@@ -31,14 +31,20 @@ public struct HubPrincipal: Sendable, Hashable {
 /// the Bearer middleware has checked the token.
 public struct HubRequestContext: RequestContext {
     public var coreContext: CoreRequestContextStorage
-    /// The peer's IP address ("?" when unknown, e.g. in-process tests).
-    public let remoteIP: String
+    /// The client's IP address, the key of every limit per address ("?" when unknown, e.g. in-process
+    /// tests): the connection's address, or, when that is a trusted proxy (`--trusted-proxy`), the
+    /// address its `X-Forwarded-For` names (set by `ClientAddressMiddleware`, outermost; see ``TrustedProxies``).
+    public internal(set) var remoteIP: String
+    /// The connection's own address (the proxy's, behind one), normalized (``TrustedProxies/normalized(_:)``).
+    public let peerIP: String
     /// Set by `BearerMiddleware` on `/v1` routes.
     public var principal: HubPrincipal?
 
     public init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
-        self.remoteIP = source.channel.remoteAddress?.ipAddress ?? "?"
+        let peer = source.channel.remoteAddress?.ipAddress.map(TrustedProxies.normalized) ?? "?"
+        self.peerIP = peer
+        self.remoteIP = peer
         self.principal = nil
     }
 

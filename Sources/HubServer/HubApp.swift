@@ -23,9 +23,20 @@ public struct HubServerSettings: Sendable {
     public var logCodes = false
     /// `--code-hook CMD`: codes are delivered by running CMD.
     public var codeHook: String?
+    // Accounts (issue 32): code hooks running at once (`--code-hook-concurrency`); the account bounds
+    // are in `authority.accounts`.
+    public var codeHookConcurrency = 4
     public var authority = HubAuthority.Settings()
     /// Caps on connections and the deadlines for request heads and idle connections.
     public var connections = ConnectionLimits()
+    // Hardening (issue 32), client addresses and the rendezvous's storage: see docs/hub.md.
+    /// `--trusted-proxy CIDR`: reverse proxies whose `X-Forwarded-For` names the client (none by default).
+    public var trustedProxies = TrustedProxies()
+    /// Bounds on the rendezvous's storage, per mailbox, per address and in all (`--wormhole-*`).
+    public var wormhole = WormholeLimits()
+    // Post flood (issue 32): bounds on the posts kept and on what one groups socket holds (`--max-posts-*`,
+    // `--max-socket-queue-bytes`; docs/hub.md).
+    public var groups = GroupSettings()
     public init() {}
 
     /// The issuer URL (RFC 8414): `--issuer` or the scheme and listen address.
@@ -76,7 +87,7 @@ public struct HubPluginContext: Sendable {
 
     public init(authority: HubAuthority, store: SQLHubStore, settings: HubServerSettings, logger: Logger) {
         self.authority = authority; self.store = store; self.settings = settings; self.logger = logger
-        connectionCounts = ConnectionCounts(limits: settings.connections)
+        connectionCounts = ConnectionCounts(limits: settings.connections, trustedProxies: settings.trustedProxies)
     }
 
     /// The principal of a bare Bearer token (for the WebSocket upgrade), nil when refused.
@@ -92,13 +103,16 @@ public enum HubApp {
     public static func router(context: HubPluginContext, plugins: [any HubPlugin] = [],
                               sender: (any ConfirmationSender)? = nil) -> HubRouter {
         let r = HubRouter(router: Router(context: HubRequestContext.self), table: RouteTable())
+        // First: the client's address (from a trusted proxy's X-Forwarded-For) for every limit after it.
+        r.router.add(middleware: ClientAddressMiddleware(proxies: context.settings.trustedProxies))
         r.router.add(middleware: RequestLogMiddleware(logger: context.logger))
         r.router.add(middleware: JSendErrorMiddleware(table: r.table, logger: context.logger))
         r.router.add(middleware: BearerMiddleware(authority: context.authority))
         let issuer = context.settings.issuerURL
         OAuthRoutes.register(on: r, authority: context.authority, issuer: { issuer })
         let codeSender: any ConfirmationSender = sender ?? {
-            if let hook = context.settings.codeHook { return HookConfirmationSender(command: hook, logger: context.logger) }
+            if let hook = context.settings.codeHook { return HookConfirmationSender(command: hook, logger: context.logger,
+                                                                                       concurrency: context.settings.codeHookConcurrency) }
             return LogConfirmationSender(logger: context.logger, enabled: context.settings.logCodes)
         }()
         AccountRoutes.register(on: r, authority: context.authority, store: context.store, sender: codeSender)
@@ -123,8 +137,10 @@ public enum HubApp {
         let http1 = HTTP1Channel.Configuration(additionalChannelHandlers: [UpgradeRefusalHandler()])
         let shouldUpgrade: @Sendable (HTTPRequest, any Channel, Logger) async throws
             -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> = { request, channel, _ in
+            // The client's address, as for requests (a trusted proxy's X-Forwarded-For, else the peer's).
+            let remoteIP = s.trustedProxies.clientAddress(channel: channel, headers: request.headerFields)
             for p in plugins {
-                let answer = await p.shouldUpgrade(request, remoteIP: channel.remoteAddress?.ipAddress ?? "?", context: context)
+                let answer = await p.shouldUpgrade(request, remoteIP: remoteIP, context: context)
                 if case .upgrade = answer { return answer }
             }
             if let refusal = await UpgradeRefusal.answer(request, authority: context.authority) {
@@ -137,7 +153,7 @@ public enum HubApp {
             guard let key = s.tlsKeyPath else { throw HubConfigError("--tls-cert needs --tls-key") }
             let chain = try NIOSSLCertificate.fromPEMFile(cert).map { NIOSSLCertificateSource.certificate($0) }
             let pkey = try NIOSSLPrivateKey(file: key, format: .pem)
-            tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain, privateKey: .privateKey(pkey))
+            tls = HubTLS.serverConfiguration(certificateChain: chain, privateKey: pkey)
         } else if s.tlsKeyPath != nil {
             throw HubConfigError("--tls-key needs --tls-cert")
         }
@@ -168,4 +184,25 @@ public enum HubApp {
 public struct HubConfigError: Error, CustomStringConvertible {
     public let description: String
     public init(_ d: String) { description = d }
+}
+
+/// The hub's TLS: version 1.2 at least (1.0 and 1.1 are refused at the handshake) and, for TLS 1.2,
+/// Mozilla's "intermediate" cipher suites (ECDHE with AES-GCM or ChaCha20-Poly1305, then DHE, which
+/// BoringSSL lacks); TLS 1.3's suites are all modern and not configurable.
+public enum HubTLS {
+    /// The lowest protocol version accepted.
+    public static let minimumVersion = TLSVersion.tlsv12
+    /// Mozilla's "intermediate" TLS 1.2 suites (server side TLS guidelines, version 5.7), in order, in
+    /// OpenSSL's names.
+    public static let cipherSuites = ["ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-RSA-AES128-GCM-SHA256",
+                                      "ECDHE-ECDSA-AES256-GCM-SHA384", "ECDHE-RSA-AES256-GCM-SHA384",
+                                      "ECDHE-ECDSA-CHACHA20-POLY1305", "ECDHE-RSA-CHACHA20-POLY1305"].joined(separator: ":")
+
+    /// A server configuration with ``minimumVersion`` and ``cipherSuites``.
+    public static func serverConfiguration(certificateChain: [NIOSSLCertificateSource], privateKey: NIOSSLPrivateKey) -> TLSConfiguration {
+        var c = TLSConfiguration.makeServerConfiguration(certificateChain: certificateChain, privateKey: .privateKey(privateKey))
+        c.minimumTLSVersion = minimumVersion
+        c.cipherSuites = cipherSuites
+        return c
+    }
 }

@@ -73,7 +73,7 @@ public enum CodeOutcome: Sendable, Equatable {
     case matched
     /// Wrong code; `triesLeft` more attempts before it is deleted.
     case wrong(triesLeft: Int)
-    /// No live code for that name and purpose (never sent, expired, used up or consumed).
+    /// No live code for that account and purpose (never sent, expired, used up or consumed).
     case none
 }
 
@@ -84,21 +84,33 @@ public protocol HubAuthStore: Sendable {
     func createClient(_ client: ClientRecord) async throws
     func client(id: String) async throws -> ClientRecord?
 
-    /// Stores a new user (confirmed or pending); `StoreError.conflict` when the name or id exists.
+    /// Stores a new user (confirmed or pending) under the key of its name (`AccountName.key`);
+    /// `StoreError.conflict` when an account of that key (names that differ only in case) or id exists.
     func createUser(_ user: UserRecord) async throws
+    /// The account whose name has the key of `name` (any case), if any.
     func user(name: String) async throws -> UserRecord?
     func user(id: String) async throws -> UserRecord?
-    /// Deletes an unconfirmed account (a pending sign-up that expired); confirmed ones are kept.
+    /// Stores a new pending user in place of any pending account of the same key, in one transaction: the
+    /// old account and all its codes go (so a code sent for it has no power left). `StoreError.conflict`
+    /// when a confirmed account holds the key.
+    func replacePendingUser(_ user: UserRecord) async throws
+    /// Deletes the unconfirmed account of `name`'s key and its codes; confirmed ones are kept.
     func deletePendingUser(name: String) async throws
-    /// Marks an account confirmed.
-    func confirmUser(name: String) async throws
+    /// Marks the pending account `id` confirmed and drops its confirm code; false (and nothing changed)
+    /// when no pending account has that id (gone, replaced, or already confirmed).
+    func confirmUser(id: String) async throws -> Bool
     /// Replaces a user's password hash.
     func setPassword(userID: String, bcrypt: String) async throws
 
-    /// Stores (replacing any earlier) a code for `(userName, purpose)`, with no tries used.
-    func putCode(userName: String, purpose: String, codeSHA256: [UInt8], expiresMs: Int64) async throws
-    /// Checks a code: consumed on a match; a wrong try counts, and the code is deleted after `maxTries`.
-    func checkCode(userName: String, purpose: String, codeSHA256: [UInt8], nowMs: Int64, maxTries: Int) async throws -> CodeOutcome
+    /// Stores a code for the account `userID` and `purpose`, replacing any earlier one; the tries used on
+    /// a live earlier code (expiring after `nowMs`) carry over. False when no account has that id.
+    @discardableResult
+    func putCode(userID: String, purpose: String, codeSHA256: [UInt8], expiresMs: Int64, nowMs: Int64) async throws -> Bool
+    /// Checks a code of the account `userID`: consumed on a match; a wrong try counts, and the code is
+    /// deleted after `maxTries`.
+    func checkCode(userID: String, purpose: String, codeSHA256: [UInt8], nowMs: Int64, maxTries: Int) async throws -> CodeOutcome
+    /// How many codes (any purpose, live or not yet pruned) the account `userID` has.
+    func codeCount(userID: String) async throws -> Int
 
     func insertAccessToken(_ token: AccessTokenRecord) async throws
     func accessToken(sha256: [UInt8]) async throws -> AccessTokenRecord?
@@ -114,6 +126,7 @@ public protocol HubAuthStore: Sendable {
     func revokeFamily(_ family: String) async throws
     /// Revokes every refresh family of a subject (after a password reset).
     func revokeFamilies(subject: String) async throws
-    /// Deletes tokens and codes that expired before `nowMs` (rows only grow otherwise).
+    /// Deletes tokens and codes that expired before `nowMs`, and pending accounts a day old that have no
+    /// code left (rows only grow otherwise).
     func pruneExpired(nowMs: Int64) async throws
 }

@@ -21,6 +21,12 @@ public protocol GroupStore: Sendable {
     /// A page of posts by time and pid, and whether more follow.
     func posts(group: String, limit: Int, skip: Int) async throws -> (items: [GroupPost], more: Bool)
     func post(group: String, pid: String) async throws -> GroupPost?
+    /// Members by user id after `after` (nil: from the first), at most `limit`: a join's history,
+    /// read a page at a time as the socket drains (keyset paging: members coming and going between
+    /// pages never shift a page).
+    func members(group: String, after: String?, limit: Int) async throws -> [MemberPresence]
+    /// Posts by time and pid after `after` (nil: from the first), at most `limit` (keyset paging).
+    func posts(group: String, after: PostCursor?, limit: Int) async throws -> [GroupPost]
     /// Records that `instance` (a node process called `name`) is alive at `now`; false when its node
     /// row was not there (its first beat, or another node took it for dead and swept it).
     @discardableResult
@@ -39,6 +45,20 @@ public protocol GroupStore: Sendable {
     func deviceClient(_ device: String) async throws -> String?
 }
 
+/// Where a page of posts ends: the last post's time and pid (posts are ordered by both).
+public struct PostCursor: Sendable, Hashable {
+    public var timestamp: Int64
+    public var pid: String
+
+    public init(timestamp: Int64, pid: String) {
+        self.timestamp = timestamp
+        self.pid = pid
+    }
+
+    /// The cursor after `post`.
+    public init(after post: GroupPost) { self.init(timestamp: post.timestamp, pid: post.pid) }
+}
+
 /// Carries a transaction's presence events to every node in commit order: called inside the
 /// transaction that changed the presence, after its row locks (PostgreSQL: NOTIFY there, delivered
 /// at commit, in commit order, to every listening node, the origin included). Each event goes to
@@ -51,11 +71,20 @@ public struct SQLGroupStore: GroupStore {
     /// Several nodes: presence events leave inside their transaction (nil: the caller publishes them).
     public let notifier: PresenceNotifier?
     public var isShared: Bool { db.dialect == .postgres }
+    /// Bounds on the posts kept: a new post over one is refused (`.refused(.tooManyPosts)`).
+    public var postBounds: PostBounds
+    /// Whether `join` and `listen` return the group's members and posts in their snapshot (the pure
+    /// machine's outcome). The hub sets it false and reads them a page at a time as each socket drains
+    /// (``members(group:after:limit:)``, ``posts(group:after:limit:)``): a join then holds no group
+    /// in memory, however many posts it keeps.
+    public var snapshotOnJoin: Bool
 
     /// Wraps a migrated database.
-    public init(db: any SQLDatabase, notifier: PresenceNotifier? = nil) {
+    public init(db: any SQLDatabase, notifier: PresenceNotifier? = nil, postBounds: PostBounds = PostBounds(), snapshotOnJoin: Bool = true) {
         self.db = db
         self.notifier = notifier
+        self.postBounds = postBounds
+        self.snapshotOnJoin = snapshotOnJoin
     }
 
     /// Hands presence events to the notifier inside the transaction (several nodes).
@@ -106,8 +135,11 @@ public struct SQLGroupStore: GroupStore {
             try await tx.run(
                 "INSERT INTO presence(conn, grp, user_id, instance) VALUES ($1, $2, $3, $4) ON CONFLICT (conn, grp) DO NOTHING",
                 [.text(conn), .text(group), .text(user), .text(instance)])
+            var online: MemberPresence?
+            if before.first?.int(0) == 0 {
+                online = try await tx.rows(memberSelect + " AND m.user_id = $2", [.text(group), .text(user)]).first.map { member(group, $0) }
+            }
             let snap = try await snapshot(tx, group)
-            let online = before.first?.int(0) == 0 ? snap.members.first { $0.user == user } : nil
             try await notify(tx, online.map { [$0] } ?? [], excluding: conn)
             return .joined(group: group, snapshot: snap, cameOnline: online)
         }
@@ -149,24 +181,29 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func post(_ post: GroupPost) async throws -> PresenceOutcome {
-        // A new pid (the common case) is one statement and one round trip; a pid that exists already
-        // (replace by its author, or refuse) takes the transaction below.
-        let fresh = try await db.query(
-            "INSERT INTO posts(grp, pid, user_id, body, created_ms) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (grp, pid) DO NOTHING RETURNING pid",
-            [.text(post.group), .text(post.pid), .text(post.user), .text(post.pidload.text), .int(post.timestamp)])
-        if !fresh.isEmpty { return .posted(post, replaced: false) }
+        let shared = isShared, bounds = postBounds
         return try await transaction { tx in
+            // The posts of one group are counted and stored one transaction at a time, so two posts
+            // (from two nodes) never both take a group's last place: PostgreSQL, a lock on the group
+            // until commit; SQLite, its single writer (BEGIN IMMEDIATE).
+            if shared { try await tx.run("SELECT pg_advisory_xact_lock(736110013, hashtext($1))", [.text(post.group)]) }
             let old = try await tx.rows("SELECT user_id FROM posts WHERE grp = $1 AND pid = $2", [.text(post.group), .text(post.pid)])
-            if let author = old.first?.text(0), author != post.user {
-                return .refused(.notAuthor(group: post.group, pid: post.pid))
+            if let author = old.first?.text(0) {
+                // A replacement by its author takes no new place.
+                guard author == post.user else { return .refused(.notAuthor(group: post.group, pid: post.pid)) }
+                try await tx.run("UPDATE posts SET body = $4, created_ms = $5 WHERE grp = $1 AND pid = $2 AND user_id = $3",
+                                 [.text(post.group), .text(post.pid), .text(post.user), .text(post.pidload.text), .int(post.timestamp)])
+                return .posted(post, replaced: true)
             }
-            let stored = try await tx.rows(
-                "INSERT INTO posts(grp, pid, user_id, body, created_ms) VALUES ($1, $2, $3, $4, $5) "
-                    + "ON CONFLICT (grp, pid) DO UPDATE SET body = excluded.body, created_ms = excluded.created_ms "
-                    + "WHERE posts.user_id = excluded.user_id RETURNING pid",
-                [.text(post.group), .text(post.pid), .text(post.user), .text(post.pidload.text), .int(post.timestamp)])
-            if stored.isEmpty { return .refused(.notAuthor(group: post.group, pid: post.pid)) }
-            return .posted(post, replaced: !old.isEmpty)
+            let counts = try await tx.rows(
+                "SELECT count(*), CAST(COALESCE(SUM(CASE WHEN user_id = $2 THEN 1 ELSE 0 END), 0) AS BIGINT) FROM posts WHERE grp = $1",
+                [.text(post.group), .text(post.user)])
+            if let why = bounds.refusal(group: post.group, userPosts: Int(counts.first?.int(1) ?? 0), groupPosts: Int(counts.first?.int(0) ?? 0)) {
+                return .refused(why)
+            }
+            try await tx.run("INSERT INTO posts(grp, pid, user_id, body, created_ms) VALUES ($1, $2, $3, $4, $5)",
+                             [.text(post.group), .text(post.pid), .text(post.user), .text(post.pidload.text), .int(post.timestamp)])
+            return .posted(post, replaced: false)
         }
     }
 
@@ -205,6 +242,28 @@ public struct SQLGroupStore: GroupStore {
             let rows = try await tx.rows(postSelect + " ORDER BY created_ms, pid LIMIT $2 OFFSET $3", [.text(group), .int(Int64(limit + 1)), .int(Int64(skip))])
             return (rows.prefix(limit).map { post(group, $0) }, rows.count > limit)
         }
+    }
+
+    public func members(group: String, after: String?, limit: Int) async throws -> [MemberPresence] {
+        let rows: [SQLRow]
+        if let after {
+            rows = try await db.query(memberSelect + " AND m.user_id > $2 ORDER BY m.user_id LIMIT $3", [.text(group), .text(after), .int(Int64(limit))])
+        } else {
+            rows = try await db.query(memberSelect + " ORDER BY m.user_id LIMIT $2", [.text(group), .int(Int64(limit))])
+        }
+        return rows.map { member(group, $0) }
+    }
+
+    public func posts(group: String, after: PostCursor?, limit: Int) async throws -> [GroupPost] {
+        let rows: [SQLRow]
+        if let after {
+            rows = try await db.query(
+                postSelect + " AND (created_ms > $2 OR (created_ms = $2 AND pid > $3)) ORDER BY created_ms, pid LIMIT $4",
+                [.text(group), .int(after.timestamp), .text(after.pid), .int(Int64(limit))])
+        } else {
+            rows = try await db.query(postSelect + " ORDER BY created_ms, pid LIMIT $2", [.text(group), .int(Int64(limit))])
+        }
+        return rows.map { post(group, $0) }
     }
 
     public func post(group: String, pid: String) async throws -> GroupPost? {
@@ -307,6 +366,7 @@ public struct SQLGroupStore: GroupStore {
     }
 
     private func snapshot(_ tx: any SQLExecutor, _ group: String) async throws -> GroupSnapshot {
+        guard snapshotOnJoin else { return GroupSnapshot(members: [], posts: []) }
         let m = try await tx.rows(memberSelect + " ORDER BY m.user_id LIMIT 10000", [.text(group)])
         let p = try await tx.rows(postSelect + " ORDER BY created_ms, pid LIMIT 10000", [.text(group)])
         return GroupSnapshot(members: m.map { member(group, $0) }, posts: p.map { post(group, $0) })
@@ -371,11 +431,12 @@ extension SQLRow {
 }
 
 /// Runs `body` with a groups store on the PostgreSQL database at `url` (migrated first).
-public func withPostgresGroupStore<T: Sendable>(url: String, _ body: (SQLGroupStore) async throws -> T) async throws -> T {
+public func withPostgresGroupStore<T: Sendable>(url: String, postBounds: PostBounds = PostBounds(),
+                                                _ body: (SQLGroupStore) async throws -> T) async throws -> T {
     let db = try await PostgresEngine.open(url: url)
     do {
         try await HubSchema.migrate(db, nowMs: 0)
-        let store = SQLGroupStore(db: db)
+        let store = SQLGroupStore(db: db, postBounds: postBounds)
         try await store.prepare()
         let v = try await body(store)
         try? await db.close()
@@ -387,10 +448,10 @@ public func withPostgresGroupStore<T: Sendable>(url: String, _ body: (SQLGroupSt
 }
 
 /// A migrated SQLite groups store at `path` (":memory:" for tests).
-public func openSQLiteGroupStore(path: String) async throws -> SQLGroupStore {
+public func openSQLiteGroupStore(path: String, postBounds: PostBounds = PostBounds()) async throws -> SQLGroupStore {
     let db = try await SQLiteEngine.open(path: path)
     try await HubSchema.migrate(db, nowMs: 0)
-    let store = SQLGroupStore(db: db)
+    let store = SQLGroupStore(db: db, postBounds: postBounds)
     try await store.prepare()
     return store
 }
@@ -400,7 +461,7 @@ public enum GroupSchema {
     /// The tables and indexes the statements create.
     public static let relations = [
         "nodes", "presence", "presence_grp_user", "presence_instance", "members", "members_user", "userloads", "posts",
-        "posts_order", "devices", "group_events",
+        "posts_order", "posts_user", "devices", "group_events",
     ]
 
     public static let statements = [
@@ -413,6 +474,8 @@ public enum GroupSchema {
         "CREATE TABLE IF NOT EXISTS userloads(user_id TEXT PRIMARY KEY, body TEXT NOT NULL, updated_ms BIGINT NOT NULL)",
         "CREATE TABLE IF NOT EXISTS posts(grp TEXT NOT NULL, pid TEXT NOT NULL, user_id TEXT NOT NULL, body TEXT NOT NULL, created_ms BIGINT NOT NULL, PRIMARY KEY (grp, pid))",
         "CREATE INDEX IF NOT EXISTS posts_order ON posts(grp, created_ms, pid)",
+        // Counting a user's posts in a group (the bound per user per group) without reading the group.
+        "CREATE INDEX IF NOT EXISTS posts_user ON posts(grp, user_id)",
         "CREATE TABLE IF NOT EXISTS devices(id TEXT PRIMARY KEY, client_id TEXT NOT NULL, created_ms BIGINT NOT NULL)",
         "CREATE TABLE IF NOT EXISTS group_events(id BIGINT PRIMARY KEY, body TEXT NOT NULL, origin TEXT NOT NULL, created_ms BIGINT NOT NULL)",
     ]

@@ -1,3 +1,4 @@
+import HubCore
 import Logging
 
 /// The hub's store over any `SQLDatabase` (SQLite or PostgreSQL): the statements are written once.
@@ -13,6 +14,9 @@ public final class SQLHubStore: HubAuthStore {
     public static func open(_ location: DatabaseLocation, logger: Logger, nowMs: Int64) async throws -> SQLHubStore {
         SQLHubStore(db: try await location.open(logger: logger, nowMs: nowMs))
     }
+
+    /// How long an unconfirmed account is kept (`pruneExpired` deletes it after that, once it has no code).
+    public static let pendingLifetimeMs: Int64 = 24 * 3600 * 1000
 
     /// Closes the database.
     public func close() async throws { try await db.close() }
@@ -35,10 +39,17 @@ public final class SQLHubStore: HubAuthStore {
 
     // MARK: users
 
+    /// Stores a new user under the key of its name (`AccountName.key`); `StoreError.conflict` when an
+    /// account of that key or that id exists.
     public func createUser(_ u: UserRecord) async throws {
-        try await db.query(
-            "INSERT INTO users(id, name, password_bcrypt, contact, confirmed, created_ms) VALUES ($1, $2, $3, $4, $5, $6)",
-            [.text(u.id), .text(u.name), .text(u.passwordBcrypt), .optionalText(u.contact), .flag(u.confirmed), .int(u.createdMs)])
+        try await Self.insert(u, into: db)
+    }
+
+    private static func insert(_ u: UserRecord, into x: any SQLExecutor) async throws {
+        try await x.query("""
+            INSERT INTO users(id, name, name_key, password_bcrypt, contact, confirmed, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)
+            """, [.text(u.id), .text(u.name), .text(AccountName.key(u.name)), .text(u.passwordBcrypt), .optionalText(u.contact),
+                  .flag(u.confirmed), .int(u.createdMs)])
     }
 
     private static let userColumns = "id, name, password_bcrypt, contact, confirmed, created_ms"
@@ -48,22 +59,39 @@ public final class SQLHubStore: HubAuthStore {
     }
 
     /// The account named `name`, whatever the case of its letters: names that differ only in case are
-    /// one name (`alice` and `ALICE` cannot both exist; either logs in to the one account).
+    /// one name, one key (`AccountName.key`), unique in the table.
     public func user(name: String) async throws -> UserRecord? {
-        try await db.first("SELECT \(Self.userColumns) FROM users WHERE lower(name) = lower($1) ORDER BY confirmed DESC, created_ms LIMIT 1",
-                           [.text(name)]).map(Self.user)
+        try await db.first("SELECT \(Self.userColumns) FROM users WHERE name_key = $1",
+                           [.text(AccountName.key(name))]).map(Self.user)
     }
 
     public func user(id: String) async throws -> UserRecord? {
         try await db.first("SELECT \(Self.userColumns) FROM users WHERE id = $1", [.text(id)]).map(Self.user)
     }
 
-    public func deletePendingUser(name: String) async throws {
-        try await db.query("DELETE FROM users WHERE lower(name) = lower($1) AND confirmed = 0", [.text(name)])
+    public func replacePendingUser(_ u: UserRecord) async throws {
+        try await db.transaction { tx in
+            let key: [SQLValue] = [.text(AccountName.key(u.name))]
+            try await tx.query("DELETE FROM account_codes WHERE user_id IN (SELECT id FROM users WHERE name_key = $1 AND confirmed = 0)", key)
+            try await tx.query("DELETE FROM users WHERE name_key = $1 AND confirmed = 0", key)
+            try await Self.insert(u, into: tx)
+        }
     }
 
-    public func confirmUser(name: String) async throws {
-        try await db.query("UPDATE users SET confirmed = 1 WHERE name = $1", [.text(name)])
+    public func deletePendingUser(name: String) async throws {
+        try await db.transaction { tx in
+            let key: [SQLValue] = [.text(AccountName.key(name))]
+            try await tx.query("DELETE FROM account_codes WHERE user_id IN (SELECT id FROM users WHERE name_key = $1 AND confirmed = 0)", key)
+            try await tx.query("DELETE FROM users WHERE name_key = $1 AND confirmed = 0", key)
+        }
+    }
+
+    public func confirmUser(id: String) async throws -> Bool {
+        try await db.transaction { tx in
+            let done = try await tx.query("UPDATE users SET confirmed = 1 WHERE id = $1 AND confirmed = 0 RETURNING id", [.text(id)])
+            try await tx.query("DELETE FROM account_codes WHERE user_id = $1 AND purpose = 'confirm'", [.text(id)])
+            return done.count == 1
+        }
     }
 
     public func setPassword(userID: String, bcrypt: String) async throws {
@@ -72,39 +100,48 @@ public final class SQLHubStore: HubAuthStore {
 
     // MARK: codes
 
-    public func putCode(userName: String, purpose: String, codeSHA256: [UInt8], expiresMs: Int64) async throws {
-        try await db.query("""
-            INSERT INTO pending_codes(user_name, purpose, code_sha256, expires_ms, tries) VALUES ($1, $2, $3, $4, 0)
-            ON CONFLICT (user_name, purpose) DO UPDATE SET code_sha256 = excluded.code_sha256,
-              expires_ms = excluded.expires_ms, tries = 0
-            """, [.text(userName), .text(purpose), .blob(codeSHA256), .int(expiresMs)])
+    @discardableResult
+    public func putCode(userID: String, purpose: String, codeSHA256: [UInt8], expiresMs: Int64, nowMs: Int64) async throws -> Bool {
+        // Only for an account that exists (a code never outlives or precedes its account); the tries of a
+        // live code of the same purpose carry over to its replacement.
+        !(try await db.query("""
+            INSERT INTO account_codes(user_id, purpose, code_sha256, expires_ms, tries)
+              SELECT id, $2, $3, $4, 0 FROM users WHERE id = $1
+            ON CONFLICT (user_id, purpose) DO UPDATE SET code_sha256 = excluded.code_sha256, expires_ms = excluded.expires_ms,
+              tries = CASE WHEN account_codes.expires_ms > $5 THEN account_codes.tries ELSE 0 END
+            RETURNING user_id
+            """, [.text(userID), .text(purpose), .blob(codeSHA256), .int(expiresMs), .int(nowMs)])).isEmpty
     }
 
-    public func checkCode(userName: String, purpose: String, codeSHA256: [UInt8], nowMs: Int64,
+    public func checkCode(userID: String, purpose: String, codeSHA256: [UInt8], nowMs: Int64,
                           maxTries: Int) async throws -> CodeOutcome {
         try await db.transaction { tx in
-            let key: [SQLValue] = [.text(userName), .text(purpose)]
+            let key: [SQLValue] = [.text(userID), .text(purpose)]
             guard let r = try await tx.first(
-                "SELECT code_sha256, expires_ms, tries FROM pending_codes WHERE user_name = $1 AND purpose = $2", key)
+                "SELECT code_sha256, expires_ms, tries FROM account_codes WHERE user_id = $1 AND purpose = $2", key)
             else { return .none }
             let stored = r[0].blob ?? []
             let tries = Int(r[2].int ?? 0)
             if (r[1].int ?? 0) <= nowMs || tries >= maxTries {
-                try await tx.query("DELETE FROM pending_codes WHERE user_name = $1 AND purpose = $2", key)
+                try await tx.query("DELETE FROM account_codes WHERE user_id = $1 AND purpose = $2", key)
                 return .none
             }
             if constantTimeEqual(stored, codeSHA256) {
-                try await tx.query("DELETE FROM pending_codes WHERE user_name = $1 AND purpose = $2", key)
+                try await tx.query("DELETE FROM account_codes WHERE user_id = $1 AND purpose = $2", key)
                 return .matched
             }
             let left = maxTries - tries - 1
             if left <= 0 {
-                try await tx.query("DELETE FROM pending_codes WHERE user_name = $1 AND purpose = $2", key)
+                try await tx.query("DELETE FROM account_codes WHERE user_id = $1 AND purpose = $2", key)
             } else {
-                try await tx.query("UPDATE pending_codes SET tries = tries + 1 WHERE user_name = $1 AND purpose = $2", key)
+                try await tx.query("UPDATE account_codes SET tries = tries + 1 WHERE user_id = $1 AND purpose = $2", key)
             }
             return .wrong(triesLeft: max(0, left))
         }
+    }
+
+    public func codeCount(userID: String) async throws -> Int {
+        Int(try await db.first("SELECT count(*) FROM account_codes WHERE user_id = $1", [.text(userID)])?[0].int ?? 0)
     }
 
     // MARK: tokens
@@ -205,7 +242,12 @@ public final class SQLHubStore: HubAuthStore {
     public func pruneExpired(nowMs: Int64) async throws {
         try await db.query("DELETE FROM access_tokens WHERE expires_ms < $1", [.int(nowMs)])
         try await db.query("DELETE FROM refresh_tokens WHERE expires_ms < $1", [.int(nowMs)])
-        try await db.query("DELETE FROM pending_codes WHERE expires_ms < $1", [.int(nowMs)])
+        try await db.query("DELETE FROM account_codes WHERE expires_ms < $1", [.int(nowMs)])
+        // Pending sign-ups a day old: their codes are long gone, so nobody can confirm them.
+        try await db.query("""
+            DELETE FROM users WHERE confirmed = 0 AND created_ms < $1
+              AND NOT EXISTS (SELECT 1 FROM account_codes c WHERE c.user_id = users.id)
+            """, [.int(nowMs - Self.pendingLifetimeMs)])
     }
 }
 

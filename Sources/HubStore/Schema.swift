@@ -1,7 +1,7 @@
 /// The hub's schema, one text for both engines (`{blob}` and `{serial}` are rendered per dialect), applied
 /// in numbered migrations recorded in `schema_migrations`. Flags are BIGINT 0/1, times Unix milliseconds.
 ///
-/// These are the accounts side's tables (clients, users, codes, tokens). The groups side (nodes, presence,
+/// These are the accounts side's tables (clients, users, account codes, tokens). The groups side (nodes, presence,
 /// members, userloads, posts, devices) creates its own tables in `GroupSchema` (GroupStore.swift).
 public enum HubSchema {
     /// One migration: a version, a name, and its statements (each run on its own; no `;` lists).
@@ -43,6 +43,38 @@ public enum HubSchema {
             """,
             "CREATE INDEX refresh_tokens_family ON refresh_tokens(family)",
             "CREATE INDEX refresh_tokens_subject ON refresh_tokens(subject)",
+        ]),
+        // Names that differ only in case are one account (AccountName.key), and codes belong to an
+        // account's id, not to a name as typed (issue 32). Existing rows: a pending account that shares its
+        // key with a confirmed one (or with a newer pending one) goes; two confirmed accounts of one key
+        // keep the oldest on the key, the others get a key no valid name has (`key#id`: they keep their
+        // data, and an operator renames them). Codes move to their account when the name matched exactly;
+        // the rest (at most 15 minutes old) are dropped.
+        Migration(version: 2, name: "account-name-key", statements: [
+            "ALTER TABLE users ADD COLUMN name_key TEXT",
+            """
+            DELETE FROM users WHERE confirmed = 0 AND EXISTS (SELECT 1 FROM users o
+              WHERE lower(o.name) = lower(users.name) AND o.id <> users.id
+                AND (o.confirmed = 1 OR o.created_ms > users.created_ms OR (o.created_ms = users.created_ms AND o.id > users.id)))
+            """,
+            "UPDATE users SET name_key = lower(name)",
+            """
+            UPDATE users SET name_key = lower(name) || '#' || id WHERE EXISTS (SELECT 1 FROM users o
+              WHERE lower(o.name) = lower(users.name) AND o.id <> users.id
+                AND (o.created_ms < users.created_ms OR (o.created_ms = users.created_ms AND o.id < users.id)))
+            """,
+            "CREATE UNIQUE INDEX users_by_name_key ON users(name_key)",
+            """
+            CREATE TABLE account_codes(user_id TEXT NOT NULL, purpose TEXT NOT NULL, code_sha256 {blob} NOT NULL,
+              expires_ms BIGINT NOT NULL, tries BIGINT NOT NULL, PRIMARY KEY(user_id, purpose))
+            """,
+            "CREATE INDEX account_codes_expires ON account_codes(expires_ms)",
+            """
+            INSERT INTO account_codes(user_id, purpose, code_sha256, expires_ms, tries)
+              SELECT u.id, p.purpose, p.code_sha256, p.expires_ms, p.tries FROM pending_codes p JOIN users u ON u.name = p.user_name
+              WHERE (p.purpose = 'confirm' AND u.confirmed = 0) OR (p.purpose = 'reset' AND u.confirmed = 1)
+            """,
+            "DROP TABLE pending_codes",
         ]),
     ]
 

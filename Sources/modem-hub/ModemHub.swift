@@ -67,10 +67,12 @@ struct Serve: AsyncParsableCommand {
     @Option(name: .customLong("idle-timeout"), parsing: .unconditional,
             help: "Seconds a connection may stay silent between requests or as a WebSocket (5 to 3600).") var idleTimeout: Double = 75
     @Option(name: .customLong("max-connections-per-address"), parsing: .unconditional,
-            help: "Connections at once from one remote address; loopback is not counted (1 to 100000).") var maxConnectionsPerAddress = 256
+            help: "Connections at once from one remote address, loopback included, over the HTTP listener and the transit relay; a --trusted-proxy's are not counted per address (1 to 100000).") var maxConnectionsPerAddress = 256
     @Flag(name: .customLong("log-codes"), help: "Write confirmation and reset codes to the log (development only).") var logCodes = false
     @Option(name: .customLong("code-hook"), help: "Shell command that delivers codes (HUB_CODE, HUB_USER, HUB_PURPOSE, HUB_CONTACT in its environment).") var codeHook: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
+    // Accounts (issue 32): bounds on sign-ups, codes, guesses and logins (AccountOptions.swift).
+    @OptionGroup(title: "Account bounds (per address, per account; over one: 429 with Retry-After)") var accounts: AccountOptions
     @Option(name: .customLong("transit-listen"),
             help: "Also run a magic-wormhole transit relay (TCP) on HOST:PORT (port 0: one the kernel picks). Once listening, prints 'modem-hub: transit relay listening on HOST:PORT' on standard error.")
     var transitListen: String?
@@ -78,6 +80,10 @@ struct Serve: AsyncParsableCommand {
             help: "Seconds a transit connection waits for its peer before it is closed (1 to 86400).") var transitTimeout: Double = 120
     @Option(name: .customLong("transit-max-pairs"), parsing: .unconditional,
             help: "Transit pairs relayed at once (1 to 100000).") var transitMaxPairs = 1024
+    // Hardening (issue 32): trusted proxies, transit and rendezvous bounds (NetworkOptions.swift).
+    @OptionGroup(title: "Client addresses, transit relay and rendezvous bounds") var network: NetworkOptions
+    // Post flood (issue 32): bounds on group posts and on one groups socket (GroupOptions.swift).
+    @OptionGroup(title: "Group bounds (a post over one: 409 or an error event; a slow socket: closed with 1008)") var groups: GroupOptions
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw fail("unknown --log-level '\(logLevel)'", Exit.usage) }
@@ -101,6 +107,12 @@ struct Serve: AsyncParsableCommand {
             throw fail("--max-connections-per-address must be 1 to 100000", Exit.usage)
         }
         guard (tlsCert == nil) == (tlsKey == nil) else { throw fail("--tls-cert and --tls-key go together", Exit.usage) }
+        // Accounts (issue 32): every bound in its range.
+        let accountLimits: AccountLimits
+        switch accounts.limits() {
+        case .success(let l): accountLimits = l
+        case .failure(let e): throw fail(e.message, Exit.usage)
+        }
         for f in [tlsCert, tlsKey].compactMap({ $0 }) where !FileManager.default.isReadableFile(atPath: f) {
             throw fail("cannot read \(f)", Exit.usage)
         }
@@ -119,6 +131,7 @@ struct Serve: AsyncParsableCommand {
             t.port = p
             t.pairingTimeout = transitTimeout
             t.maximumPairs = transitMaxPairs
+            network.apply(to: &t)  // hardening (issue 32)
             transit = t
         }
         let location = try parseDB(db)
@@ -149,9 +162,14 @@ struct Serve: AsyncParsableCommand {
         settings.logCodes = logCodes
         settings.codeHook = codeHook
         settings.authority.accessTTL = accessTTL
+        // Accounts (issue 32): the bounds of AccountOptions (checked above).
+        settings.authority.accounts = accountLimits
+        settings.codeHookConcurrency = accounts.codeHookConcurrency
         settings.connections.headTimeout = headTimeout
         settings.connections.idleTimeout = idleTimeout
         settings.connections.maximumPerAddress = maxConnectionsPerAddress
+        network.apply(to: &settings)  // hardening (issue 32): trusted proxies, rendezvous bounds
+        groups.apply(to: &settings)  // post flood (issue 32): posts kept, one socket's queue
 
         // One server per SQLite database: a second one would share no bus with the first, and two of one
         // node name flapped presence every second. (Several nodes share PostgreSQL instead.)
@@ -166,7 +184,7 @@ struct Serve: AsyncParsableCommand {
         let context = HubPluginContext(authority: authority, store: store, settings: settings, logger: logger)
         // The groups side (hub-groups) plugs in here: REST routes, the WebSocket, the bus and heartbeat.
         let plugins: [any HubPlugin] = hubPlugins(node: node ?? ProcessInfo.processInfo.hostName, heartbeat: heartbeat,
-                                                  db: location)
+                                                  db: location, wormhole: settings.wormhole)
         let app: any Service
         let issuerURL = settings.issuerURL
         do {
@@ -186,7 +204,9 @@ struct Serve: AsyncParsableCommand {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = [.init(service: app), .init(service: pruner)]
         if let transit {
             let shown = transit.host.contains(":") ? "[\(transit.host)]" : transit.host
-            services.append(.init(service: TransitRelay(settings: transit, logger: logger, onListening: { port in
+            // Under the same connection caps as the HTTP listener (one count per address over both).
+            services.append(.init(service: TransitRelay(settings: transit, logger: logger, connectionCounts: context.connectionCounts,
+                                                        onListening: { port in
                 FileHandle.standardError.write(Data("modem-hub: transit relay listening on \(shown):\(port)\n".utf8))
             })))
         }
@@ -247,11 +267,11 @@ struct PortReservation {
 }
 
 /// The plugins the server runs with (the groups side adds its own here).
-func hubPlugins(node: String, heartbeat: Double, db: DatabaseLocation) -> [any HubPlugin] {
+func hubPlugins(node: String, heartbeat: Double, db: DatabaseLocation, wormhole: WormholeLimits = WormholeLimits()) -> [any HubPlugin] {
     // The groups side, and the magic-wormhole rendezvous at /wormhole/v1 (kept in the database; on
     // PostgreSQL shared with the other nodes through the groups' LISTEN/NOTIFY bus).
     let groups = GroupsPlugin(nodeName: node, heartbeat: .milliseconds(Int64(heartbeat * 1000)))
-    return [groups, WormholePlugin(groups: groups)]
+    return [groups, WormholePlugin(groups: groups, limits: wormhole)]
 }
 
 /// Deletes expired tokens and codes every minute until shutdown.

@@ -145,7 +145,7 @@ struct ConnectionGuardTests {
         }
     }
 
-    @Test("caps: connections over the total or over one remote address's share are refused; loopback is not counted per address")
+    @Test("caps: connections over the total or over one remote address's share are refused; every address counts, loopback too")
     func caps() {
         var limits = ConnectionLimits()
         limits.maximumConnections = 3
@@ -153,11 +153,76 @@ struct ConnectionGuardTests {
         let counts = ConnectionCounts(limits: limits)
         #expect(counts.admit("192.0.2.1") && counts.admit("192.0.2.1"))
         #expect(!counts.admit("192.0.2.1"), "a third from one address")
-        #expect(counts.admit(nil), "loopback: only the total counts")
+        #expect(counts.admit(nil), "a trusted proxy: only the total counts")
         #expect(!counts.admit("192.0.2.2"), "over the total")
         counts.release("192.0.2.1")
         #expect(counts.admit("192.0.2.2"))
         #expect(counts.snapshot.open == 3 && counts.snapshot.refused == 2)
         #expect(ConnectionLimits().effectiveMaximumConnections >= 16)
+    }
+
+    @Test("per-address keys: loopback addresses are clients like any other; only a trusted proxy is not capped per address")
+    func perAddressKeys() {
+        var limits = ConnectionLimits()
+        limits.maximumPerAddress = 2
+        let counts = ConnectionCounts(limits: limits, trustedProxies: TrustedProxies([IPNetwork("10.0.0.0/8")!]))
+        #expect(counts.perAddressKey("127.0.0.1") == "127.0.0.1")
+        #expect(counts.perAddressKey("127.0.0.2") == "127.0.0.2")
+        #expect(counts.perAddressKey("::1") == "::1")
+        #expect(counts.perAddressKey("::ffff:127.0.0.1") == "127.0.0.1", "an IPv4-mapped address is its IPv4 address")
+        #expect(counts.perAddressKey("10.1.2.3") == nil, "a trusted proxy")
+        // 127.0.0.2 at its cap does not touch 127.0.0.1's share.
+        let k2 = counts.perAddressKey("127.0.0.2"), k1 = counts.perAddressKey("127.0.0.1")
+        #expect(counts.admit(k2) && counts.admit(k2) && !counts.admit(k2))
+        #expect(counts.admit(k1))
+        // Many connections of a trusted proxy: counted in all only.
+        #expect((0..<10).allSatisfy { _ in counts.admit(counts.perAddressKey("10.9.9.9")) })
+    }
+
+    @Test("CIDR networks: IPv4 and IPv6, prefixes, single addresses, and what is not one")
+    func networks() throws {
+        let v4 = try #require(IPNetwork("192.0.2.0/24"))
+        #expect(v4.contains("192.0.2.77") && !v4.contains("192.0.3.1") && v4.contains("::ffff:192.0.2.1"))
+        #expect(try #require(IPNetwork("10.0.0.0/8")).contains("10.255.1.2"))
+        #expect(try #require(IPNetwork("0.0.0.0/0")).contains("203.0.113.9"))
+        #expect(!(try #require(IPNetwork("0.0.0.0/0")).contains("2001:db8::1")), "an IPv4 network holds no IPv6 address")
+        let one = try #require(IPNetwork("127.0.0.1"))
+        #expect(one.contains("127.0.0.1") && !one.contains("127.0.0.2"))
+        let v6 = try #require(IPNetwork("2001:db8::/32"))
+        #expect(v6.contains("2001:db8:ffff::1") && v6.contains("[2001:DB8::5]") && !v6.contains("2001:db9::1") && !v6.contains("192.0.2.1"))
+        #expect(try #require(IPNetwork("::1/128")).contains("::1"))
+        #expect(try #require(IPNetwork("fe80::/10")).contains("fe80::1%eth0"))
+        #expect(try #require(IPNetwork("::ffff:0:0/96")).contains("198.51.100.1"))
+        for bad in ["", "192.0.2.0/33", "192.0.2/24", "256.0.0.1", "1.2.3.4/-1", "2001:db8::/129", "2001:db8:::1", "1::2::3",
+                    "gggg::1", "1.2.3.4/8x", "example.org", "1.2.3.04444", "1:2:3:4:5:6:7:8:9"] {
+            #expect(IPNetwork(bad) == nil, "\(bad)")
+        }
+        #expect(TrustedProxies.normalized("2001:0DB8:0:0:0:0:0:1") == "2001:db8::1")
+        #expect(TrustedProxies.normalized("[::ffff:10.0.0.1]") == "10.0.0.1")
+        #expect(TrustedProxies.normalized("2001:db8:0:1:0:0:0:0") == "2001:db8:0:1::")
+    }
+
+    @Test("X-Forwarded-For: believed from a trusted proxy only; the right-most address that is not a trusted proxy")
+    func forwardedForChoice() {
+        let none = TrustedProxies()
+        #expect(none.clientAddress(peer: "198.51.100.1", forwardedFor: ["203.0.113.9"]) == "198.51.100.1", "no proxy trusted: ignored")
+        let p = TrustedProxies([IPNetwork("10.0.0.0/8")!, IPNetwork("2001:db8:1::/48")!])
+        // From an untrusted peer the header is ignored, whatever it says.
+        #expect(p.clientAddress(peer: "198.51.100.1", forwardedFor: ["10.0.0.1"]) == "198.51.100.1")
+        #expect(p.clientAddress(peer: "127.0.0.2", forwardedFor: ["203.0.113.9"]) == "127.0.0.2")
+        // From a trusted proxy: the right-most entry that is not itself a trusted proxy.
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["203.0.113.9"]) == "203.0.113.9")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["1.1.1.1, 203.0.113.9, 10.0.0.7"]) == "203.0.113.9",
+                "the client's own forged entries (left) are not believed")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["1.1.1.1", "203.0.113.9,10.2.0.1"]) == "203.0.113.9", "several headers, in order")
+        #expect(p.clientAddress(peer: "2001:db8:1::9", forwardedFor: ["2001:DB8:2::1"]) == "2001:db8:2::1")
+        #expect(p.clientAddress(peer: "::ffff:10.0.0.5", forwardedFor: ["203.0.113.9"]) == "203.0.113.9", "an IPv4-mapped peer")
+        // Every entry a trusted proxy: the left-most; no header or an empty one: the proxy itself.
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["10.0.0.9, 10.0.0.8"]) == "10.0.0.9")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: []) == "10.0.0.5")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: [" , "]) == "10.0.0.5")
+        // An entry that is not an address stops the walk: what lies beyond it was never vouched for.
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["203.0.113.9, unknown"]) == "10.0.0.5")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["unknown, 203.0.113.9"]) == "203.0.113.9")
     }
 }

@@ -23,17 +23,28 @@ import Testing
 
     final class Watcher: Sendable {
         let log = EventLog()
-        let outbox = GroupOutbox()
+        let outbox = GroupSocketOutbox()
         let task: Task<Void, Never>
 
         init(group: String) {
-            let log = self.log, frames = outbox.frames
+            let log = self.log, outbox = self.outbox
             task = Task {
-                for await frame in frames {
-                    guard let o = (try? JSONSerialization.jsonObject(with: Data(frame.utf8))) as? [String: Any],
-                          o["type"] as? String == "user", o["group"] as? String == group,
-                          let u = o["user"] as? String, let t = (o["timestamp"] as? NSNumber)?.int64Value else { continue }
-                    log.list.withLock { $0.append((u, t)) }
+                // The live events only: a join's history is skipped (its held events still follow).
+                while let item = await outbox.next() {
+                    let frames: [String]
+                    switch item {
+                    case .frame(let f): frames = [f]
+                    case .history(let g):
+                        var r = outbox.release(group: g, sentPosts: [])
+                        if case .resync = r { r = outbox.release(group: g, sentPosts: []) }
+                        if case .frames(let f) = r { frames = f } else { frames = [] }
+                    }
+                    for frame in frames {
+                        guard let o = (try? JSONSerialization.jsonObject(with: Data(frame.utf8))) as? [String: Any],
+                              o["type"] as? String == "user", o["group"] as? String == group,
+                              let u = o["user"] as? String, let t = (o["timestamp"] as? NSNumber)?.int64Value else { continue }
+                        log.list.withLock { $0.append((u, t)) }
+                    }
                 }
             }
         }
@@ -106,8 +117,8 @@ import Testing
         for i in 0..<n {
             let user = "u\(i)"
             let ca = a.newConnectionID(), cb = b.newConnectionID()
-            a.fanout.add(ca, outbox: GroupOutbox())
-            b.fanout.add(cb, outbox: GroupOutbox())
+            a.fanout.add(ca, outbox: GroupSocketOutbox())
+            b.fanout.add(cb, outbox: GroupSocketOutbox())
             async let ja: Void = a.perform(.join(group: g), conn: ca, user: user)
             async let jb: Void = b.perform(.join(group: g), conn: cb, user: user)
             _ = await (ja, jb)

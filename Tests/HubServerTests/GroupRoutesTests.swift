@@ -81,6 +81,38 @@ import Testing
         }
     }
 
+    /// The post flood (issue 32): a new post over a bound of the posts kept is refused with 409 naming
+    /// the bound (storage, not a rate: no Retry-After), nothing kept is evicted, and a replacement of
+    /// one's own post or an unpost still works.
+    @Test func postsOverTheBoundsAreRefusedNotEvicted() async throws {
+        let h = try await Harness.make()
+        var settings = h.context.settings
+        settings.groups.posts = PostBounds(perUserPerGroup: 3, perGroup: 5)
+        let context = HubPluginContext(authority: h.context.authority, store: h.context.store, settings: settings, logger: h.context.logger)
+        let plugin = GroupsPlugin(nodeName: "t", heartbeat: .seconds(30))
+        try await plugin.runtime(context).start()   // the runtime (and its bounds) is made once, here
+        try await h.test(.router, plugins: [plugin]) { c in
+            let u = try await users(c, h)
+            func post(_ token: String, _ pid: String, _ v: Int = 0) async throws -> Answer {
+                try await c.json(.post, "/v1/groups/full/posts", token: token, "{\"pid\":\"\(pid)\",\"pidload\":{\"v\":\(v)}}")
+            }
+            for i in 0..<3 { #expect(try await post(u.plain, "a\(i)").status == 201) }
+            let mine = try await post(u.plain, "a3")
+            let fail = mine.json["data"] as? [String: Any]
+            #expect(mine.status == 409 && mine.jsendStatus == "fail" && fail?["field"] as? String == "max-posts-per-user-per-group"
+                    && (fail?["message"] as? String)?.contains("3 posts") == true, "\(mine.text)")
+            #expect(try await post(u.plain, "a1", 2).status == 200, "a replacement takes no new place")
+            let b0 = try await post(u.pw, "b0"), b1 = try await post(u.pw, "b1")
+            #expect(b0.status == 201 && b1.status == 201)
+            let full = try await post(u.alice, "c0")
+            #expect(full.status == 409 && (full.json["data"] as? [String: Any])?["field"] as? String == "max-posts-per-group", "\(full.text)")
+            let kept = Self.items(try await c.json(.get, "/v1/groups/full/posts", token: u.plain)).compactMap { $0["pid"] as? String }
+            #expect(kept.sorted() == ["a0", "a1", "a2", "b0", "b1"], "nothing evicted")
+            #expect(try await c.json(.delete, "/v1/groups/full/posts/b0", token: u.pw).status == 200)
+            #expect(try await post(u.alice, "c0").status == 201, "an unpost frees a place")
+        }
+    }
+
     @Test func postKeepsItsPayloadAndOnlyTheAuthorDeletesIt() async throws {
         let h = try await Harness.make()
         let plugin = try await Self.plugin(h)

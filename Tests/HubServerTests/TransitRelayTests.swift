@@ -55,6 +55,24 @@ import Testing
         #expect(old.arrive(TransitHandshake(token: Self.token, side: nil), connection: 2, address: "x") == .paired(1))
     }
 
+    @Test("pairs are capped in all and per address; a pair of one address's own ends counts once against it")
+    func pairCountsPerAddress() {
+        var p = TransitPairCounts(maximumPairs: 5, maximumPerAddress: 2)
+        #expect(p.join("127.0.0.2", "127.0.0.2") == nil)
+        #expect(p.join("127.0.0.2", "192.0.2.1") == nil)
+        #expect(p.pairs(of: "127.0.0.2") == 2 && p.pairs(of: "192.0.2.1") == 1)
+        #expect(p.join("127.0.0.2", "127.0.0.2") != nil, "a third pair of 127.0.0.2")
+        #expect(p.join("192.0.2.9", "127.0.0.2") != nil, "either end's address at its cap refuses the pair")
+        #expect(p.active == 2, "refusals count nothing")
+        #expect(p.join("127.0.0.1", "127.0.0.1") == nil, "127.0.0.1 is another client than 127.0.0.2")
+        #expect(p.join(nil, nil) == nil && p.join(nil, "192.0.2.1") == nil, "trusted proxies are not counted per address")
+        #expect(p.active == 5)
+        #expect(p.join("198.51.100.1", "198.51.100.2") == .some("the relay carries 5 pairs"))
+        p.end("127.0.0.2", "127.0.0.2")
+        #expect(p.pairs(of: "127.0.0.2") == 1 && p.active == 4)
+        #expect(p.join("127.0.0.2", "198.51.100.2") == nil)
+    }
+
     /// Stock magic-wormhole 0.24 (`.build/wormhole-venv`, scripts/wormhole-venv.sh; `WORMHOLE_VENV` elsewhere).
     static var wormholeBin: String {
         (ProcessInfo.processInfo.environment["WORMHOLE_VENV"] ?? HubProcess.packageRoot + "/.build/wormhole-venv") + "/bin"

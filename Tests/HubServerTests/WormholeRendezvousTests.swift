@@ -54,6 +54,118 @@ import Testing
         #expect(gone.nameplates == 2 && r.nameplates(app: "app").isEmpty && r.nameplates(app: "other").isEmpty)
     }
 
+    static func message(_ body: String, at t: Double = 1) -> WormholeMessage {
+        WormholeMessage(side: "a", phase: "p", body: body, serverRx: t, id: nil)
+    }
+
+    @Test("nameplates one address created and still exist are bounded; released ones give the room back; others unaffected")
+    func nameplatesPerAddress() throws {
+        var l = WormholeLimits()
+        l.maximumNameplatesPerAddress = 2
+        let r = WormholeRendezvous(limits: l)
+        let n1 = try r.allocate(app: "a", side: "s1", now: 0, address: "127.0.0.2")
+        _ = try r.claim(app: "a", nameplate: "500", side: "s2", now: 0, address: "127.0.0.2")
+        #expect(throws: WormholeError("too many nameplates held by your address (2); release some first")) {
+            try r.claim(app: "b", nameplate: "501", side: "s3", now: 0, address: "127.0.0.2")
+        }
+        #expect(throws: WormholeError("too many nameplates held by your address (2); release some first")) {
+            try r.allocate(app: "a", side: "s4", now: 0, address: "127.0.0.2")
+        }
+        // Claiming one that exists creates nothing; 127.0.0.1 has its own share.
+        _ = try r.claim(app: "a", nameplate: "500", side: "s5", now: 0, address: "127.0.0.2")
+        _ = try r.allocate(app: "a", side: "h1", now: 0, address: "127.0.0.1")
+        #expect(r.holding(of: "127.0.0.2").nameplates == 2 && r.holding(of: "127.0.0.1").nameplates == 1)
+        r.release(app: "a", nameplate: n1, side: "s1", now: 1)
+        #expect(r.holding(of: "127.0.0.2").nameplates == 1)
+        _ = try r.claim(app: "b", nameplate: "501", side: "s3", now: 1, address: "127.0.0.2")
+        // Expiry gives the room back too.
+        r.expire(now: l.idleSeconds + 10)
+        #expect(r.holding(of: "127.0.0.2") == (0, 0, 0) && r.holding(of: "127.0.0.1") == (0, 0, 0))
+    }
+
+    @Test("mailboxes one address created and still exist are bounded; closed ones give the room back")
+    func mailboxesPerAddress() throws {
+        var l = WormholeLimits()
+        l.maximumMailboxesPerAddress = 2
+        let r = WormholeRendezvous(limits: l)
+        _ = try r.open(app: "a", mailbox: "m1", side: "s", now: 0, address: "127.0.0.2") { _ in }
+        _ = try r.open(app: "a", mailbox: "m2", side: "s", now: 0, address: "127.0.0.2") { _ in }
+        #expect(throws: WormholeError("too many mailboxes held by your address (2); close some first")) {
+            try r.open(app: "a", mailbox: "m3", side: "s", now: 0, address: "127.0.0.2") { _ in }
+        }
+        // A claim that would make a nameplate and its mailbox is refused as well.
+        #expect(throws: WormholeError("too many mailboxes held by your address (2); close some first")) {
+            try r.claim(app: "a", nameplate: "9", side: "s", now: 0, address: "127.0.0.2")
+        }
+        #expect(r.nameplates(app: "a").isEmpty, "nothing half made")
+        _ = try r.open(app: "a", mailbox: "m3", side: "s", now: 0, address: "127.0.0.1") { _ in }
+        try r.close(app: "a", mailbox: "m1", side: "s", now: 1)
+        #expect(r.holding(of: "127.0.0.2").mailboxes == 1)
+        _ = try r.open(app: "a", mailbox: "m4", side: "s", now: 1, address: "127.0.0.2") { _ in }
+    }
+
+    @Test("bytes one address added over every mailbox, and bytes in all, are bounded; `add` is refused past them")
+    func bytesPerAddressAndInAll() throws {
+        var l = WormholeLimits()
+        l.maximumMailboxBytes = 100
+        l.maximumBytesPerAddress = 150
+        l.maximumTotalBytes = 250
+        let r = WormholeRendezvous(limits: l)
+        for m in ["m1", "m2", "m3", "m4"] { _ = try r.open(app: "a", mailbox: m, side: "s", now: 0, address: "x") { _ in } }
+        let body80 = String(repeating: "a", count: 80), body70 = String(repeating: "a", count: 70)
+        try r.add(app: "a", mailbox: "m1", message: Self.message(body80), address: "127.0.0.2")
+        #expect(throws: WormholeError("this mailbox holds 100 bytes of messages already")) {
+            try r.add(app: "a", mailbox: "m1", message: Self.message(body80), address: "127.0.0.2")
+        }
+        try r.add(app: "a", mailbox: "m2", message: Self.message(body70), address: "127.0.0.2")   // 150: at the bound
+        #expect(throws: WormholeError("too many bytes of messages held by your address (150); close some mailboxes first")) {
+            try r.add(app: "a", mailbox: "m3", message: Self.message("b"), address: "127.0.0.2")
+        }
+        try r.add(app: "a", mailbox: "m3", message: Self.message(body80), address: "127.0.0.1")  // 230 in all
+        #expect(throws: WormholeError("the server holds too many bytes of messages (250); try again later")) {
+            try r.add(app: "a", mailbox: "m4", message: Self.message(body80), address: "192.0.2.1")
+        }
+        #expect(r.totalBytes == 230 && r.holding(of: "127.0.0.2").bytes == 150)
+        // A mailbox closed by every side that opened it gives its bytes back to whoever added them.
+        try r.close(app: "a", mailbox: "m1", side: "s", now: 1)
+        #expect(r.totalBytes == 150 && r.holding(of: "127.0.0.2").bytes == 70)
+        try r.add(app: "a", mailbox: "m4", message: Self.message(body80), address: "127.0.0.2")
+    }
+
+    @Test("what each address holds survives a restart (kept with the records)")
+    func holdingsAreRestored() throws {
+        let r = WormholeRendezvous()
+        let mb = try r.claim(app: "a", nameplate: "7", side: "s", now: 0, address: "127.0.0.2")
+        try r.add(app: "a", mailbox: mb, message: Self.message("abcd"), address: "127.0.0.2")
+        let again = WormholeRendezvous()
+        again.restore(r.takeChanges().changes)
+        #expect(again.holding(of: "127.0.0.2") == (1, 1, 4) && again.totalBytes == 4)
+    }
+
+    @Test("the limiter's memory is bounded without forgiving an address at its limit")
+    func limiterEvictionDoesNotForgive() throws {
+        let lim = WormholeAddressLimiter(maximumLiveAllocations: 1000, maximumAllocationsPerWindow: 5, maximumClaimsPerWindow: 5,
+                                         windowSeconds: 600, maximumAddresses: 64)
+        for _ in 0..<5 { try lim.allow(.allocate, from: "127.0.0.2", now: 0) }
+        #expect(throws: WormholeError("too many allocations from your address; try again later")) {
+            try lim.allow(.allocate, from: "127.0.0.2", now: 1)
+        }
+        for _ in 0..<5 { try lim.allow(.claim, from: "127.0.0.3", now: 0) }  // at its limit, holding nothing
+        for a in ["127.0.0.2", "127.0.0.3"] { lim.allocationEnded(from: a) }
+        // A flood of new addresses, many times the table: memory stays bounded.
+        for i in 0..<10_000 { try lim.allow(.claim, from: "10.0.\(i / 256).\(i % 256)", now: 2) }
+        #expect(lim.trackedAddresses <= 64)
+        // The attackers are still at their limits (before the fix, the table was cleared past 65,536 addresses).
+        #expect(throws: WormholeError("too many allocations from your address; try again later")) {
+            try lim.allow(.allocate, from: "127.0.0.2", now: 3)
+        }
+        #expect(throws: WormholeError("too many claims from your address; try again later")) {
+            try lim.allow(.claim, from: "127.0.0.3", now: 3)
+        }
+        // Once its window has passed, it is allowed again.
+        try lim.allow(.allocate, from: "127.0.0.2", now: 700)
+    }
+
     @Test(.enabled(if: (FileManager.default.isExecutableFile(atPath: TransitRelayTests.wormholeBin + "/wormhole")
                         && FileManager.default.isExecutableFile(atPath: HubProcess.binary)) || HubProcess.peersRequired,
                    "no .build/wormhole-venv (scripts/wormhole-venv.sh) or no built modem-hub"),

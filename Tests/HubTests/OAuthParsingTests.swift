@@ -115,29 +115,6 @@ import Testing
     }
 }
 
-@Suite struct RateLimiterTests {
-    @Test func slidingWindow() {
-        var l = SlidingWindowLimiter(limit: 3, windowMs: 60_000)
-        for t in [0, 10_000, 20_000] as [Int64] {
-            #expect(l.retryAfter("k", nowMs: t) == nil)
-            l.record("k", nowMs: t)
-        }
-        #expect(l.retryAfter("k", nowMs: 30_000) == 30)  // the first event leaves at 60 s
-        #expect(l.retryAfter("other", nowMs: 30_000) == nil)
-        #expect(l.retryAfter("k", nowMs: 60_000) == nil)  // window slid past the first event
-        l.record("k", nowMs: 60_000)
-        #expect(l.retryAfter("k", nowMs: 60_001) == 10)
-        l.reset("k")
-        #expect(l.retryAfter("k", nowMs: 60_001) == nil)
-    }
-
-    @Test func keyCountIsBounded() {
-        var l = SlidingWindowLimiter(limit: 2, windowMs: 1000, maxKeys: 100)
-        for i in 0..<1000 { l.record("k\(i)", nowMs: Int64(i)) }
-        #expect(l.keyCount <= 100)
-    }
-}
-
 @Suite struct TokenTests {
     @Test func tokensHavePrefixesAndEntropy() {
         let a = HubTokens.newAccessToken(), b = HubTokens.newAccessToken()

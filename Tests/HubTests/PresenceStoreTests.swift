@@ -138,6 +138,126 @@ struct PresenceStoreTests {
         try await store.db.close()
     }
 
+    // MARK: - Bounded posts and paged history (issue 32, the post flood)
+
+    static let smallBounds = PostBounds(perUserPerGroup: 3, perGroup: 5)
+
+    /// New posts over a bound are refused with the bound named, as the machine refuses them; a
+    /// replacement takes no new place; nothing kept is evicted; an unpost frees a place.
+    func boundedPosts(_ store: SQLGroupStore, prefix: String) async throws {
+        var model = PresenceState(postBounds: store.postBounds)
+        let g = prefix + "g", other = prefix + "h"
+        var t: Int64 = 1_000
+        func post(_ user: String, _ pid: String, in group: String? = nil) async throws -> PresenceOutcome {
+            t += 1
+            let p = GroupPost(group: group ?? g, pid: pid, user: user, pidload: try JSONObjectText(validating: "{\"t\":\(t)}"), timestamp: t)
+            let expected = model.post(p)
+            let got = try await store.post(p)
+            #expect(got == expected, "\(user) \(pid)")
+            return got
+        }
+        for i in 0..<3 {
+            if case .posted(_, false) = try await post("a", "a\(i)") {} else { Issue.record("post \(i) of 3 was not stored") }
+        }
+        #expect(try await post("a", "a3") == .refused(.tooManyPosts(group: g, bound: .perUserPerGroup(3))))
+        if case .posted(_, let replaced) = try await post("a", "a1") { #expect(replaced) } else { Issue.record("a replacement at the bound was refused") }
+        #expect(try await post("a", "a0", in: other) != .refused(.tooManyPosts(group: other, bound: .perUserPerGroup(3))))
+        _ = try await post("b", "b0")
+        _ = try await post("b", "b1")
+        #expect(try await post("c", "c0") == .refused(.tooManyPosts(group: g, bound: .perGroup(5))))
+        #expect(try await post("b", "b2") == .refused(.tooManyPosts(group: g, bound: .perGroup(5))))
+        let kept = try await store.posts(group: g, limit: 100, skip: 0).items
+        #expect(kept.map(\.pid).sorted() == ["a0", "a1", "a2", "b0", "b1"], "nothing evicted, nothing over")
+        #expect(try await store.unpost(group: g, pid: "b0", user: "b") == .unposted(group: g, pid: "b0"))
+        _ = model.unpost(group: g, pid: "b0", user: "b")
+        if case .posted = try await post("c", "c0") {} else { Issue.record("a place freed by an unpost was not given") }
+        #expect(model.snapshot(g).posts == (try await store.posts(group: g, limit: 100, skip: 0).items))
+    }
+
+    /// Many new posts at once into one group: exactly the bound is kept (no two take the last place).
+    func postsAtOnce(_ store: SQLGroupStore, prefix: String) async throws {
+        let g = prefix + "burst"
+        let outcomes = try await withThrowingTaskGroup(of: PresenceOutcome.self) { tasks in
+            for i in 0..<30 {
+                tasks.addTask {
+                    try await store.post(GroupPost(group: g, pid: "p\(i)", user: "u\(i % 10)", pidload: .empty, timestamp: Int64(i)))
+                }
+            }
+            return try await tasks.reduce(into: [PresenceOutcome]()) { $0.append($1) }
+        }
+        let posted = outcomes.filter { if case .posted = $0 { true } else { false } }.count
+        let refused = outcomes.filter { if case .refused(.tooManyPosts) = $0 { true } else { false } }.count
+        #expect(posted == store.postBounds.perGroup && refused == 30 - posted, "\(posted) posted, \(refused) refused")
+        #expect(try await store.posts(group: g, limit: 100, skip: 0).items.count == store.postBounds.perGroup)
+    }
+
+    /// Keyset pages (a join's history) give every member and post once, in order, however small the
+    /// page and even where posts share a time.
+    func historyPages(_ store: SQLGroupStore, prefix: String) async throws {
+        let g = prefix + "pages"
+        var big = store
+        big.postBounds = PostBounds(perUserPerGroup: 100, perGroup: 100)
+        for i in 0..<23 {
+            _ = try await big.post(GroupPost(group: g, pid: "p\(String(format: "%02d", 22 - i))", user: "u\(i % 4)", pidload: .empty, timestamp: Int64(10 + i / 3)))
+        }
+        for i in 0..<7 { _ = try await store.join(conn: prefix + "c\(i)", instance: "n", group: g, user: "m\(i)", now: 5) }
+        for size in [1, 2, 5, 64] {
+            var posts: [GroupPost] = [], cursor: PostCursor?
+            while true {
+                let page = try await store.posts(group: g, after: cursor, limit: size)
+                posts += page
+                if page.count < size { break }
+                cursor = page.last.map(PostCursor.init(after:))
+            }
+            #expect(posts == (try await store.posts(group: g, limit: 100, skip: 0).items), "page size \(size)")
+            var members: [MemberPresence] = [], after: String?
+            while true {
+                let page = try await store.members(group: g, after: after, limit: size)
+                members += page
+                if page.count < size { break }
+                after = page.last?.user
+            }
+            #expect(members == (try await store.members(group: g, limit: 100, skip: 0).items), "page size \(size)")
+        }
+        // Without the snapshot (how the hub runs), a join still says who came online, and reads no group.
+        var lean = store
+        lean.snapshotOnJoin = false
+        let joined = try await lean.join(conn: prefix + "late", instance: "n", group: g, user: "late", now: 9)
+        guard case .joined(_, let snap, let online) = joined else { Issue.record("\(joined)"); return }
+        #expect(snap.members.isEmpty && snap.posts.isEmpty)
+        #expect(online?.user == "late" && online?.isOnline == true)
+    }
+
+    @Test("SQLite: posts bounded per user per group and per group, refused not evicted; history pages")
+    func boundsSQLite() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("postbounds-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try await openSQLiteGroupStore(path: dir.appendingPathComponent("hub.sqlite").path, postBounds: Self.smallBounds)
+        try await boundedPosts(store, prefix: "s")
+        try await postsAtOnce(store, prefix: "s")
+        try await historyPages(store, prefix: "s")
+        try await store.db.close()
+    }
+
+    @Test("PostgreSQL: posts bounded, also against posts at once from a pool; history pages (HUB_TEST_POSTGRES_URL)",
+          .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
+    func boundsPostgres() async throws {
+        let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] ?? ""
+        let admin = try await PostgresEngine.open(url: base)
+        let name = "hubposts_" + HubTokens.base32(HubTokens.randomBytes(8)).lowercased()
+        try await admin.query("CREATE DATABASE \(name)", [])
+        try await admin.close()
+        var c = try #require(URLComponents(string: base))
+        c.path = "/" + name
+        let url = try #require(c.string)
+        try await withPostgresGroupStore(url: url, postBounds: Self.smallBounds) { store in
+            try await boundedPosts(store, prefix: "p")
+            try await postsAtOnce(store, prefix: "p")
+            try await historyPages(store, prefix: "p")
+        }
+    }
+
     @Test("PostgreSQL gives the machine's outcomes (HUB_TEST_POSTGRES_URL)",
           .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
     func postgres() async throws {

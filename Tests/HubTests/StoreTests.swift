@@ -11,6 +11,25 @@ enum StoreEngines {
         ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"].map { _ in ["sqlite", "postgres"] } ?? ["sqlite"]
     }
 
+    /// A new empty database of that engine, not migrated.
+    static func makeRaw(_ engine: String) async throws -> any SQLDatabase {
+        let logger = Logger(label: "test")
+        switch engine {
+        case "sqlite":
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hubstore-\(UUID().uuidString)")
+            return try await SQLiteEngine.open(path: dir.path + "/hub.sqlite", logger: logger)
+        default:
+            let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"]!
+            let admin = try await PostgresEngine.open(url: base, logger: logger)
+            let name = "hubtest_" + HubTokens.base32(HubTokens.randomBytes(8))
+            try await admin.query("CREATE DATABASE \(name)", [])
+            try await admin.close()
+            var c = URLComponents(string: base)!
+            c.path = "/" + name
+            return try await PostgresEngine.open(url: c.string!, logger: logger)
+        }
+    }
+
     /// A new empty store of that engine.
     static func make(_ engine: String) async throws -> SQLHubStore {
         let logger = Logger(label: "test")
@@ -64,7 +83,9 @@ enum StoreEngines {
         await #expect(throws: StoreError.self) {
             try await store.createUser(UserRecord(id: "u_2", name: "it's *", passwordBcrypt: "", contact: nil, confirmed: true, createdMs: 0))
         }
-        try await store.confirmUser(name: "it's *")
+        #expect(try await store.confirmUser(id: "u_1"))
+        #expect(try await !store.confirmUser(id: "u_1"))  // confirmed already: nothing to do
+        #expect(try await !store.confirmUser(id: "u_none"))
         try await store.deletePendingUser(name: "it's *")  // confirmed: kept
         #expect(try await store.user(id: "u_1")?.confirmed == true)
         try await store.setPassword(userID: "u_1", bcrypt: "new")
@@ -79,22 +100,126 @@ enum StoreEngines {
     @Test(arguments: StoreEngines.all)
     func codesMatchOnceCountTriesAndExpire(_ engine: String) async throws {
         let store = try await StoreEngines.make(engine)
+        try await store.createUser(UserRecord(id: "u_al", name: "al", passwordBcrypt: "", contact: "c", confirmed: false, createdMs: 0))
         let good = HubTokens.sha256("12345678"), bad = HubTokens.sha256("00000000")
-        try await store.putCode(userName: "al", purpose: "confirm", codeSHA256: good, expiresMs: 1000)
-        #expect(try await store.checkCode(userName: "al", purpose: "reset", codeSHA256: good, nowMs: 0, maxTries: 5) == .none)
-        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: bad, nowMs: 0, maxTries: 5) == .wrong(triesLeft: 4))
-        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 5) == .matched)
-        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 5) == .none)
+        #expect(try await store.putCode(userID: "u_al", purpose: "confirm", codeSHA256: good, expiresMs: 1000, nowMs: 0))
+        #expect(try await store.checkCode(userID: "u_al", purpose: "reset", codeSHA256: good, nowMs: 0, maxTries: 5) == .none)
+        #expect(try await store.checkCode(userID: "u_al", purpose: "confirm", codeSHA256: bad, nowMs: 0, maxTries: 5) == .wrong(triesLeft: 4))
+        #expect(try await store.checkCode(userID: "u_al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 5) == .matched)
+        #expect(try await store.checkCode(userID: "u_al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 5) == .none)
 
-        try await store.putCode(userName: "al", purpose: "confirm", codeSHA256: good, expiresMs: 1000)
+        try await store.putCode(userID: "u_al", purpose: "confirm", codeSHA256: good, expiresMs: 1000, nowMs: 0)
         for left in [2, 1, 0] {
-            #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: bad, nowMs: 0, maxTries: 3) == .wrong(triesLeft: left))
+            #expect(try await store.checkCode(userID: "u_al", purpose: "confirm", codeSHA256: bad, nowMs: 0, maxTries: 3) == .wrong(triesLeft: left))
         }
         // Used up: even the right code no longer works.
-        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 3) == .none)
+        #expect(try await store.checkCode(userID: "u_al", purpose: "confirm", codeSHA256: good, nowMs: 0, maxTries: 3) == .none)
 
-        try await store.putCode(userName: "al", purpose: "confirm", codeSHA256: good, expiresMs: 1000)
-        #expect(try await store.checkCode(userName: "al", purpose: "confirm", codeSHA256: good, nowMs: 1000, maxTries: 5) == .none)
+        try await store.putCode(userID: "u_al", purpose: "confirm", codeSHA256: good, expiresMs: 1000, nowMs: 0)
+        #expect(try await store.checkCode(userID: "u_al", purpose: "confirm", codeSHA256: good, nowMs: 1000, maxTries: 5) == .none)
+
+        // A code is only ever stored for an account that exists.
+        #expect(try await !store.putCode(userID: "u_nobody", purpose: "confirm", codeSHA256: good, expiresMs: 1000, nowMs: 0))
+        #expect(try await store.codeCount(userID: "u_nobody") == 0)
+        try await store.close()
+    }
+
+    /// Asking for a new code does not give back the tries of the live one it replaces.
+    @Test(arguments: StoreEngines.all)
+    func aNewCodeKeepsTheTriesOfTheLiveOne(_ engine: String) async throws {
+        let store = try await StoreEngines.make(engine)
+        try await store.createUser(UserRecord(id: "u_g", name: "g", passwordBcrypt: "", contact: "c", confirmed: true, createdMs: 0))
+        let bad = HubTokens.sha256("00000000")
+        try await store.putCode(userID: "u_g", purpose: "reset", codeSHA256: HubTokens.sha256("11111111"), expiresMs: 1000, nowMs: 0)
+        #expect(try await store.checkCode(userID: "u_g", purpose: "reset", codeSHA256: bad, nowMs: 10, maxTries: 5) == .wrong(triesLeft: 4))
+        #expect(try await store.checkCode(userID: "u_g", purpose: "reset", codeSHA256: bad, nowMs: 10, maxTries: 5) == .wrong(triesLeft: 3))
+        try await store.putCode(userID: "u_g", purpose: "reset", codeSHA256: HubTokens.sha256("22222222"), expiresMs: 2000, nowMs: 20)
+        #expect(try await store.checkCode(userID: "u_g", purpose: "reset", codeSHA256: bad, nowMs: 30, maxTries: 5) == .wrong(triesLeft: 2))
+        // Once the old code has expired, a new one starts afresh.
+        try await store.putCode(userID: "u_g", purpose: "reset", codeSHA256: HubTokens.sha256("33333333"), expiresMs: 9000, nowMs: 5000)
+        #expect(try await store.checkCode(userID: "u_g", purpose: "reset", codeSHA256: bad, nowMs: 5001, maxTries: 5) == .wrong(triesLeft: 4))
+        try await store.close()
+    }
+
+    /// Names that differ only in case are one account; a new sign-up replaces a pending one of the same
+    /// name together with its codes, so the old code confirms nothing (issue 32: the takeover).
+    @Test(arguments: StoreEngines.all)
+    func oneAccountPerNameWhateverItsCaseAndCodesGoWithTheirAccount(_ engine: String) async throws {
+        let store = try await StoreEngines.make(engine)
+        let attackerCode = HubTokens.sha256("13572468")
+        try await store.createUser(UserRecord(id: "u_att", name: "ALICE", passwordBcrypt: "a", contact: "attacker", confirmed: false, createdMs: 1))
+        try await store.putCode(userID: "u_att", purpose: "confirm", codeSHA256: attackerCode, expiresMs: 10_000, nowMs: 0)
+        // Another case of the name is the same name.
+        await #expect(throws: StoreError.self) {
+            try await store.createUser(UserRecord(id: "u_x", name: "alice", passwordBcrypt: "", contact: nil, confirmed: true, createdMs: 0))
+        }
+        #expect(try await store.user(name: "aLiCe")?.id == "u_att")
+
+        // The victim's sign-up replaces the pending one: the attacker's account and code are gone.
+        try await store.replacePendingUser(UserRecord(id: "u_vic", name: "alice", passwordBcrypt: "v", contact: "victim", confirmed: false, createdMs: 2))
+        #expect(try await store.user(id: "u_att") == nil)
+        #expect(try await store.codeCount(userID: "u_att") == 0)
+        #expect(try await store.user(name: "ALICE")?.id == "u_vic")
+        #expect(try await store.user(name: "ALICE")?.name == "alice")
+        #expect(try await store.checkCode(userID: "u_vic", purpose: "confirm", codeSHA256: attackerCode, nowMs: 1, maxTries: 5) == .none)
+        #expect(try await store.checkCode(userID: "u_att", purpose: "confirm", codeSHA256: attackerCode, nowMs: 1, maxTries: 5) == .none)
+        #expect(try await !store.confirmUser(id: "u_att"))
+        #expect(try await store.confirmUser(id: "u_vic"))
+
+        // A confirmed account is never replaced.
+        await #expect(throws: StoreError.self) {
+            try await store.replacePendingUser(UserRecord(id: "u_att2", name: "ALICE", passwordBcrypt: "a", contact: "attacker", confirmed: false, createdMs: 3))
+        }
+        #expect(try await store.user(name: "alice")?.id == "u_vic")
+        try await store.deletePendingUser(name: "ALICE")
+        #expect(try await store.user(name: "alice")?.confirmed == true)
+
+        // Deleting a pending account deletes its codes.
+        try await store.createUser(UserRecord(id: "u_p", name: "Pending", passwordBcrypt: "", contact: "c", confirmed: false, createdMs: 0))
+        try await store.putCode(userID: "u_p", purpose: "confirm", codeSHA256: attackerCode, expiresMs: 10_000, nowMs: 0)
+        try await store.deletePendingUser(name: "PENDING")
+        #expect(try await store.codeCount(userID: "u_p") == 0)
+        try await store.close()
+    }
+
+    /// A database made before the name key (version 1) is migrated without losing a confirmed account:
+    /// pending duplicates go, confirmed ones keep the oldest on the key, codes move only to the account of
+    /// exactly their name.
+    @Test(arguments: StoreEngines.all)
+    func migrationToOneKeyPerName(_ engine: String) async throws {
+        let db = try await StoreEngines.makeRaw(engine)
+        try await HubSchema.migrate(db, migrations: Array(HubSchema.migrations.prefix(1)), nowMs: 0)
+        let users: [(String, String, Int64, Int64)] = [
+            ("u_ALICE", "ALICE", 0, 1), ("u_alice", "alice", 1, 2),      // pending beside confirmed: the pending one goes
+            ("u_Bob", "Bob", 1, 1), ("u_bob", "bob", 1, 2),              // two confirmed: the older keeps the key
+            ("u_carol", "carol", 0, 1), ("u_CAROL", "CAROL", 0, 2),      // two pending: the newer stays
+            ("u_dave", "dave", 1, 1),
+        ]
+        for (id, name, confirmed, created) in users {
+            try await db.query("INSERT INTO users(id, name, password_bcrypt, contact, confirmed, created_ms) VALUES ($1, $2, 'h', NULL, $3, $4)",
+                               [.text(id), .text(name), .int(confirmed), .int(created)])
+        }
+        for (name, purpose) in [("ALICE", "confirm"), ("alice", "reset"), ("CAROL", "confirm"), ("carol", "confirm"), ("dave", "confirm")] {
+            try await db.query("INSERT INTO pending_codes(user_name, purpose, code_sha256, expires_ms, tries) VALUES ($1, $2, $3, 99, 0)",
+                               [.text(name), .text(purpose), .blob(HubTokens.sha256(name))])
+        }
+        #expect(try await HubSchema.migrate(db, nowMs: 5) == Array(HubSchema.migrations.dropFirst().map(\.version)))
+        let store = SQLHubStore(db: db)
+        #expect(try await store.user(name: "Alice")?.id == "u_alice")
+        #expect(try await store.user(id: "u_ALICE") == nil)
+        #expect(try await store.user(name: "BOB")?.id == "u_Bob")
+        #expect(try await store.user(id: "u_bob")?.confirmed == true)  // kept, under a key no valid name has
+        #expect(try await store.user(name: "carol")?.id == "u_CAROL")
+        #expect(try await store.user(name: "dave")?.id == "u_dave")
+        // Codes: only to the account of exactly their name, and of the right state.
+        #expect(try await store.codeCount(userID: "u_alice") == 1)
+        #expect(try await store.checkCode(userID: "u_alice", purpose: "reset", codeSHA256: HubTokens.sha256("alice"), nowMs: 0, maxTries: 5) == .matched)
+        #expect(try await store.checkCode(userID: "u_CAROL", purpose: "confirm", codeSHA256: HubTokens.sha256("CAROL"), nowMs: 0, maxTries: 5) == .matched)
+        #expect(try await store.codeCount(userID: "u_dave") == 0)  // a confirm code of a confirmed account
+        // One key per name from now on.
+        await #expect(throws: StoreError.self) {
+            try await store.createUser(UserRecord(id: "u_new", name: "DAVE", passwordBcrypt: "", contact: nil, confirmed: false, createdMs: 9))
+        }
         try await store.close()
     }
 

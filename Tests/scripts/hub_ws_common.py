@@ -20,8 +20,11 @@ class Nodes:
         'modem-hub: listening on 127.0.0.1:PORT' line (written once it accepts connections)."""
         path = os.path.join(self.work, f"{name}.{time.time_ns()}.log")
         log = open(path, "a")
+        # Every client here connects from 127.0.0.1, which the hub counts as one address like any other:
+        # the cap per address is raised for the many sockets of these runs.
         p = subprocess.Popen([self.hub, "serve", "--listen", "127.0.0.1:0", "--db", db, "--node", name,
-                              "--heartbeat", str(int(self.heartbeat))], stdout=log, stderr=subprocess.STDOUT)
+                              "--heartbeat", str(int(self.heartbeat)), "--max-connections-per-address", "5000"],
+                             stdout=log, stderr=subprocess.STDOUT)
         log.close()
         self.procs.append(p)
         end = time.monotonic() + START_GUARD

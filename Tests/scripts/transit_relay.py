@@ -24,7 +24,10 @@ def start_hub(work, name, timeout):
     path = os.path.join(work, f"{name}.log")
     log = open(path, "w")
     p = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
-                          "--transit-listen", "127.0.0.1:0", "--transit-timeout", str(timeout)],
+                          "--transit-listen", "127.0.0.1:0", "--transit-timeout", str(timeout),
+                          # Every client here is 127.0.0.1, counted as one address: room for --pairs at once.
+                          "--max-connections-per-address", "5000", "--transit-max-pairs-per-address", "5000",
+                          "--transit-max-waiting-per-address", "5000"],
                          stdout=log, stderr=subprocess.STDOUT)
     marker = "modem-hub: transit relay listening on 127.0.0.1:"
     end = time.monotonic() + GUARD

@@ -44,10 +44,11 @@ def start_hub(name, *extra):
 
 
 class WS:
-    """A minimal WebSocket client (RFC 6455, text frames) for hostile tests."""
+    """A minimal WebSocket client (RFC 6455, text frames) for hostile tests, from 127.0.0.2: every address
+    counts in the hub's limits per address, so the honest clients (127.0.0.1) keep their own share."""
 
     def __init__(self, port):
-        self.s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        self.s = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=("127.0.0.2", 0))
         key = base64.b64encode(os.urandom(16)).decode()
         self.s.sendall(f"GET /wormhole/v1 HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode())
@@ -255,7 +256,7 @@ try:
     half = []
     for i in range(300):
         try:
-            s = socket.create_connection(("127.0.0.1", tport), timeout=10)
+            s = socket.create_connection(("127.0.0.1", tport), timeout=10, source_address=("127.0.0.2", 0))
             s.sendall(b"please relay " + b"ab" * 16)
             half.append(s)
         except OSError:

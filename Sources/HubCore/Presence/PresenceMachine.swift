@@ -12,8 +12,10 @@ public struct PresenceState: Sendable {
     private var connections: [ConnectionID: Connection] = [:]
     private var userloads: [String: JSONObjectText] = [:]
     private var posts: [String: [String: GroupPost]] = [:]
+    /// Bounds on the posts kept (new posts over them are refused).
+    public var postBounds: PostBounds
 
-    public init() {}
+    public init(postBounds: PostBounds = PostBounds()) { self.postBounds = postBounds }
 
     /// Registers a live connection of `user` on `node` (after its hello).
     public mutating func connect(_ conn: ConnectionID, user: String, node: String) {
@@ -61,12 +63,18 @@ public struct PresenceState: Sendable {
         return .updated(groups.map { presence($0, user) })
     }
 
-    /// Stores a post; only its author may replace it.
+    /// Stores a post; only its author may replace it, and a new one over ``postBounds`` is refused.
     public mutating func post(_ post: GroupPost) -> PresenceOutcome {
         if let old = posts[post.group]?[post.pid], old.user != post.user {
             return .refused(.notAuthor(group: post.group, pid: post.pid))
         }
         let replaced = posts[post.group]?[post.pid] != nil
+        if !replaced {
+            let kept = posts[post.group] ?? [:]
+            if let why = postBounds.refusal(group: post.group, userPosts: kept.values.filter { $0.user == post.user }.count, groupPosts: kept.count) {
+                return .refused(why)
+            }
+        }
         posts[post.group, default: [:]][post.pid] = post
         return .posted(post, replaced: replaced)
     }

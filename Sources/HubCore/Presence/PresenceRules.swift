@@ -29,13 +29,64 @@ public enum PresenceOutcome: Sendable, Hashable {
 public enum PresenceRefusal: Sendable, Hashable {
     case notAuthor(group: String, pid: String)
     case noSuchPost(group: String, pid: String)
+    /// A new post would take the group or its author over a bound of ``PostBounds`` (nothing is evicted).
+    case tooManyPosts(group: String, bound: PostBound)
 
     /// A sentence for the error event.
     public var message: String {
         switch self {
         case .notAuthor(let g, let p): "post \(p) in group \(g) belongs to another user"
         case .noSuchPost(let g, let p): "no post \(p) in group \(g)"
+        case .tooManyPosts(let g, .perUserPerGroup(let n)):
+            "you keep \(n) posts in group \(g), the most one user may (max-posts-per-user-per-group): "
+                + "unpost or replace one of yours first"
+        case .tooManyPosts(let g, .perGroup(let n)):
+            "group \(g) keeps \(n) posts, the most one group may (max-posts-per-group): its posts must be unposted first"
         }
+    }
+}
+
+/// Which bound of ``PostBounds`` refused a post, with its value.
+public enum PostBound: Sendable, Hashable {
+    /// Posts one user keeps in one group.
+    case perUserPerGroup(Int)
+    /// Posts one group keeps, all users together.
+    case perGroup(Int)
+
+    /// The bound's name (the `modem-hub serve` option without its dashes).
+    public var name: String {
+        switch self {
+        case .perUserPerGroup: "max-posts-per-user-per-group"
+        case .perGroup: "max-posts-per-group"
+        }
+    }
+}
+
+/// Bounds on the posts kept (post flood, issue 32): a NEW post over either bound is refused, a post
+/// replaced by its author is not counted again, and no kept post is ever evicted to make room.
+/// `modem-hub serve --max-posts-per-user-per-group` and `--max-posts-per-group`.
+public struct PostBounds: Sendable, Hashable {
+    /// Default of ``perUserPerGroup``.
+    public static let defaultPerUserPerGroup = 1_000
+    /// Default of ``perGroup``.
+    public static let defaultPerGroup = 10_000
+
+    /// Posts one user may keep in one group.
+    public var perUserPerGroup: Int
+    /// Posts one group may keep.
+    public var perGroup: Int
+
+    public init(perUserPerGroup: Int = defaultPerUserPerGroup, perGroup: Int = defaultPerGroup) {
+        self.perUserPerGroup = perUserPerGroup
+        self.perGroup = perGroup
+    }
+
+    /// The refusal of one more new post when the user keeps `userPosts` in the group and the group
+    /// keeps `groupPosts`; nil when it may be stored. The user's own bound is named first.
+    public func refusal(group: String, userPosts: Int, groupPosts: Int) -> PresenceRefusal? {
+        if userPosts >= perUserPerGroup { return .tooManyPosts(group: group, bound: .perUserPerGroup(perUserPerGroup)) }
+        if groupPosts >= perGroup { return .tooManyPosts(group: group, bound: .perGroup(perGroup)) }
+        return nil
     }
 }
 

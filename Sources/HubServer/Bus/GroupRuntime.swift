@@ -6,6 +6,17 @@ import HubStore
 import Logging
 import ServiceLifecycle
 
+/// The bounds of the groups side (`modem-hub serve` options; docs/hub.md "Bounds"), carried in
+/// `HubServerSettings.groups`.
+public struct GroupSettings: Sendable, Hashable {
+    /// `--max-posts-per-user-per-group` and `--max-posts-per-group`: new posts over them are refused.
+    public var posts = PostBounds()
+    /// `--max-socket-queue-bytes`: what one socket may hold of live events.
+    public var socket = GroupSocketLimits()
+
+    public init() {}
+}
+
 /// The groups of one node, ready to serve; run it as a service for the bus and the heartbeat.
 public final class GroupRuntime: Service {
     public let hub: GroupHub
@@ -19,10 +30,11 @@ public final class GroupRuntime: Service {
 
     /// Builds the groups on an open, migrated database: PostgreSQL gets the LISTEN/NOTIFY bus, SQLite
     /// the in-process one. `run()` writes the first heartbeat and sweeps ghosts of earlier runs.
-    public init(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger) {
+    public init(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger, settings: GroupSettings = GroupSettings()) {
         let fanout = GroupFanout()
         let instance = nodeName + "-" + String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF, radix: 36)
-        var store = SQLGroupStore(db: db)
+        // Joins read no group into memory: each socket's writer pages its history from the store.
+        var store = SQLGroupStore(db: db, postBounds: settings.posts, snapshotOnJoin: false)
         var bus: PostgresGroupBus?
         var liveness: PostgresEngine?
         var groupsDB: PostgresEngine?
@@ -39,10 +51,10 @@ public final class GroupRuntime: Service {
                                          origin: instance, logger: logger)
             bus = pgBus
             notifier = { tx, events in try await pgBus.notifyPresence(on: tx, events) }
-            store = SQLGroupStore(db: groups, notifier: notifier)
+            store = SQLGroupStore(db: groups, notifier: notifier, postBounds: settings.posts, snapshotOnJoin: false)
         }
         self.hub = GroupHub(store: store, fanout: fanout, bus: bus ?? LocalGroupBus(fanout: fanout) as any GroupBus,
-                            instance: instance, nodeName: nodeName, logger: logger)
+                            instance: instance, nodeName: nodeName, logger: logger, socketLimits: settings.socket, ready: false)
         self.node = GroupNodeService(hub: hub, liveness: liveness.map { SQLGroupStore(db: $0, notifier: notifier) }, heartbeat: heartbeat, logger: logger)
         self.pgBus = bus
         self.livenessDB = liveness
@@ -52,6 +64,7 @@ public final class GroupRuntime: Service {
 
     /// Writes the first heartbeat and sweeps ghosts of earlier runs (also done by `run()`).
     public func start() async throws {
+        defer { hub.markReady() }
         try await node.start()
     }
 
@@ -60,6 +73,7 @@ public final class GroupRuntime: Service {
         do { try await node.start() } catch let twin as NodeNameInUse { throw twin } catch {
             logger.error("groups: first heartbeat failed: \(error)")
         }
+        hub.markReady()
         await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 if let bus = self.pgBus { group.addTask { await bus.run() } }

@@ -3,8 +3,10 @@
 // the hub stop answering. Every connection now passes a guard at the front of its pipeline:
 //
 // - caps: connections in all (below the process's descriptor limit, so the hub always has some left to
-//   answer with) and per remote address (loopback excepted: a local user can exhaust a host anyway, and
-//   local tests and proxies share 127.0.0.1); a connection over a cap is closed at once;
+//   answer with) and per remote address (every address counts, loopback too: 127.0.0.2 is another client
+//   than 127.0.0.1; only a trusted proxy's connections, `--trusted-proxy`, are not capped per address,
+//   since they carry many clients); a connection over a cap is closed at once. The transit relay's
+//   connections pass the same caps (one count for every listener of the hub: TransitRelay);
 // - a deadline for each request head (from the connection, or from the first byte of the next request
 //   on a kept-alive one): a head that has not fully arrived by then closes the connection, however
 //   slowly its bytes come; an idle deadline between requests and on upgraded WebSockets (whose pings,
@@ -28,7 +30,8 @@ public struct ConnectionLimits: Sendable {
     public var idleTimeout: Double = 75
     /// Connections at once in all; nil: the descriptor limit less ``reservedDescriptors``.
     public var maximumConnections: Int?
-    /// Connections at once from one remote address (loopback addresses are not counted).
+    /// Connections at once from one remote address, loopback included (a trusted proxy's are not counted
+    /// per address); over every listener of the hub (HTTP and the transit relay).
     public var maximumPerAddress = 256
     /// Descriptors kept free for the database, files and the answers.
     public static let reservedDescriptors = 64
@@ -57,10 +60,21 @@ public final class ConnectionCounts: Sendable {
     private let state = Mutex(State())
     let limits: ConnectionLimits
     let maximumConnections: Int
+    /// Addresses not capped per address (reverse proxies carrying many clients).
+    let trustedProxies: TrustedProxies
 
-    init(limits: ConnectionLimits) {
+    init(limits: ConnectionLimits, trustedProxies: TrustedProxies = TrustedProxies()) {
         self.limits = limits
+        self.trustedProxies = trustedProxies
         maximumConnections = limits.effectiveMaximumConnections
+    }
+
+    /// The key a connection from `ip` is counted under per address: its normalized address, or nil
+    /// (counted in all only) for a trusted proxy. Every other address counts, loopback included.
+    func perAddressKey(_ ip: String?) -> String? {
+        guard let ip else { return nil }
+        let key = TrustedProxies.normalized(ip)
+        return trustedProxies.contains(key) ? nil : key
     }
 
     /// Counts a new connection from `address` in, or says no (over a cap).
@@ -173,10 +187,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
 
     private func admit(_ context: ChannelHandlerContext) {
         guard !admitted, phase != .closing else { return }
-        let remote = context.channel.remoteAddress
-        let ip = remote?.ipAddress
-        let loopback = ip.map { $0.hasPrefix("127.") || $0 == "::1" || $0.hasPrefix("::ffff:127.") } ?? true
-        address = loopback ? nil : ip
+        address = counts.perAddressKey(context.channel.remoteAddress?.ipAddress)
         guard counts.admit(address) else {
             phase = .closing
             context.close(promise: nil)
@@ -329,5 +340,64 @@ final class RequestHeadWatcher: ChannelInboundHandler, RemovableChannelHandler {
             return
         }
         context.fireErrorCaught(error)
+    }
+}
+
+/// The caps of ``ConnectionCounts`` (in all and per address) alone, for a listener that is not HTTP
+/// (the transit relay): first in the pipeline, it counts the connection in when it becomes active (or
+/// closes it at once over a cap) and out when it goes.
+final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = NIOAny
+
+    private let counts: ConnectionCounts
+    private var admitted = false
+    private var refused = false
+    private var address: String?
+    /// Called (on the event loop) when a connection is refused at a cap.
+    private let onRefused: @Sendable () -> Void
+
+    init(counts: ConnectionCounts, onRefused: @escaping @Sendable () -> Void = {}) {
+        self.counts = counts
+        self.onRefused = onRefused
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { admit(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        admit(context)
+        if admitted { context.fireChannelActive() }
+    }
+
+    private func admit(_ context: ChannelHandlerContext) {
+        guard !admitted, !refused else { return }
+        address = counts.perAddressKey(context.channel.remoteAddress?.ipAddress)
+        if counts.admit(address) {
+            admitted = true
+        } else {
+            refused = true
+            onRefused()
+            context.close(promise: nil)
+        }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !refused else { return }  // a refused connection's bytes go nowhere
+        context.fireChannelRead(data)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        leave()
+        context.fireChannelInactive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) { leave() }
+
+    private func leave() {
+        if admitted {
+            admitted = false
+            counts.release(address)
+        }
     }
 }

@@ -19,10 +19,8 @@ public final class HubAuthority: Sendable {
         public var bcryptCost: UInt8 = 12
         /// Failed client authentications allowed per (IP, client id) per minute.
         public var clientFailuresPerMinute = 10
-        /// Failed password grants per username per minute.
-        public var passwordFailuresPerUser = 5
-        /// Password grant attempts per IP per minute.
-        public var passwordAttemptsPerIP = 20
+        /// The bounds on sign-ups, codes, guesses and password grants, per account and per address.
+        public var accounts = AccountLimits()
         public init() {}
     }
 
@@ -32,11 +30,11 @@ public final class HubAuthority: Sendable {
     let clock: @Sendable () -> Int64
 
     private struct Limiters {
-        var clientFailures: SlidingWindowLimiter
-        var passwordUserFailures: SlidingWindowLimiter
-        var passwordIPAttempts: SlidingWindowLimiter
+        var clientFailures: BoundedRateLimiter
     }
     private let limiters: Mutex<Limiters>
+    /// The bounds of the account flow and of password grants (settings.accounts), on ``clock``.
+    public let accountLimiter: AccountLimiter
 
     /// - Parameter clock: Unix time in milliseconds (tests pass a fake one).
     public init(store: any HubAuthStore, settings: Settings = Settings(), logger: Logger,
@@ -46,9 +44,9 @@ public final class HubAuthority: Sendable {
         self.logger = logger
         self.clock = clock
         self.limiters = Mutex(Limiters(
-            clientFailures: SlidingWindowLimiter(limit: settings.clientFailuresPerMinute),
-            passwordUserFailures: SlidingWindowLimiter(limit: settings.passwordFailuresPerUser),
-            passwordIPAttempts: SlidingWindowLimiter(limit: settings.passwordAttemptsPerIP)))
+            clientFailures: BoundedRateLimiter(limit: settings.clientFailuresPerMinute, windowMs: 60_000,
+                                               maxKeys: settings.accounts.limiterKeys)))
+        self.accountLimiter = AccountLimiter(limits: settings.accounts)
     }
 
     /// Unix time now, in milliseconds.
@@ -83,7 +81,7 @@ public final class HubAuthority: Sendable {
         let presented = try OAuthRequestParser.client(authorization: authorization, form: form)
         let key = ip + "|" + (presented?.id ?? "")
         let now = clock()
-        if let wait = limiters.withLock({ $0.clientFailures.retryAfter(key, nowMs: now) }) {
+        if let wait = limiters.withLock({ l in l.clientFailures.retryAfter(key, nowMs: now) }) {
             throw OAuthError.tooManyAttempts(retryAfter: wait)
         }
         guard let p = presented else {
@@ -113,15 +111,16 @@ public final class HubAuthority: Sendable {
                 throw OAuthError(.unauthorizedClient, "this client may not use the password grant")
             }
             let now = clock()
-            let (ipWait, userWait) = limiters.withLock { l in
-                (l.passwordIPAttempts.retryAfter(ip, nowMs: now), l.passwordUserFailures.retryAfter(username, nowMs: now))
+            // Counted under the one key of the name (any case is the same account), whether or not it
+            // exists; a name that is not valid cannot be an account, and is counted as one key.
+            let account = AccountName.validKey(username) ?? "\u{0}invalid"
+            if let w = accountLimiter.admit(.login(account: account, address: ip), nowMs: now) {
+                throw OAuthError.tooManyAttempts(retryAfter: w)
             }
-            if let w = ipWait ?? userWait { throw OAuthError.tooManyAttempts(retryAfter: w) }
-            limiters.withLock { $0.passwordIPAttempts.record(ip, nowMs: now) }
-            let user = try await store.user(name: username)
+            let user = AccountName.validKey(username) == nil ? nil : try await store.user(name: username)
             let ok = try await verifyPassword(password, hash: user?.passwordBcrypt)
             guard let user, ok, user.confirmed else {
-                limiters.withLock { $0.passwordUserFailures.record(username, nowMs: now) }
+                accountLimiter.loginFailed(account: account, nowMs: now)
                 throw OAuthError(.invalidGrant, "wrong username or password")
             }
             if !PasswordHashing.parse(stored: user.passwordBcrypt).prehashed {

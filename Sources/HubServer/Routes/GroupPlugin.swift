@@ -28,7 +28,8 @@ public final class GroupsPlugin: HubPlugin {
     public func runtime(_ context: HubPluginContext) -> GroupRuntime {
         built.withLock { r in
             if let r { return r }
-            let made = GroupRuntime(db: context.store.db, nodeName: nodeName, heartbeat: heartbeat, logger: context.logger)
+            let made = GroupRuntime(db: context.store.db, nodeName: nodeName, heartbeat: heartbeat, logger: context.logger,
+                                    settings: context.settings.groups)
             r = made
             return made
         }

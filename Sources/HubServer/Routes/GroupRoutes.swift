@@ -96,12 +96,12 @@ public struct GroupRoutes: Sendable {
     /// Adds GET/POST /v1/groups/{group}/posts, GET/DELETE /v1/groups/{group}/posts/{pid},
     /// GET /v1/groups/{group}/members, PUT /v1/users/me/userload and GET /v1/socket (426 without upgrade).
     public func register(on router: HubRouter) {
-        router.add(.get, "/v1/groups/{group}/members") { req, ctx in try await Self.answer { try await self.members(req, ctx) } }
-        router.add(.get, "/v1/groups/{group}/posts") { req, ctx in try await Self.answer { try await self.posts(req, ctx) } }
-        router.add(.post, "/v1/groups/{group}/posts") { req, ctx in try await Self.answer { try await self.createPost(req, ctx) } }
-        router.add(.get, "/v1/groups/{group}/posts/{pid}") { req, ctx in try await Self.answer { try await self.getPost(req, ctx) } }
-        router.add(.delete, "/v1/groups/{group}/posts/{pid}") { req, ctx in try await Self.answer { try await self.deletePost(req, ctx) } }
-        router.add(.put, "/v1/users/me/userload") { req, ctx in try await Self.answer { try await self.putUserload(req, ctx) } }
+        router.add(.get, "/v1/groups/{group}/members") { req, ctx in try await self.answer { try await self.members(req, ctx) } }
+        router.add(.get, "/v1/groups/{group}/posts") { req, ctx in try await self.answer { try await self.posts(req, ctx) } }
+        router.add(.post, "/v1/groups/{group}/posts") { req, ctx in try await self.answer { try await self.createPost(req, ctx) } }
+        router.add(.get, "/v1/groups/{group}/posts/{pid}") { req, ctx in try await self.answer { try await self.getPost(req, ctx) } }
+        router.add(.delete, "/v1/groups/{group}/posts/{pid}") { req, ctx in try await self.answer { try await self.deletePost(req, ctx) } }
+        router.add(.put, "/v1/users/me/userload") { req, ctx in try await self.answer { try await self.putUserload(req, ctx) } }
         router.add(.get, "/v1/socket", documented: false) { req, ctx in
             _ = try self.principal(req, ctx)
             var r = GroupJSend.fail(.upgradeRequired, "this is a WebSocket: send Connection: Upgrade and Upgrade: websocket")
@@ -110,8 +110,9 @@ public struct GroupRoutes: Sendable {
         }
     }
 
-    /// Runs a handler; an early `GroupRouteFailure` becomes its answer.
-    static func answer(_ body: () async throws -> Response) async throws -> Response {
+    /// Runs a handler once the groups' store is prepared; an early `GroupRouteFailure` becomes its answer.
+    func answer(_ body: () async throws -> Response) async throws -> Response {
+        await hub.ready()
         do { return try await body() } catch let f as GroupRouteFailure { return f.response }
     }
 
@@ -191,6 +192,9 @@ public struct GroupRoutes: Sendable {
             headers[.location] = "/v1/groups/\(percentEncoded(g))/posts/\(percentEncoded(pid))"
             return GroupJSend.success(PostItem(p), status: replaced ? .ok : .created, headers: headers)
         case .refused(let why):
+            // A bound of the posts kept is storage, not a rate: waiting does not help, so 409 (not 429)
+            // naming the bound; nothing kept is evicted.
+            if case .tooManyPosts(_, let bound) = why { return GroupJSend.fail(.conflict, why.message, field: bound.name) }
             return GroupJSend.fail(.forbidden, why.message)
         default:
             return GroupJSend.error("unexpected outcome")

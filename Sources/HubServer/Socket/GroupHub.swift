@@ -33,18 +33,49 @@ public final class GroupHub: Sendable {
     public let instance: String
     /// The node's name (`--node`).
     public let nodeName: String
+    /// What one socket may hold (`--max-socket-queue-bytes`).
+    public let socketLimits: GroupSocketLimits
     let logger: Logger
     private let counter = Atomic<Int>(0)
     /// What each local socket has joined (to announce it again after this node was swept).
     private let joins = Mutex<[ConnectionID: (user: String, groups: Set<String>)]>([:])
+    /// Whether the groups' tables are there (`GroupRuntime` prepares them as a service, which may
+    /// still be at it when the first request comes), and who waits for it.
+    private let readiness: Mutex<(ready: Bool, waiters: [CheckedContinuation<Void, Never>])>
 
-    public init(store: any GroupStore, fanout: GroupFanout, bus: any GroupBus, instance: String, nodeName: String, logger: Logger) {
+    public init(store: any GroupStore, fanout: GroupFanout, bus: any GroupBus, instance: String, nodeName: String, logger: Logger,
+                socketLimits: GroupSocketLimits = GroupSocketLimits(), ready: Bool = true) {
+        self.socketLimits = socketLimits
+        self.readiness = Mutex((ready, []))
         self.store = store
         self.fanout = fanout
         self.bus = bus
         self.instance = instance
         self.nodeName = nodeName
         self.logger = logger
+    }
+
+    /// Returns once the store is prepared (at once after ``markReady()``): REST calls and sockets wait
+    /// here, so a request that arrives while a new database's tables are being made is not a 500.
+    public func ready() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = readiness.withLock { r in
+                if r.ready { return true }
+                r.waiters.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
+
+    /// The store's preparation ended (done, or failed: then the store's own errors answer).
+    public func markReady() {
+        let waiters = readiness.withLock { r in
+            r.ready = true
+            defer { r.waiters = [] }
+            return r.waiters
+        }
+        for w in waiters { w.resume() }
     }
 
     /// A new connection id, unique across nodes.
@@ -65,12 +96,30 @@ public final class GroupHub: Sendable {
                 fanout.send(conn, ClientOpError(op: "hello", message: "hello was already said", fatal: false).jsonText)
                 return
             case .join(let g):
+                // Subscribed and holding the group's live events before the store is read, so nothing
+                // committed meanwhile is missed; the history follows as the socket drains.
+                let box = fanout.outbox(conn)
                 fanout.subscribe(conn, to: g)
-                outcome = try await store.join(conn: conn, instance: instance, group: g, user: user, now: now)
+                box?.beginHistory(group: g, since: now)
+                do { outcome = try await store.join(conn: conn, instance: instance, group: g, user: user, now: now) } catch {
+                    box?.abandonHistory(group: g)
+                    throw error
+                }
                 _ = joins.withLock { $0[conn, default: (user, [])].groups.insert(g) }
+                execute(Self.withoutSnapshot(PresenceRules.actions(for: outcome, by: conn, op: op.name)))
+                box?.requestHistory(group: g)
+                return
             case .listen(let g):
+                let box = fanout.outbox(conn)
                 fanout.subscribe(conn, to: g)
-                outcome = try await store.listen(group: g)
+                box?.beginHistory(group: g, since: now)
+                do { outcome = try await store.listen(group: g) } catch {
+                    box?.abandonHistory(group: g)
+                    throw error
+                }
+                execute(Self.withoutSnapshot(PresenceRules.actions(for: outcome, by: conn, op: op.name)))
+                box?.requestHistory(group: g)
+                return
             case .leave(let g):
                 outcome = try await store.leave(conn: conn, group: g, user: user, now: now)
                 joins.withLock { _ = $0[conn]?.groups.remove(g) }
@@ -86,6 +135,100 @@ public final class GroupHub: Sendable {
             logger.error("groups: \(op.name) failed: \(error)")
             fanout.send(conn, ClientOpError(op: op.name, message: "the hub could not do that now; try again", fatal: false).jsonText)
         }
+    }
+
+    /// The actions of a join or listen without the snapshot's sends: the socket's writer sends the
+    /// group's history instead, a page at a time from the store (``writeHistory(of:isClosed:write:)``).
+    static func withoutSnapshot(_ actions: [PresenceAction]) -> [PresenceAction] {
+        actions.filter { if case .send = $0 { false } else { true } }
+    }
+
+    /// Writes a group's history to one socket: every member by user id, then every post by time and pid,
+    /// read ``GroupSocketLimits/historyPageRows`` at a time, each frame written (`write` awaits the
+    /// socket) before the next page is read, so a joiner gets every post the group keeps at the pace it
+    /// reads, and the hub holds one page. Returns the hashes of the post frames written (for
+    /// ``GroupSocketOutbox/release(group:sentPosts:)``), or nil when the socket went away (`write`
+    /// returned false, or `isClosed`).
+    /// - Throws: the store's error reading a page.
+    public func writeHistory(of group: String, pageRows: Int = GroupSocketLimits.historyPageRows,
+                             isClosed: () -> Bool, write: (String) async -> Bool) async throws -> Set<Int>? {
+        var afterUser: String?
+        while true {
+            let page = try await store.members(group: group, after: afterUser, limit: pageRows)
+            for m in page {
+                if isClosed() { return nil }
+                guard await write(GroupEvent.user(m).jsonText) else { return nil }
+            }
+            if page.count < pageRows { break }
+            afterUser = page.last?.user
+        }
+        return try await writePosts(of: group, after: nil, skipping: [], pageRows: pageRows, isClosed: isClosed, write: write)
+    }
+
+    /// What a socket's writer does for a ``GroupSocketOutbox/Item/history(group:)``: the group's history
+    /// (``writeHistory(of:pageRows:isClosed:write:)``), the posts since the join again while live posts
+    /// were dropped meanwhile (``GroupSocketOutbox/Release/resync(since:)``, at most
+    /// ``GroupSocketLimits/maxResyncs`` times, then the socket is closed as too slow), then the held
+    /// frames. False when the socket went away or must close (``GroupSocketOutbox/closeReason``).
+    public func writeJoin(of group: String, outbox: GroupSocketOutbox, write: (String) async -> Bool) async -> Bool {
+        var sent = Set<Int>()
+        var released = GroupSocketOutbox.Release.frames([])
+        var resyncs = 0
+        do {
+            guard let s = try await writeHistory(of: group, isClosed: { outbox.isFinished }, write: write) else { return false }
+            sent = s
+            // Live posts dropped while it was written (held over the bound): the store has them.
+            while true {
+                released = outbox.release(group: group, sentPosts: sent)
+                guard case .resync(let since) = released else { break }
+                resyncs += 1
+                if resyncs > GroupSocketLimits.maxResyncs {
+                    outbox.close(reason: "too slow: live posts outpaced a join's history (max-socket-queue-bytes)")
+                    return false
+                }
+                let from = PostCursor(timestamp: since - GroupSocketLimits.resyncMarginMs, pid: "")
+                guard let s = try await writePosts(of: group, after: from, skipping: sent, isClosed: { outbox.isFinished }, write: write)
+                else { return false }
+                sent = s
+            }
+        } catch {
+            logger.error("groups: reading the history of \(group) failed: \(error)")
+            guard await write(ClientOpError(op: "join", message: "the hub could not read group \(group) now; join again", fatal: false).jsonText)
+            else { return false }
+            // A re-read still due is given up (the client was told to join again): release.
+            released = outbox.release(group: group, sentPosts: sent)
+            if case .resync = released { released = outbox.release(group: group, sentPosts: sent) }
+        }
+        if case .frames(let frames) = released {
+            for text in frames {
+                guard await write(text) else { return false }
+            }
+        }
+        return true
+    }
+
+    /// Writes the group's posts after `after` (nil: all) a page at a time, leaving out those whose frames
+    /// are in `skipping` (hashes of post frames sent already); returns `skipping` with the frames written
+    /// added, or nil when the socket went away. After a join whose held live posts were dropped
+    /// (``GroupSocketOutbox/Release/resync(since:)``) it writes the posts since the join that the history
+    /// had not.
+    public func writePosts(of group: String, after: PostCursor?, skipping: Set<Int>, pageRows: Int = GroupSocketLimits.historyPageRows,
+                           isClosed: () -> Bool, write: (String) async -> Bool) async throws -> Set<Int>? {
+        var sent = skipping
+        var cursor = after
+        while true {
+            let page = try await store.posts(group: group, after: cursor, limit: pageRows)
+            for p in page {
+                if isClosed() { return nil }
+                let text = GroupEvent.post(p).jsonText
+                guard !sent.contains(text.hashValue) else { continue }
+                guard await write(text) else { return nil }
+                sent.insert(text.hashValue)
+            }
+            if page.count < pageRows { break }
+            cursor = page.last.map(PostCursor.init(after:))
+        }
+        return sent
     }
 
     /// A socket ended: its user goes offline where it has no other connection.

@@ -17,19 +17,13 @@ public struct GroupSocket: Sendable {
 
     /// Handles the socket until it closes.
     public func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
-        let outbox = GroupOutbox()
+        await hub.ready()
+        let outbox = GroupSocketOutbox(limits: hub.socketLimits)
         let conn = hub.newConnectionID()
         hub.fanout.add(conn, outbox: outbox)
         var user: String?
         await withTaskGroup(of: Void.self) { tasks in
-            tasks.addTask {
-                for await frame in outbox.frames {
-                    do { try await outbound.write(.text(frame)) } catch { break }
-                }
-                if outbox.didOverflow {
-                    try? await outbound.close(.policyViolation, reason: "too slow: outbound queue full")
-                }
-            }
+            tasks.addTask { await writeLoop(outbox, outbound) }
             var closeCode: WebSocketErrorCode?
             var reason = ""
             do {
@@ -85,6 +79,26 @@ public struct GroupSocket: Sendable {
             await tasks.waitForAll()
             if let closeCode { try? await outbound.close(closeCode, reason: reason) }
         }
+    }
+
+    /// The socket's one writer: live frames in order, and each joined group's history read from the
+    /// store as the socket drains, followed by the group's live events held meanwhile. A socket too
+    /// slow for its live events is closed with 1008 and the reason.
+    func writeLoop(_ outbox: GroupSocketOutbox, _ outbound: WebSocketOutboundWriter) async {
+        func write(_ text: String) async -> Bool {
+            do { try await outbound.write(.text(text)); return true } catch { return false }
+        }
+        writing: while let item = await outbox.next() {
+            switch item {
+            case .frame(let text):
+                guard await write(text) else { break writing }
+            case .history(let group):
+                guard await hub.writeJoin(of: group, outbox: outbox, write: write) else { break writing }
+            }
+        }
+        let reason = outbox.closeReason
+        outbox.finish()
+        if let reason { try? await outbound.close(.policyViolation, reason: reason) }
     }
 
     /// The user id for this socket: the account's, or a device id of the token's client.

@@ -110,3 +110,55 @@ public struct TransitMatcher<Connection: Hashable & Sendable>: Sendable {
         perAddress[address] = n == 0 ? nil : n
     }
 }
+
+/// The relay's joined pairs, counted in all and per address, as a value (the relay holds it under a
+/// lock). A pair counts once against each distinct address of its two ends (so one address making pairs
+/// of its own uses a place per pair); an end of a trusted proxy (nil) is not counted per address.
+public struct TransitPairCounts: Sendable {
+    /// Pairs at once in all.
+    public let maximumPairs: Int
+    /// Pairs at once that one address takes part in.
+    public let maximumPerAddress: Int
+    /// Pairs joined now.
+    public private(set) var active = 0
+    private var perAddress: [String: Int] = [:]
+
+    /// No pairs yet.
+    public init(maximumPairs: Int, maximumPerAddress: Int) {
+        self.maximumPairs = maximumPairs
+        self.maximumPerAddress = maximumPerAddress
+    }
+
+    /// Pairs that `address` takes part in now.
+    public func pairs(of address: String) -> Int { perAddress[address, default: 0] }
+
+    /// Counts a pair of ends from `a` and `b` in.
+    /// - Returns: nil when joined, else why it was refused (nothing is counted then).
+    public mutating func join(_ a: String?, _ b: String?) -> String? {
+        guard active < maximumPairs else { return "the relay carries \(maximumPairs) pairs" }
+        let addresses = Self.distinct(a, b)
+        for x in addresses where perAddress[x, default: 0] >= maximumPerAddress {
+            return "\(x) takes part in \(maximumPerAddress) pairs already"
+        }
+        for x in addresses { perAddress[x, default: 0] += 1 }
+        active += 1
+        return nil
+    }
+
+    /// A pair joined by ``join(_:_:)`` with the same addresses ended.
+    public mutating func end(_ a: String?, _ b: String?) {
+        active = max(0, active - 1)
+        for x in Self.distinct(a, b) {
+            let n = perAddress[x, default: 1] - 1
+            perAddress[x] = n > 0 ? n : nil
+        }
+    }
+
+    private static func distinct(_ a: String?, _ b: String?) -> [String] {
+        switch (a, b) {
+        case let (x?, y?): return x == y ? [x] : [x, y]
+        case let (x?, nil), let (nil, x?): return [x]
+        case (nil, nil): return []
+        }
+    }
+}

@@ -10,16 +10,21 @@ public struct TransitRelaySettings: Sendable {
     public var host = "127.0.0.1"
     /// Port (0: one the kernel picks).
     public var port = 4001
-    /// Seconds a connection has to send its handshake line.
-    public var handshakeTimeout: Double = 30
+    /// Seconds a connection has to send its handshake line (`--transit-handshake-timeout`).
+    public var handshakeTimeout: Double = 10
     /// Seconds a connection with a good handshake waits for its peer before it is closed.
     public var pairingTimeout: Double = 120
+    /// Seconds a joined pair may stay silent both ways before both are closed (`--transit-idle-timeout`).
+    public var pairIdleTimeout: Double = 300
     /// Connections waiting for their peer at once.
     public var maximumPending = 2048
-    /// Connections waiting at once from one address (loopback included).
-    public var maximumPendingPerAddress = 256
+    /// Connections waiting at once from one address, loopback included (`--transit-max-waiting-per-address`).
+    public var maximumPendingPerAddress = 64
     /// Joined pairs at once.
     public var maximumPairs = 1024
+    /// Joined pairs at once that one address takes part in, loopback included (`--transit-max-pairs-per-address`).
+    /// Connections in all and per address are capped with the HTTP listener's (``ConnectionLimits``).
+    public var maximumPairsPerAddress = 64
     /// Bytes a waiting connection may send before its peer comes (more closes it).
     public var maximumEarlyBytes = 65536
 
@@ -41,6 +46,8 @@ public struct TransitRelayCounts: Sendable, Hashable {
     public var timedOut = 0
     /// Connections refused by a limit.
     public var refused = 0
+    /// Pairs closed because neither end sent anything for ``TransitRelaySettings/pairIdleTimeout``.
+    public var idleClosed = 0
 }
 
 /// The magic-wormhole transit relay: TCP connections send `please relay TOKEN for side SIDE\n`
@@ -48,24 +55,39 @@ public struct TransitRelayCounts: Sendable, Hashable {
 /// `ok\n`, and from then on the bytes each sends go to the other, with backpressure (a peer that does not
 /// read stops the sender's reads), until either closes. Bytes never cross between different tokens. A
 /// bad first line is answered `bad handshake\n` and closed; a connection whose peer does not come in
-/// ``TransitRelaySettings/pairingTimeout`` is closed; limits on waiting connections and pairs refuse
-/// the excess. Run as a `Service` (`modem-hub serve --transit-listen HOST:PORT`).
+/// ``TransitRelaySettings/pairingTimeout`` is closed; a joined pair silent both ways for
+/// ``TransitRelaySettings/pairIdleTimeout`` is closed. The relay is under the hub's connection guard:
+/// every connection counts in the caps of ``ConnectionCounts`` (in all and per address, shared with the
+/// HTTP listener) from the moment it is accepted, and must send its handshake within
+/// ``TransitRelaySettings/handshakeTimeout``; waiting connections and joined pairs are capped in all and
+/// per address (every address counts, loopback included). A connection over a cap is closed (the
+/// transit protocol has no refusal line; the reference relay closes too). Run as a `Service`
+/// (`modem-hub serve --transit-listen HOST:PORT`). Raw TCP carries no forwarded-for header: behind a
+/// TCP proxy the relay sees the proxy's address.
 public final class TransitRelay: Service, Sendable {
     /// The settings.
     public let settings: TransitRelaySettings
     private let logger: Logger
     private let onListening: @Sendable (Int) -> Void
-    let state: Mutex<(matcher: TransitMatcher<ObjectIdentifier>, channels: [ObjectIdentifier: any Channel], counts: TransitRelayCounts)>
+    /// The caps on connections, shared with the HTTP listener when the hub passes its own.
+    let connectionCounts: ConnectionCounts
+    let state: Mutex<(matcher: TransitMatcher<ObjectIdentifier>, channels: [ObjectIdentifier: any Channel], counts: TransitRelayCounts,
+                      pairs: TransitPairCounts)>
 
     /// Creates a relay; `run()` listens.
     /// - Parameters:
+    ///   - connectionCounts: the hub's connection caps (``HubPluginContext/connectionCounts``), so that one
+    ///     count covers every listener; nil: caps of its own with ``ConnectionLimits``'s defaults.
     ///   - onListening: called with the bound port once connections are accepted.
-    public init(settings: TransitRelaySettings, logger: Logger, onListening: @escaping @Sendable (Int) -> Void = { _ in }) {
+    public init(settings: TransitRelaySettings, logger: Logger, connectionCounts: ConnectionCounts? = nil,
+                onListening: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.settings = settings
         self.logger = logger
         self.onListening = onListening
+        self.connectionCounts = connectionCounts ?? ConnectionCounts(limits: ConnectionLimits())
         state = Mutex((TransitMatcher(maximumPending: settings.maximumPending, maximumPerAddress: settings.maximumPendingPerAddress),
-                       [:], TransitRelayCounts()))
+                       [:], TransitRelayCounts(),
+                       TransitPairCounts(maximumPairs: settings.maximumPairs, maximumPerAddress: settings.maximumPairsPerAddress)))
     }
 
     /// What the relay has done so far.
@@ -84,6 +106,10 @@ public final class TransitRelay: Service, Sendable {
             .childChannelOption(.recvAllocator, value: AdaptiveRecvByteBufferAllocator(minimum: 1024, initial: 65536, maximum: 262_144))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
+                    // First the guard's caps (in all and per address, shared with the HTTP listener).
+                    try channel.pipeline.syncOperations.addHandler(ConnectionCapHandler(counts: connectionCounts) { [self] in
+                        state.withLock { $0.counts.refused += 1 }
+                    })
                     try channel.pipeline.syncOperations.addHandler(TransitHandshakeHandler(relay: self))
                 }
             }
@@ -95,7 +121,7 @@ public final class TransitRelay: Service, Sendable {
         let open = state.withLock { Array($0.channels.values) }
         for c in open { c.close(promise: nil) }
         let c = counts
-        logger.notice("transit relay stopped: \(c.pairs) pairs, \(c.bytes) bytes relayed, \(c.badHandshakes) bad handshakes, \(c.timedOut) timed out, \(c.refused) refused")
+        logger.notice("transit relay stopped: \(c.pairs) pairs, \(c.bytes) bytes relayed, \(c.badHandshakes) bad handshakes, \(c.timedOut) timed out, \(c.idleClosed) idle pairs closed, \(c.refused) refused")
     }
 
     // MARK: - used by the handlers (any event loop)
@@ -104,18 +130,28 @@ public final class TransitRelay: Service, Sendable {
     /// - Returns: false when it was refused (the caller closes it).
     func arrive(_ handshake: TransitHandshake, channel: any Channel) -> Bool {
         let id = ObjectIdentifier(channel)
-        let address = channel.remoteAddress?.ipAddress ?? "?"
+        let ip = channel.remoteAddress?.ipAddress ?? "?"
+        // A trusted proxy's connections are not capped per address: each is its own key to the matcher.
+        let address = connectionCounts.perAddressKey(ip) ?? "trusted proxy \(id)"
         let outcome = state.withLock { s -> (TransitMatcher<ObjectIdentifier>.Arrival, (any Channel)?) in
-            if s.counts.activePairs >= settings.maximumPairs {
+            if s.pairs.active >= settings.maximumPairs {
                 s.counts.refused += 1
                 return (.refused("the relay carries \(settings.maximumPairs) pairs"), nil)
             }
             let a = s.matcher.arrive(handshake, connection: id, address: address)
             switch a {
             case .paired(let other):
+                let partner = s.channels.removeValue(forKey: other)
+                let partnerAddress = partner.flatMap { connectionCounts.perAddressKey($0.remoteAddress?.ipAddress ?? "?") }
+                if let why = s.pairs.join(connectionCounts.perAddressKey(ip), partnerAddress) {
+                    // Over a cap on pairs: neither end is relayed (the waiting one left the matcher).
+                    s.counts.refused += 2
+                    partner?.close(promise: nil)
+                    return (.refused(why), nil)
+                }
                 s.counts.pairs += 1
                 s.counts.activePairs += 1
-                return (a, s.channels.removeValue(forKey: other))
+                return (a, partner)
             case .waiting:
                 s.channels[id] = channel
             case .refused:
@@ -127,7 +163,8 @@ public final class TransitRelay: Service, Sendable {
         case (.paired, let other?):
             // "ok" to both first, so it goes out ahead of anything the other relays.
             for c in [other, channel] { c.writeAndFlush(ByteBuffer(bytes: TransitHandshake.ok), promise: nil) }
-            let end = PairEnd()
+            let end = PairEnd(addresses: (connectionCounts.perAddressKey(other.remoteAddress?.ipAddress ?? "?"),
+                                          connectionCounts.perAddressKey(ip)))
             join(other, channel, end)
             join(channel, other, end)
             logger.debug("transit: paired on token \(handshake.token.prefix(8))…")
@@ -137,7 +174,7 @@ public final class TransitRelay: Service, Sendable {
         case (.waiting, _):
             return true
         case (.refused(let why), _):
-            logger.warning("transit: refused a connection from \(address): \(why)")
+            logger.warning("transit: refused a connection from \(ip): \(why)")
             return false
         }
     }
@@ -152,14 +189,24 @@ public final class TransitRelay: Service, Sendable {
         }
     }
 
-    func count(badHandshake: Bool = false, timedOut: Bool = false, bytes: Int = 0, pairEnded: Bool = false) {
+    func count(badHandshake: Bool = false, timedOut: Bool = false, bytes: Int = 0, idleClosed: Bool = false) {
         state.withLock { s in
             if badHandshake { s.counts.badHandshakes += 1 }
             if timedOut { s.counts.timedOut += 1 }
+            if idleClosed { s.counts.idleClosed += 1 }
             s.counts.bytes += Int64(bytes)
-            if pairEnded { s.counts.activePairs -= 1 }
         }
     }
+
+    /// A joined pair ended (counted once, by whichever end goes first).
+    func pairEnded(_ end: PairEnd) {
+        guard end.flag.exchange(true, ordering: .relaxed) == false else { return }
+        state.withLock { s in
+            s.counts.activePairs -= 1
+            s.pairs.end(end.addresses.0, end.addresses.1)
+        }
+    }
+
 
     /// On `channel`'s own event loop: the handshake handler gives way to a pipe to `partner`, and what
     /// `channel` sent early goes to the partner.
@@ -168,7 +215,7 @@ public final class TransitRelay: Service, Sendable {
             let ops = channel.pipeline.syncOperations
             guard channel.isActive, let handshake = try? ops.handler(type: TransitHandshakeHandler.self) else {
                 // Gone before its pipe was laid: the pair ends here.
-                if end.flag.exchange(true, ordering: .relaxed) == false { count(pairEnded: true) }
+                pairEnded(end)
                 partner.close(promise: nil)
                 return
             }
@@ -279,6 +326,8 @@ final class TransitPipeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let relay: TransitRelay
     private let partner: any Channel
     private let end: PairEnd
+    /// The next look at the pair's idleness (cancelled when this end closes).
+    private var idleCheck: Scheduled<Void>?
 
     init(relay: TransitRelay, partner: any Channel, end: PairEnd) {
         self.relay = relay
@@ -286,8 +335,37 @@ final class TransitPipeHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.end = end
     }
 
+    func handlerAdded(context: ChannelHandlerContext) {
+        scheduleIdleCheck(context, in: Int64(relay.settings.pairIdleTimeout * 1e9))
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        idleCheck?.cancel()
+        idleCheck = nil
+    }
+
+    /// Closes this end (and so the pair) once neither end has sent anything for the idle timeout;
+    /// looks again later when something was sent meanwhile.
+    private func scheduleIdleCheck(_ context: ChannelHandlerContext, in nanoseconds: Int64) {
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        let channel = context.channel
+        idleCheck = context.eventLoop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+            let handler = bound.value
+            guard channel.isActive, let context = try? channel.pipeline.syncOperations.context(handler: handler) else { return }
+            let limit = Int64(handler.relay.settings.pairIdleTimeout * 1e9)
+            let quiet = Int64(NIODeadline.now().uptimeNanoseconds) - handler.end.lastActivity.load(ordering: .relaxed)
+            if quiet >= limit {
+                if handler.end.idleCounted.exchange(true, ordering: .relaxed) == false { handler.relay.count(idleClosed: true) }
+                context.close(promise: nil)
+            } else {
+                handler.scheduleIdleCheck(context, in: limit - quiet)
+            }
+        }
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data)
+        end.lastActivity.store(Int64(NIODeadline.now().uptimeNanoseconds), ordering: .relaxed)
         relay.count(bytes: bytes.readableBytes)
         partner.writeAndFlush(bytes, promise: nil)
         if !partner.isWritable {
@@ -306,7 +384,9 @@ final class TransitPipeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if end.flag.exchange(true, ordering: .relaxed) == false { relay.count(pairEnded: true) }
+        idleCheck?.cancel()
+        idleCheck = nil
+        relay.pairEnded(end)
         // What is still queued for the partner goes out first: writes complete in order.
         let partner = self.partner
         partner.writeAndFlush(ByteBuffer()).whenComplete { _ in partner.close(promise: nil) }
@@ -332,8 +412,16 @@ final class TransitPipeHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// Shared by a pair's two pipes: the first to end counts the pair's end; both FINs end the pair.
+/// Shared by a pair's two pipes: the first to end counts the pair's end; both FINs end the pair; when
+/// either end last sent something (for the idle timeout).
 final class PairEnd: Sendable {
     let flag = Atomic<Bool>(false)
     let inputsClosed = Atomic<Int>(0)
+    let idleCounted = Atomic<Bool>(false)
+    /// `NIODeadline` uptime nanoseconds of the last bytes read from either end.
+    let lastActivity = Atomic<Int64>(Int64(NIODeadline.now().uptimeNanoseconds))
+    /// The two ends' per-address keys (nil: a trusted proxy), released when the pair ends.
+    let addresses: (String?, String?)
+
+    init(addresses: (String?, String?)) { self.addresses = addresses }
 }

@@ -58,6 +58,8 @@ public actor WormholeShared {
         var allNameplates = false
         var mailboxes: [String] = []
         var countNameplates = false
+        /// The client's address, whose holdings over the whole database the bounds per address count.
+        var address: String? = nil
     }
 
     /// Runs `op` on fresh copies of the records in `scope` (and the mailboxes of those nameplates),
@@ -104,6 +106,19 @@ public actor WormholeShared {
                    let n = try await tx.first("SELECT CAST(COUNT(*) AS TEXT) FROM wormhole_nameplates", [])?[0].text, let count = Int(n), count >= maximum {
                     return .failure(WormholeError("the server has no room for another nameplate"))
                 }
+                // What the client's address holds over every application and node (the records keep who made them).
+                if let address = scope.address {
+                    // A plain text match first (cheap) picks the records that name the address at all.
+                    let mention = "%\"" + address + "\"%"
+                    func number(_ sql: String) async throws -> Int {
+                        Int(try await tx.first(sql, [.text(address), .text(mention)])?[0].text ?? "0") ?? 0
+                    }
+                    let plates = try await number("SELECT CAST(COUNT(*) AS TEXT) FROM wormhole_nameplates WHERE body LIKE $2 AND CAST(body AS json)->>'by' = $1")
+                    let boxes = try await number("SELECT CAST(COUNT(*) AS TEXT) FROM wormhole_mailboxes WHERE body LIKE $2 AND CAST(body AS json)->>'by' = $1")
+                    let bytes = try await number("SELECT CAST(COALESCE(SUM(CAST(CAST(body AS json)->'charges'->>CAST($1 AS TEXT) AS bigint)), 0) AS TEXT) FROM wormhole_mailboxes WHERE body LIKE $2")
+                    rendezvous.setHoldingInAll(of: address, nameplates: plates, mailboxes: boxes, bytes: bytes)
+                }
+                defer { if let address = scope.address { rendezvous.forgetHoldingElsewhere(of: address) } }
                 let result: Result<T, WormholeError>
                 do throws(WormholeError) { result = .success(try op()) } catch { result = .failure(error) }
                 let changes = rendezvous.takeChanges().changes

@@ -25,7 +25,8 @@ public struct WormholeSocket: Sendable {
 
     /// A socket of `rendezvous`, whose changes `persister` (if any) writes before each answer; with
     /// `shared`, every request runs on the database several nodes share instead. `limiter` bounds
-    /// what one address (`remoteIP`) may allocate and claim.
+    /// what one address (`remoteIP`, the client's address) may allocate and claim per window; the
+    /// rendezvous bounds what it may hold (``WormholeLimits``).
     public init(rendezvous: WormholeRendezvous, persister: WormholePersister? = nil, shared: WormholeShared? = nil,
                 limiter: WormholeAddressLimiter? = nil, remoteIP: String = "?") {
         self.rendezvous = rendezvous
@@ -126,8 +127,8 @@ public struct WormholeSocket: Sendable {
                 guard !c.allocated else { throw WormholeError("you already allocated one, don't be greedy") }
                 try limiter?.allow(.allocate, from: remoteIP, now: now)
                 let r = rendezvous
-                let name = try await run(app, .init(allNameplates: true, countNameplates: true)) { () throws(WormholeError) in
-                    try r.allocate(app: app, side: side, now: now)
+                let name = try await run(app, .init(allNameplates: true, countNameplates: true, address: remoteIP)) { () throws(WormholeError) in
+                    try r.allocate(app: app, side: side, now: now, address: remoteIP)
                 }
                 c.allocated = true
                 c.nameplate = name
@@ -139,8 +140,8 @@ public struct WormholeSocket: Sendable {
                 c.claimed = true
                 c.nameplate = name
                 let r = rendezvous
-                let mailbox = try await run(app, .init(nameplates: [name], countNameplates: true)) { () throws(WormholeError) in
-                    try r.claim(app: app, nameplate: name, side: side, now: now)
+                let mailbox = try await run(app, .init(nameplates: [name], countNameplates: true, address: remoteIP)) { () throws(WormholeError) in
+                    try r.claim(app: app, nameplate: name, side: side, now: now, address: remoteIP)
                 }
                 replies.append(Self.json(["type": "claimed", "mailbox": mailbox]))
             case "release":
@@ -158,8 +159,8 @@ public struct WormholeSocket: Sendable {
                 try limiter?.allow(.claim, from: remoteIP, now: now)
                 c.mailbox = mailbox
                 let r = rendezvous
-                c.listener = try await run(app, .init(mailboxes: [mailbox])) { () throws(WormholeError) in
-                    try r.open(app: app, mailbox: mailbox, side: side, now: now) { m in
+                c.listener = try await run(app, .init(mailboxes: [mailbox], address: remoteIP)) { () throws(WormholeError) in
+                    try r.open(app: app, mailbox: mailbox, side: side, now: now, address: remoteIP) { m in
                         var out: [String: Any] = ["type": "message", "side": m.side, "phase": m.phase, "body": m.body,
                                                   "server_rx": m.serverRx]
                         out["id"] = m.id ?? NSNull()
@@ -171,8 +172,10 @@ public struct WormholeSocket: Sendable {
                 guard let phase = msg["phase"] as? String else { throw WormholeError("missing 'phase'") }
                 guard let body = msg["body"] as? String else { throw WormholeError("missing 'body'") }
                 let message = WormholeMessage(side: side, phase: phase, body: body, serverRx: now, id: msg["id"] as? String)
-                let r = rendezvous
-                try await run(app, .init(mailboxes: [mailbox])) { () throws(WormholeError) in try r.add(app: app, mailbox: mailbox, message: message) }
+                let r = rendezvous, address = remoteIP
+                try await run(app, .init(mailboxes: [mailbox], address: address)) { () throws(WormholeError) in
+                    try r.add(app: app, mailbox: mailbox, message: message, address: address)
+                }
             case "close":
                 guard !c.closed else { throw WormholeError("only one close per connection") }
                 let asked = msg["mailbox"] as? String
@@ -224,6 +227,11 @@ public final class WormholePlugin: HubPlugin, Sendable {
         self.rendezvous = rendezvous
         self.groups = groups
         self.limiter = limiter
+    }
+
+    /// Creates the plugin with the bounds of `limits` (`HubServerSettings.wormhole`).
+    public convenience init(groups: GroupsPlugin?, limits: WormholeLimits) {
+        self.init(rendezvous: WormholeRendezvous(limits: limits), groups: groups, limiter: WormholeAddressLimiter(limits: limits))
     }
 
     /// The shared rendezvous when the hub runs on PostgreSQL with the groups' bus, else nil.

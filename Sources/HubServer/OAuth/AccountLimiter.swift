@@ -1,0 +1,155 @@
+import HubCore
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The bounds on the account flow and on logins (sign-ups, codes issued, guesses at codes, password
+/// grants), per account and per client address. Each is a `modem-hub serve` option (docs/hub.md); a
+/// request over one is refused with 429 and `Retry-After` and does nothing.
+///
+/// Accounts are counted under the key of their name (``AccountName/key(_:)``), whether or not the account
+/// exists, so a refusal tells nothing about which names exist. Windows slide; nothing an attacker does
+/// (asking for a new code, another case of the name) gives a budget back.
+public struct AccountLimits: Sendable, Equatable {
+    /// Sign-ups (each a bcrypt and a code delivery) per client address per hour (`--signups-per-address-per-hour`).
+    public var signupsPerAddressPerHour = 20
+    /// Codes issued (sign-up and forgot) per account per hour (`--codes-per-account-per-hour`).
+    public var codesPerAccountPerHour = 3
+    /// Codes issued per client address per hour, whatever the account (`--codes-per-address-per-hour`).
+    public var codesPerAddressPerHour = 20
+    /// Wrong guesses one code allows before it is deleted (`--code-tries`).
+    public var codeTries = 5
+    /// Guesses at codes (confirm and reset) per account per hour, across every code it is sent
+    /// (`--code-guesses-per-account-per-hour`).
+    public var codeGuessesPerAccountPerHour = 10
+    /// Guesses at codes per client address per hour, whatever the account (`--code-guesses-per-address-per-hour`).
+    public var codeGuessesPerAddressPerHour = 30
+    /// Failed password grants per account per minute (`--login-failures-per-account-per-minute`).
+    public var loginFailuresPerAccountPerMinute = 5
+    /// Failed password grants per account per hour (`--login-failures-per-account-per-hour`).
+    public var loginFailuresPerAccountPerHour = 30
+    /// Password grants (failed or not) per client address per minute (`--logins-per-address-per-minute`).
+    public var loginsPerAddressPerMinute = 20
+    /// Keys (addresses or accounts) each limiter keeps at most (`--limiter-keys`); see ``BoundedRateLimiter``.
+    public var limiterKeys = 100_000
+    public init() {}
+}
+
+/// The limiters of ``AccountLimits`` on the authority's clock (Unix milliseconds), in bounded memory.
+public final class AccountLimiter: Sendable {
+    /// What is counted.
+    public enum Event: Sendable {
+        /// A sign-up from `address`.
+        case signup(address: String)
+        /// A code issued for the account of key `account`, asked for from `address`.
+        case code(account: String, address: String)
+        /// A guess at a code of `account` from `address`.
+        case guess(account: String, address: String)
+        /// A password grant for `account` from `address` (the address part; failures are recorded apart).
+        case login(account: String, address: String)
+    }
+
+    public let limits: AccountLimits
+    private struct State {
+        var signupsPerAddress: BoundedRateLimiter
+        var codesPerAccount: BoundedRateLimiter
+        var codesPerAddress: BoundedRateLimiter
+        var guessesPerAccount: BoundedRateLimiter
+        var guessesPerAddress: BoundedRateLimiter
+        var loginFailuresPerMinute: BoundedRateLimiter
+        var loginFailuresPerHour: BoundedRateLimiter
+        var loginsPerAddress: BoundedRateLimiter
+    }
+    private let state: Mutex<State>
+
+    static let hourMs: Int64 = 3_600_000
+    static let minuteMs: Int64 = 60_000
+
+    public init(limits: AccountLimits) {
+        self.limits = limits
+        let k = limits.limiterKeys
+        state = Mutex(State(
+            signupsPerAddress: BoundedRateLimiter(limit: limits.signupsPerAddressPerHour, windowMs: Self.hourMs, maxKeys: k),
+            codesPerAccount: BoundedRateLimiter(limit: limits.codesPerAccountPerHour, windowMs: Self.hourMs, maxKeys: k),
+            codesPerAddress: BoundedRateLimiter(limit: limits.codesPerAddressPerHour, windowMs: Self.hourMs, maxKeys: k),
+            guessesPerAccount: BoundedRateLimiter(limit: limits.codeGuessesPerAccountPerHour, windowMs: Self.hourMs, maxKeys: k),
+            guessesPerAddress: BoundedRateLimiter(limit: limits.codeGuessesPerAddressPerHour, windowMs: Self.hourMs, maxKeys: k),
+            loginFailuresPerMinute: BoundedRateLimiter(limit: limits.loginFailuresPerAccountPerMinute, windowMs: Self.minuteMs, maxKeys: k),
+            loginFailuresPerHour: BoundedRateLimiter(limit: limits.loginFailuresPerAccountPerHour, windowMs: Self.hourMs, maxKeys: k),
+            loginsPerAddress: BoundedRateLimiter(limit: limits.loginsPerAddressPerMinute, windowMs: Self.minuteMs, maxKeys: k)))
+    }
+
+    /// The key of a client address for the limits per address: an IPv4 address as it is, an IPv6 address
+    /// by its /64 (one subscriber's network: a host picks any address in it at will), anything else as it is.
+    public static func addressKey(_ address: String) -> String {
+        guard address.contains(":") else { return address }
+        var bytes = [UInt8](repeating: 0, count: 16)
+        let ok = bytes.withUnsafeMutableBytes { inet_pton(AF_INET6, address, $0.baseAddress) } == 1
+        guard ok else { return address }
+        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
+            return bytes[12..<16].map(String.init).joined(separator: ".")  // IPv4-mapped
+        }
+        return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
+            .joined(separator: ":") + "::/64"
+    }
+
+    /// Counts `event` in every limiter it belongs to and answers nil, or answers the seconds to wait
+    /// (the longest of the limiters it is over) and counts nothing: all or none. Addresses are keyed by
+    /// ``addressKey(_:)``.
+    public func admit(_ event: Event, nowMs: Int64) -> Int? {
+        let event: Event = switch event {
+        case .signup(let a): .signup(address: Self.addressKey(a))
+        case .code(let n, let a): .code(account: n, address: Self.addressKey(a))
+        case .guess(let n, let a): .guess(account: n, address: Self.addressKey(a))
+        case .login(let n, let a): .login(account: n, address: Self.addressKey(a))
+        }
+        return state.withLock { s in
+            switch event {
+            case .signup(let address):
+                return Self.admit([(\State.signupsPerAddress, address)], in: &s, nowMs: nowMs)
+            case .code(let account, let address):
+                return Self.admit([(\State.codesPerAccount, account), (\State.codesPerAddress, address)], in: &s, nowMs: nowMs)
+            case .guess(let account, let address):
+                return Self.admit([(\State.guessesPerAccount, account), (\State.guessesPerAddress, address)], in: &s, nowMs: nowMs)
+            case .login(let account, let address):
+                // Failures are recorded by `loginFailed`; here they only refuse.
+                let failed = [s.loginFailuresPerMinute.retryAfter(account, nowMs: nowMs),
+                              s.loginFailuresPerHour.retryAfter(account, nowMs: nowMs)].compactMap { $0 }.max()
+                if let failed { return max(failed, s.loginsPerAddress.retryAfter(address, nowMs: nowMs) ?? 0) }
+                return s.loginsPerAddress.admit(address, nowMs: nowMs)
+            }
+        }
+    }
+
+    /// Records a failed password grant for the account of key `account`.
+    public func loginFailed(account: String, nowMs: Int64) {
+        state.withLock { s in
+            s.loginFailuresPerMinute.record(account, nowMs: nowMs)
+            s.loginFailuresPerHour.record(account, nowMs: nowMs)
+        }
+    }
+
+    /// Keys kept by the limiters, in all (for tests of the memory bound).
+    public var keyCount: Int {
+        state.withLock { s in
+            s.signupsPerAddress.keyCount + s.codesPerAccount.keyCount + s.codesPerAddress.keyCount + s.guessesPerAccount.keyCount
+                + s.guessesPerAddress.keyCount + s.loginFailuresPerMinute.keyCount + s.loginFailuresPerHour.keyCount
+                + s.loginsPerAddress.keyCount
+        }
+    }
+
+    private static func admit(_ parts: [(WritableKeyPath<State, BoundedRateLimiter>, String)], in s: inout State,
+                              nowMs: Int64) -> Int? {
+        let waits = parts.compactMap { s[keyPath: $0.0].retryAfter($0.1, nowMs: nowMs) }
+        if let wait = waits.max() { return wait }
+        var refused: Int?
+        for (path, key) in parts {
+            // Only a table full of keys at their limits refuses here (see BoundedRateLimiter).
+            if let wait = s[keyPath: path].admit(key, nowMs: nowMs) { refused = max(refused ?? 0, wait) }
+        }
+        return refused
+    }
+}
