@@ -218,7 +218,8 @@ enum MessagingFuzzTargets {
                     (name: "no-contact", bytes: FuzzChunks.join([[MailboxRecordKind.contact], chunk(0, "x")]))]
         },
         run: { input in
-            var machine = MailboxStateMachine(configuration: MailboxConfiguration(maximumBytes: 1 << 20), otherUserName: "bob",
+            var machine = MailboxStateMachine(configuration: MailboxConfiguration(maximumBytes: 1 << 20),
+                                              peer: PeerIdentity(publicKey: [UInt8](repeating: 2, count: 32), trustedName: "bob", claimedName: "bob"),
                                               maximumRecordBody: SessionWire.maximumRecordBody, now: 0)
             _ = machine.start(now: 0)
             for ticket in 0..<3 { _ = machine.submit([UInt8](repeating: UInt8(ticket), count: 100), ticket: ticket, now: 0) }
@@ -271,6 +272,9 @@ enum MessagingFuzzTargets {
                 .offer(conn: 1, metadata: [1, 2, 3]),
                 .channelOpen(conn: 1, channel: 1, kind: .file, size: 10, blockSize: 4096, fileKey: [7, 7],
                              description: "a file", name: "notes.txt"),
+                // A size that overflowed the receiver's block count (issue 32).
+                .channelOpen(conn: 1, channel: 2, kind: .file, size: UInt64.max, blockSize: 16 << 20, fileKey: [7],
+                             description: "huge", name: "huge.bin"),
                 .data(conn: 1, channel: 1, block: 0, offset: 0, last: true, hash: [UInt8](repeating: 0xAB, count: 32),
                       bytes: Array("0123456789".utf8)[...]),
                 .channelHave(conn: 1, channel: 1, blocks: 1, aggregate: [], bitmap: [1]),
@@ -293,8 +297,20 @@ enum MessagingFuzzTargets {
                     let e = message.encoded()
                     precondition(DataMessage.decode(kind: e.kind, body: e.body) == message, "data message: does not encode back to itself")
                 }
-                for case .event(.offered(let id, _)) in machine.input(kind: kind, body: body) {
-                    _ = try? machine.accept(id)
+                for action in machine.input(kind: kind, body: body) {
+                    switch action {
+                    case .event(.offered(let id, _)):
+                        _ = try? machine.accept(id)
+                    case .channel(.opened(_, _, .file, let size, let blockSize, _, _, _)):
+                        // A peer's file offer: the receiver's own bounds on its numbers (any value answers).
+                        if let blocks = DataConnections.incomingFileBlocks(size: size, blockSize: blockSize, maximumBlocks: 8 * 65_000) {
+                            let b = UInt64(blockSize)
+                            precondition(UInt64(blocks) * b >= size && (blocks == 0 || UInt64(blocks - 1) * b < size),
+                                         "data connection: a file's block count does not cover its size")
+                        }
+                    default:
+                        break
+                    }
                 }
             }
             _ = machine.sessionEnded()

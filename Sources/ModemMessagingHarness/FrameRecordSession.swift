@@ -5,8 +5,8 @@ import ModemTransport
 /// `kind u8 | body`. No handshake, no keys: the harness's stand-in for the Noise session when it
 /// measures the link alone (`transfer-test --plain`), and the way to see what encryption costs.
 public final class FrameRecordSession: RecordSession {
-    /// A fixed label: this session authenticates nobody.
-    public let peer = SessionPeer(name: "plain", publicKey: [])
+    /// Nobody authenticated: no key, not trusted.
+    public let peer = PeerIdentity(publicKey: [], trustedName: nil, claimedName: "plain")
     /// The transport's largest frame less the kind byte.
     public let maximumRecordBody: Int
     private let transport: any MessageTransport

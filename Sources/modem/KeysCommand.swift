@@ -21,7 +21,7 @@ struct KeysOptions: ParsableArguments {
             return try body()
         } catch {
             switch error.kind {
-            case .invalidKey, .invalidName, .invalidDate: throw UsageError(error.description)
+            case .invalidKey, .invalidName, .invalidDate, .nameTaken: throw UsageError(error.description)
             default: throw CLIError(error.description)
             }
         }
@@ -64,7 +64,7 @@ struct KeysCommand: AsyncParsableCommand {
     struct Trust: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Trust a peer's public key under a name.",
-            discussion: "NAME is a label of 1 to 64 characters A-Z a-z 0-9 . _ -; KEY is the peer's 'modem keys show' text. An entry with the same key is replaced."
+            discussion: "NAME is a label of 1 to 64 characters A-Z a-z 0-9 . _ -; KEY is the peer's 'modem keys show' text. An entry with the same key is replaced; a NAME already trusted for another key is refused (one name names one key: sessions name a peer by it)."
         )
         @Argument(help: "A name for the peer.") var name: String
         @Argument(help: "The peer's key text (smk1...).") var key: String

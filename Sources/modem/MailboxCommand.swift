@@ -18,8 +18,11 @@ struct MailboxCommand: AsyncParsableCommand {
         discussion: """
         Each line of standard input is one chunk, sent as soon as both ends confirmed; each chunk
         received is printed as one line on standard output. Events go to standard error:
-          connected to NAME, sent N, contact NAME, disconnected END_..., connect failed FAIL_...: detail
+          connected to PEER, sent N, contact NAME (card sent by PEER), disconnected END_..., connect failed FAIL_...: detail
         and, with --listen, listening on ENDPOINT (tcp: with port 0 names the port it got).
+        PEER is the name the peer's key is trusted under here (modem keys trust NAME, or the pairing);
+        the name the peer gives itself (its --name) is shown beside it when it differs, as a claim:
+        connected to bob (claims "the-boss").
         Standard input ending quits (END_USER_QUIT) once every chunk is held by the peer; the peer
         quitting first ends this side too (END_OTHER_USER_QUIT). --listen serves one session.
         Exit status: 0 quit (either side), 1 lost (END_OTHER_USER_LOST, END_LOST_NET) or an error,
@@ -40,7 +43,7 @@ struct MailboxCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Connect to a peer at this endpoint.", valueName: "endpoint"))
     var to: String?
 
-    @Option(name: .long, help: ArgumentHelp("Our user name as the peer sees it (default: $USER@hostname).", valueName: "user"))
+    @Option(name: .long, help: ArgumentHelp("The user name we announce (default: $USER@hostname): the peer shows it only as a claim, beside the name it trusts our key under.", valueName: "user"))
     var name: String?
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Keepalive interval in seconds (0.1 to 86400); the peer is lost after twice this of silence (default: 10 on TCP, 30 on links).", valueName: "seconds"))
@@ -118,12 +121,15 @@ struct MailboxCommand: AsyncParsableCommand {
         }
 
         var status: Int32 = 0
+        var peer: PeerIdentity?
         var sender: Task<Void, Never>?
         var outputFailed: String?
         for await event in mailbox.events {
             switch event {
             case .connected(let other):
-                printError("connected to \(other)")
+                // Named by the name its key is trusted under here; its own --name only as a claim.
+                peer = other
+                printError("connected to \(printable(other.description))")
                 sender = Task { await sendLines(from: input, to: mailbox) }
             case .dataReceived(let chunk):
                 guard outputFailed == nil else { continue }
@@ -137,7 +143,9 @@ struct MailboxCommand: AsyncParsableCommand {
             case .sendSuccess(let seq):
                 printError("sent \(seq)")
             case .contactReceived(let card):
-                printError("contact \(card.formattedName.replacingOccurrences(of: "\n", with: " "))")
+                // A card is what the peer says about itself: shown as sent by the trusted name.
+                let from = peer.map { " (card sent by \(peerName($0)))" } ?? ""
+                printError("contact \(printable(card.formattedName.replacingOccurrences(of: "\n", with: " ")))\(from)")
             case .disconnected(let reason):
                 switch reason {
                 case .userQuit(let detail?): printError("disconnected \(reason.seedName): \(detail)")

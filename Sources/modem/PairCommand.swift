@@ -12,7 +12,9 @@ struct PairCommand: ParsableCommand {
         discussion: """
         One end runs with --announce and plays a short token that commits to its key; the other end
         listens, answers, and both check each other. Both then trust the other's key and print one line
-        'paired CODE' on standard output with the same 6-digit code (compare them). Both ends may share
+        'paired CODE' on standard output with the same 6-digit code (compare them). The key is trusted
+        under the name the peer gave (--name) unless another key already has that name (then
+        paired-CODE); a key trusted before keeps its name. Both ends may share
         one line and hear themselves (a sound server's null sink).
         Exit status: 0 paired; 1 'no pairing heard' (or not completed) after --seconds; 3 'ambiguous,
         pair again' (two pairings heard at once: nothing is trusted); 64 bad options.
@@ -137,11 +139,16 @@ struct PairCommand: ParsableCommand {
             return interruptedStatus
         }
         var status: Int32 = 1
+        let pairedCode = outcome.lazy.compactMap { if case .paired(let c) = $0 { return c } else { return nil } }.first
         for a in outcome {
             switch a {
-            case .trust(let peerName, let key):
-                try store.trust(name: peerName, publicKey: key)
-                printError("modem pair: trusted \(peerName)")
+            case .trust(_, let key):
+                // The local name: a key trusted already keeps its name; else the peer's claimed name
+                // when no other key holds it; else paired-CODE. A peer never takes another key's name.
+                let claimed = machine.peerUserName
+                let local = try store.trustPaired(claimedName: claimed, publicKey: key, fallback: "paired-\(pairedCode ?? "peer")")
+                let identity = PeerIdentity(publicKey: key, trustedName: local, claimedName: claimed)
+                printError("modem pair: trusted \(printable(identity.description))")
             case .paired(let code):
                 try printOutput("paired \(code)")
                 status = 0

@@ -16,7 +16,10 @@ struct ReceiveCommand: AsyncParsableCommand {
         a cleaned name inside --dir (never outside it), verified block by block and as a whole, and
         renamed into place only once verified; interrupted files resume from DIR/.modem-partial.
         Without --accept-all each file is asked for on the terminal; without a terminal it is declined.
-        One line per file on standard output: received NAME BYTES sha256 HEX in S s
+        One line per file on standard output: received NAME BYTES sha256 HEX in S s from PEER
+        (PEER: the name the sender's key is trusted under here, never the name it gives itself).
+        On standard error: session from PEER, with the sender's own --name beside it when it differs,
+        as (claims "NAME").
         Once it listens, one line on standard error: listening on ENDPOINT (tcp: with port 0 names the
         port it got; audio: and bt: print it when the device end is up).
         Exit status: 0 when no file failed (one declined here is no failure), 1 when one failed or was
@@ -59,7 +62,7 @@ struct ReceiveCommand: AsyncParsableCommand {
 
     @OptionGroup var audio: AudioModemOptions
 
-    @Option(name: .long, help: ArgumentHelp("The user name announced to the peer.", valueName: "name"))
+    @Option(name: .long, help: ArgumentHelp("The user name announced to the peer (shown there only as a claim, beside the name it trusts our key under).", valueName: "name"))
     var name: String?
 
     func validate() throws {
@@ -107,7 +110,10 @@ struct ReceiveCommand: AsyncParsableCommand {
         }
         let connections = DataConnections(session: session, configuration: DataConfiguration(
             folder: folder, autoAcceptConnections: true, fileDecider: decider))
-        printError("modem receive: session with \(printable(session.peer.name))")
+        // The peer is named by the name its key is trusted under here; what it calls itself (--name)
+        // is shown beside it as a claim only.
+        let sender = peerName(session.peer)
+        printError("modem receive: session from \(printable(session.peer.description))")
         let stopWatch = onStop { await connections.close() }
         defer { stopWatch.cancel() }
         var bar = ProgressLine(enabled: true)
@@ -115,12 +121,12 @@ struct ReceiveCommand: AsyncParsableCommand {
         for await event in connections.events {
             switch event {
             case .offered(_, let metadata) where !metadata.isEmpty:
-                printError("modem receive: \(printable(session.peer.name)) says: \(printable(String(decoding: metadata, as: UTF8.self)))")
+                printError("modem receive: \(printable(sender)) says: \(printable(String(decoding: metadata, as: UTF8.self)))")
             case .progress(_, _, let bytes, let total):
                 bar.update("receiving \(formatBytes(bytes)) of \(formatBytes(total))")
             case .fileReceived(_, _, let file):
                 bar.clear()
-                try printOutput("received \(file.name) \(file.size) sha256 \(hexString(file.sha256)) in \(String(format2: file.seconds)) s")
+                try printOutput("received \(file.name) \(file.size) sha256 \(hexString(file.sha256)) in \(String(format2: file.seconds)) s from \(printable(sender))")
             case .blobReceived(_, _, let description, let data):
                 printError("modem receive: a blob \(printable(description)) of \(data.count) bytes (not stored)")
             case .channelFailed(_, _, let name, let reason, let detail):
@@ -150,7 +156,7 @@ actor FileQuestion {
             printError("modem receive: declined \(offer.name) (no terminal to ask on; use --accept-all)")
             return false
         }
-        let question = "accept \(offer.name) (\(formatBytes(offer.size))) from \(printable(offer.peer.name))? [y/N] "
+        let question = "accept \(offer.name) (\(formatBytes(offer.size))) from \(printable(offer.peer.description))? [y/N] "
         question.withCString { p in _ = write(2, p, strlen(p)) }
         guard let line = readLine(strippingNewline: true) else { return false }
         let answer = String(line.filter { $0 != " " && $0 != "\t" }).lowercased()
@@ -209,7 +215,7 @@ struct SendCommand: AsyncParsableCommand {
 
     @OptionGroup var audio: AudioModemOptions
 
-    @Option(name: .long, help: ArgumentHelp("The user name announced to the peer.", valueName: "name"))
+    @Option(name: .long, help: ArgumentHelp("The user name announced to the peer (shown there only as a claim, beside the name it trusts our key under).", valueName: "name"))
     var name: String?
 
     func validate() throws {
@@ -254,6 +260,7 @@ struct SendCommand: AsyncParsableCommand {
         let session = try await openSession(listen: nil, to: to!, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs,
                                             audioModem: audio.profile)
         let connections = DataConnections(session: session, configuration: DataConfiguration())
+        printError("modem send: session with \(printable(session.peer.description))")
         let stopWatch = onStop { await connections.close() }
         defer { stopWatch.cancel() }
         // Events are not needed here; keep them drained.
@@ -294,6 +301,12 @@ struct SendCommand: AsyncParsableCommand {
         if failures > 0 { throw ExitCode(1) }
         if case .otherUserLost = end { printError("modem send: \(end.seedName)") }
     }
+}
+
+/// A peer as one word for a line of output: the name its key is trusted under here (sessions only
+/// open with trusted keys), else `untrusted-FINGERPRINT`. Never the name the peer claims.
+func peerName(_ peer: PeerIdentity) -> String {
+    peer.trustedName ?? "untrusted-\(peer.keyFingerprint)"
 }
 
 /// A progress bar shared with the sender's progress callback.

@@ -43,8 +43,15 @@ func openWormholeSession(_ endpoint: String, dialer: Bool, options: SessionOptio
         if error.kind == .wrongCode { throw SessionFailure.invalidAuthorization(error.description) }
         throw SessionFailure.networkUnavailable(error.description)
     }
+    // The session names the peer by its key store entry when its key is trusted already, else by
+    // --trust-as, else as the code's peer with its fingerprint; never by the name it claims. A
+    // --trust-as name that another key holds is refused: the peer would be shown under it.
+    if let trustAs, let holder = try? options.keys.trustedPeers().first(where: { $0.name == trustAs && $0.publicKey != link.peerKey }) {
+        await link.transport.close()
+        throw SessionFailure.invalidAuthorization("--trust-as \(trustAs): that name is already trusted for another key (fingerprint \(keyFingerprint(holder.publicKey))); choose another name")
+    }
     var o = options
-    o.sessionTrust = [TrustedPeer(name: trustAs ?? "wormhole peer", publicKey: link.peerKey)]
+    o.sessionTrust = [TrustedPeer(name: trustAs ?? "wormhole-\(keyFingerprint(link.peerKey))", publicKey: link.peerKey)]
     o.prologueBinding = link.prologueBinding
     let session = try await NoiseSession.establish(over: link.transport, initiator: dialer, options: o)
     if let trustAs {

@@ -51,7 +51,7 @@ struct MessagingBluetoothCLITests {
         #expect(send.stdoutText.hasPrefix("sent f.bin 100000 in "), "\(send.stdoutText)")
         #expect(await rx.wait(timeout: 30), "receive did not exit within 30 s of the session: \(rx.stderrText)")
         #expect(rx.exitedNormally && rx.status == 0, "\(rx.stderrText)")
-        #expect(rx.stderrText.contains("session with alice"), "\(rx.stderrText)")
+        #expect(rx.stderrText.contains("session from alice"), "\(rx.stderrText)")
         #expect(rx.stdoutText.hasPrefix("received f.bin 100000 sha256 "), "\(rx.stdoutText)")
         #expect(try readBytes(dir.file("in/f.bin")) == data)
     }

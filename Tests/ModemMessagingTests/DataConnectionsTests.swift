@@ -26,7 +26,7 @@ final class WatchedSession: RecordSession {
         self.corruptDataRecord = corruptDataRecord
     }
 
-    var peer: SessionPeer { inner.peer }
+    var peer: PeerIdentity { inner.peer }
     var maximumRecordBody: Int { inner.maximumRecordBody }
     var sent: Int { counts.withLock { $0.sent } }
 

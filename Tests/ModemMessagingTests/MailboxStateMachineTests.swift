@@ -14,10 +14,12 @@ private struct Pair {
     var closed = [false, false]
     var aborted = [false, false]
     var chunkRecordsSent = [0, 0]
+    static let alice = PeerIdentity(publicKey: [UInt8](repeating: 1, count: 32), trustedName: "alice", claimedName: "alice")
+    static let bob = PeerIdentity(publicKey: [UInt8](repeating: 2, count: 32), trustedName: "bob", claimedName: "bob")
 
     init(a: MailboxConfiguration = MailboxConfiguration(), b: MailboxConfiguration = MailboxConfiguration()) {
-        self.a = MailboxStateMachine(configuration: a, otherUserName: "bob", maximumRecordBody: 65_519, now: 0)
-        self.b = MailboxStateMachine(configuration: b, otherUserName: "alice", maximumRecordBody: 65_519, now: 0)
+        self.a = MailboxStateMachine(configuration: a, peer: Self.bob, maximumRecordBody: 65_519, now: 0)
+        self.b = MailboxStateMachine(configuration: b, peer: Self.alice, maximumRecordBody: 65_519, now: 0)
     }
 
     mutating func apply(_ actions: [MailboxAction], side: Int) {
@@ -88,8 +90,8 @@ struct MailboxStateMachineTests {
         // Nothing moves before the contacts crossed.
         #expect(pair.chunkRecordsSent == [0, 0])
         pair.run()
-        #expect(pair.events[0].first == .connected(otherUserName: "bob"))
-        #expect(pair.events[1].first == .connected(otherUserName: "alice"))
+        #expect(pair.events[0].first == .connected(Pair.bob))
+        #expect(pair.events[1].first == .connected(Pair.alice))
         #expect(pair.delivered[1].map { String(decoding: $0.1, as: UTF8.self) } == (1...100).map { "from alice \($0)" })
         #expect(pair.delivered[0].map { String(decoding: $0.1, as: UTF8.self) } == (1...100).map { "from bob \($0)" })
         #expect(pair.delivered[1].map(\.0) == Array(1...100))
@@ -216,10 +218,10 @@ struct MailboxStateMachineTests {
         var pair = Pair(a: MailboxConfiguration(contact: card))
         pair.start()
         pair.run()
-        #expect(pair.events[1] == [.connected(otherUserName: "alice"), .contactReceived(card)])
-        #expect(pair.events[0] == [.connected(otherUserName: "bob")])
+        #expect(pair.events[1] == [.connected(Pair.alice), .contactReceived(card)])
+        #expect(pair.events[0] == [.connected(Pair.bob)])
 
-        var machine = MailboxStateMachine(configuration: MailboxConfiguration(), otherUserName: "mallory",
+        var machine = MailboxStateMachine(configuration: MailboxConfiguration(), peer: Pair.bob,
                                           maximumRecordBody: 65_519, now: 0)
         _ = machine.start(now: 0)
         let actions = machine.record(kind: MailboxRecordKind.contact,
@@ -244,7 +246,7 @@ struct MailboxStateMachineTests {
             [(MailboxRecordKind.contact, []), (0x1F, [])],                                    // unknown kind
         ]
         for records in cases {
-            var machine = MailboxStateMachine(configuration: MailboxConfiguration(), otherUserName: "m",
+            var machine = MailboxStateMachine(configuration: MailboxConfiguration(), peer: Pair.bob,
                                               maximumRecordBody: 65_519, now: 0)
             _ = machine.start(now: 0)
             var last: [MailboxAction] = []

@@ -17,7 +17,7 @@ private func collect(_ mailbox: Mailbox, onChunk: @escaping @Sendable (Int) asyn
         var seen = Seen()
         for await event in mailbox.events {
             switch event {
-            case .connected(let name): seen.connected = name
+            case .connected(let peer): seen.connected = peer.description
             case .dataReceived(let bytes):
                 seen.chunks.append(String(decoding: bytes, as: UTF8.self))
                 await onChunk(seen.chunks.count)
@@ -33,8 +33,8 @@ private func collect(_ mailbox: Mailbox, onChunk: @escaping @Sendable (Int) asyn
 private func pairOfMailboxes(_ a: MailboxConfiguration = MailboxConfiguration(),
                              _ b: MailboxConfiguration = MailboxConfiguration(),
                              capacity: Int = 8) async -> (Mailbox, Mailbox, InMemorySession) {
-    let (sa, sb) = InMemorySessionLine.pair(a: SessionPeer(name: "alice", publicKey: [UInt8](repeating: 1, count: 32)),
-                                            b: SessionPeer(name: "bob", publicKey: [UInt8](repeating: 2, count: 32)),
+    let (sa, sb) = InMemorySessionLine.pair(a: PeerIdentity(publicKey: [UInt8](repeating: 1, count: 32), trustedName: "alice", claimedName: "alice"),
+                                            b: PeerIdentity(publicKey: [UInt8](repeating: 2, count: 32), trustedName: "bob", claimedName: "bob"),
                                             capacity: capacity)
     let alice = Mailbox(userName: "alice", configuration: a)
     let bob = Mailbox(userName: "bob", configuration: b)
@@ -75,7 +75,7 @@ private struct GatedSession: RecordSession {
     let inner: InMemorySession
     let gate: Gate
     let gatedKind: UInt8
-    var peer: SessionPeer { inner.peer }
+    var peer: PeerIdentity { inner.peer }
     var maximumRecordBody: Int { inner.maximumRecordBody }
 
     func send(kind: UInt8, body: [UInt8]) async throws(SessionSendError) {
@@ -114,7 +114,7 @@ struct MailboxTests {
         let b = await bobSeen.value
         #expect(a.connected == "bob")
         #expect(b.connected == "alice")
-        #expect(await alice.otherUserName == "bob")
+        #expect(await alice.peer?.trustedName == "bob")
         #expect(a.chunks == (1...100).map { "from bob \($0)" })
         #expect(b.chunks == (1...100).map { "from alice \($0)" })
         #expect(b.successes == Array(1...100))
@@ -156,8 +156,8 @@ struct MailboxTests {
         #expect(a.chunks == ["yo"])
         #expect(b.chunks == ["hi"])
         let quits: [MailboxEvent] = [.disconnected(.userQuit(nil)), .disconnected(.otherUserQuit)]
-        #expect(quits.contains(a.end ?? .connected(otherUserName: "")))
-        #expect(quits.contains(b.end ?? .connected(otherUserName: "")))
+        #expect(quits.contains(a.end ?? .sendSuccess(0)))
+        #expect(quits.contains(b.end ?? .sendSuccess(0)))
     }
 
     @Test("a side that quits before the session opened still delivers its queued chunk")
@@ -352,7 +352,7 @@ struct MailboxTests {
     func delegate() async throws {
         final class Recorder: MailboxDelegate {
             let calls = Mutex<[String]>([])
-            func mailboxDidConnect(otherUserName: String) { calls.withLock { $0.append("connect \(otherUserName)") } }
+            func mailboxDidConnect(peer: PeerIdentity) { calls.withLock { $0.append("connect \(peer)") } }
             func mailboxDidDisconnect(reason: SessionEnd) { calls.withLock { $0.append("disconnect \(reason.seedName)") } }
             func mailboxConnectFailed(reason: SessionFailure) { calls.withLock { $0.append("failed \(reason.seedName)") } }
             func mailboxDataReceived(chunk: [UInt8]) { calls.withLock { $0.append("data \(String(decoding: chunk, as: UTF8.self))") } }
@@ -370,6 +370,6 @@ struct MailboxTests {
         #expect(aliceRecorder.calls.withLock { $0 } == ["connect bob", "success 1", "disconnect END_USER_QUIT"])
         #expect(bobRecorder.calls.withLock { $0 } == ["connect alice", "data ping", "disconnect END_OTHER_USER_QUIT"])
         #expect(aliceFacade.userName == "alice")
-        #expect(await bobFacade.otherUserName == "alice")
+        #expect(await bobFacade.peer?.trustedName == "alice")
     }
 }

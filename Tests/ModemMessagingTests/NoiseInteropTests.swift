@@ -44,7 +44,7 @@ struct NoiseInteropTests {
 
         let session = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
                                                        options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: SessionClock(TestClock())))
-        #expect(session.peer == SessionPeer(name: "pypeer", publicKey: Array(pythonKey.publicKey.rawRepresentation)))
+        #expect(session.peer == PeerIdentity(publicKey: Array(pythonKey.publicKey.rawRepresentation), trustedName: "pypeer", claimedName: "pypeer"))
         var received: [[UInt8]] = []
         var end: SessionEnd?
         while end == nil {

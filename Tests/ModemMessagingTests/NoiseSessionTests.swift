@@ -86,14 +86,14 @@ final class WatchedTransport: MessageTransport {
 /// Sessions on both ends of a loopback TCP connection. Their timers run on `clock`: by default a
 /// manual clock nobody moves, so no handshake timeout or keepalive fires however slow the machine.
 func sessionPair(keys: (KeyStore, KeyStore), keepalive: Double? = nil, limitsA: SessionLimits? = nil,
-                 clock: SessionClock = SessionClock(TestClock()),
+                 clock: SessionClock = SessionClock(TestClock()), userNames: (String, String) = ("alice", "bob"),
                  wrap: @escaping @Sendable (TCPTransport, Bool) -> any MessageTransport = { t, _ in t })
     async throws -> (Result<NoiseSession, SessionFailure>, Result<NoiseSession, SessionFailure>) {
     let listener = try TCPListener(host: "127.0.0.1", port: 0)
     defer { listener.close() }
-    let optionsA = SessionOptions(userName: "alice", service: .mailbox, keepalive: keepalive, keys: keys.0, limits: limitsA ?? SessionLimits.none,
+    let optionsA = SessionOptions(userName: userNames.0, service: .mailbox, keepalive: keepalive, keys: keys.0, limits: limitsA ?? SessionLimits.none,
                                   clock: clock)
-    let optionsB = SessionOptions(userName: "bob", service: .mailbox, keepalive: keepalive, keys: keys.1, limits: SessionLimits.none,
+    let optionsB = SessionOptions(userName: userNames.1, service: .mailbox, keepalive: keepalive, keys: keys.1, limits: SessionLimits.none,
                                   clock: clock)
     async let responder: Result<NoiseSession, SessionFailure> = {
         do {
@@ -134,8 +134,8 @@ struct NoiseSessionTests {
         let keys = try keyPair()
         let (ra, rb) = try await sessionPair(keys: keys)
         let a = try ra.get(), b = try rb.get()
-        #expect(a.peer == SessionPeer(name: "bob", publicKey: try keys.1.publicKey()))
-        #expect(b.peer == SessionPeer(name: "alice", publicKey: try keys.0.publicKey()))
+        #expect(a.peer == PeerIdentity(publicKey: try keys.1.publicKey(), trustedName: "bob", claimedName: "bob"))
+        #expect(b.peer == PeerIdentity(publicKey: try keys.0.publicKey(), trustedName: "alice", claimedName: "alice"))
         let messages = (0..<300).map { i in [UInt8](repeating: UInt8(i % 256), count: i * 7 % 5000 + 1) }
         let readerB = Task { await drain(b) }
         for m in messages { try await a.send(kind: 0x10, body: m) }

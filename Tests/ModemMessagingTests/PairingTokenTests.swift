@@ -6,13 +6,14 @@ import Testing
 struct PairingTokenTests {
     @Test("a token is 15 bytes, starts with PK and decodes to what was encoded")
     func roundTrip() throws {
-        let c = PairingToken.commitment(publicKey: Array(repeating: 7, count: 32), opening: Array(repeating: 9, count: 16))
+        let c = PairingToken.commitment(session: 0xBEEF, publicKey: Array(repeating: 7, count: 32), opening: Array(repeating: 9, count: 16),
+                                        name: Array("alice".utf8))
         #expect(c.count == 8)
         let t = PairingToken(session: 0xBEEF, commitment: c, flags: 0x3)
         let bytes = t.encode()
         #expect(bytes.count == 15)
         #expect(Array(bytes.prefix(2)) == Array("PK".utf8))
-        #expect(bytes[2] == 0x13)
+        #expect(bytes[2] == 0x23)
         #expect(Array(bytes[3...4]) == [0xBE, 0xEF])
         #expect(try PairingToken(decoding: bytes) == t)
     }
@@ -27,23 +28,32 @@ struct PairingTokenTests {
         }
         for n in 0..<t.count { #expect(throws: PairingTokenError.self) { try PairingToken(decoding: t.prefix(n)) } }
         #expect(throws: PairingTokenError.badLength(16)) { try PairingToken(decoding: t + [0]) }
-        // A token of another version with a good check is refused by version.
-        var v2 = t
-        v2[2] = 0x20
-        let crc = crc16x25(Array(v2[0..<13]))
-        v2[13] = UInt8(crc & 0xFF); v2[14] = UInt8(crc >> 8)
-        #expect(throws: PairingTokenError.unsupportedVersion(2)) { try PairingToken(decoding: v2) }
+        // A token of another version with a good check is refused by version: version 1 (whose
+        // commitment left the name free) as much as a later one.
+        for version: UInt8 in [1, 3] {
+            var other = t
+            other[2] = version << 4
+            let crc = crc16x25(Array(other[0..<13]))
+            other[13] = UInt8(crc & 0xFF); other[14] = UInt8(crc >> 8)
+            #expect(throws: PairingTokenError.unsupportedVersion(version)) { try PairingToken(decoding: other) }
+        }
     }
 
-    @Test("the commitment depends on the key and on the opening")
+    @Test("the commitment binds every field P2 reveals: key, opening, name and session; a length prefix keeps name bytes from moving")
     func commitment() {
-        let pk = Array(repeating: UInt8(1), count: 32), r = Array(repeating: UInt8(2), count: 16)
+        let pk = Array(repeating: UInt8(1), count: 32), r = Array(repeating: UInt8(2), count: 16), name = Array("alice".utf8)
         var pk2 = pk; pk2[31] = 0
         var r2 = r; r2[0] = 0
-        let c = PairingToken.commitment(publicKey: pk, opening: r)
-        #expect(c != PairingToken.commitment(publicKey: pk2, opening: r))
-        #expect(c != PairingToken.commitment(publicKey: pk, opening: r2))
-        #expect(c == PairingToken.commitment(publicKey: pk, opening: r))
+        let c = PairingToken.commitment(session: 7, publicKey: pk, opening: r, name: name)
+        #expect(c == PairingToken.commitment(session: 7, publicKey: pk, opening: r, name: name))
+        #expect(c != PairingToken.commitment(session: 7, publicKey: pk2, opening: r, name: name))
+        #expect(c != PairingToken.commitment(session: 7, publicKey: pk, opening: r2, name: name))
+        #expect(c != PairingToken.commitment(session: 7, publicKey: pk, opening: r, name: Array("alicf".utf8)))
+        #expect(c != PairingToken.commitment(session: 7, publicKey: pk, opening: r, name: []))
+        #expect(c != PairingToken.commitment(session: 8, publicKey: pk, opening: r, name: name))
+        // The name's length is hashed before it: an empty name differs from a name of one zero byte.
+        #expect(PairingToken.commitment(session: 7, publicKey: pk, opening: r, name: [])
+                != PairingToken.commitment(session: 7, publicKey: pk, opening: r, name: [0]))
     }
 
     @Test("messages round-trip; truncated, padded, unknown and over-long ones are refused")

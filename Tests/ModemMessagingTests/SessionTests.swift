@@ -25,14 +25,14 @@ struct MachinePair {
 
     init(trustAtA: [TrustedPeer]? = nil, trustAtB: [TrustedPeer]? = nil, serviceB: SessionService = .mailbox,
          kind: TransportKind = .stream, keepalive: Double = 10, keepaliveB: Double? = nil, limitsA: SessionLimits = .none,
-         handshakeTimeout: Double = 30) {
+         handshakeTimeout: Double = 30, userNames: (String, String) = ("alice", "bob")) {
         let trustA = trustAtA ?? [TrustedPeer(name: "bob", publicKey: Self.publicB)]
         let trustB = trustAtB ?? [TrustedPeer(name: "alice", publicKey: Self.publicA)]
         a = SessionStateMachine(configuration: SessionConfiguration(
-            role: .initiator, userName: "alice", service: .mailbox, transportKind: kind, keepalive: keepalive, limits: limitsA,
+            role: .initiator, userName: userNames.0, service: .mailbox, transportKind: kind, keepalive: keepalive, limits: limitsA,
             handshakeTimeout: handshakeTimeout, staticKey: Self.keyA, trusted: trustA))
         b = SessionStateMachine(configuration: SessionConfiguration(
-            role: .responder, userName: "bob", service: serviceB, transportKind: kind, keepalive: keepaliveB ?? keepalive,
+            role: .responder, userName: userNames.1, service: serviceB, transportKind: kind, keepalive: keepaliveB ?? keepalive,
             handshakeTimeout: handshakeTimeout, staticKey: Self.keyB, trusted: trustB))
     }
 
@@ -92,7 +92,7 @@ struct MachinePair {
     static func end(_ actions: [SessionAction]) -> SessionEnd? {
         actions.lazy.compactMap { if case .ended(let e) = $0 { e } else { nil } }.first
     }
-    static func established(_ actions: [SessionAction]) -> SessionPeer? {
+    static func established(_ actions: [SessionAction]) -> PeerIdentity? {
         actions.lazy.compactMap { if case .established(let p) = $0 { p } else { nil } }.first
     }
 }
@@ -118,8 +118,8 @@ struct SessionTests {
     func establishAndExchange() throws {
         var p = MachinePair()
         p.start()
-        #expect(MachinePair.established(p.actionsA) == SessionPeer(name: "bob", publicKey: MachinePair.publicB))
-        #expect(MachinePair.established(p.actionsB) == SessionPeer(name: "alice", publicKey: MachinePair.publicA))
+        #expect(MachinePair.established(p.actionsA) == PeerIdentity(publicKey: MachinePair.publicB, trustedName: "bob", claimedName: "bob"))
+        #expect(MachinePair.established(p.actionsB) == PeerIdentity(publicKey: MachinePair.publicA, trustedName: "alice", claimedName: "alice"))
         #expect(p.framesAtoB.first?.first == 0x51 && p.framesBtoA.first?.first == 0x52)
         for i in 0..<50 {
             try p.send(fromA: true, [UInt8(i), 1])

@@ -136,6 +136,23 @@ extension DataConnections {
 
     // MARK: incoming files
 
+    /// The largest file a peer may offer: 2^62 bytes (every sum of offsets and lengths within a file
+    /// stays far from overflowing 64 bits).
+    public static let maximumIncomingFileSize: UInt64 = 1 << 62
+
+    /// The number of blocks of a peer's file offer, or nil when the offer is out of bounds: a block size
+    /// of 0 or over 16 MiB, a size of ``maximumIncomingFileSize`` or more, or more than `maximumBlocks`
+    /// blocks (CH-HAVE's bitmap must fit one record). Both numbers come from the peer, so each is
+    /// bounded before any arithmetic on it, and the count is a division with no addition that could
+    /// overflow: every value of them gives an answer, never a trap.
+    public static func incomingFileBlocks(size: UInt64, blockSize: UInt32, maximumBlocks: Int) -> Int? {
+        guard blockSize > 0, blockSize <= 16 << 20, size < maximumIncomingFileSize, maximumBlocks >= 0 else { return nil }
+        let b = UInt64(blockSize)
+        let blocks = size / b + (size % b == 0 ? 0 : 1)
+        guard blocks <= UInt64(maximumBlocks) else { return nil }
+        return Int(blocks)
+    }
+
     func openIncomingFile(_ key: ChannelKey, size: UInt64, blockSize: Int, fileKey: [UInt8],
                                   description: String, name rawName: String) async {
         guard let folder = configuration.folder else { return await refuse(key, name: rawName, reason: .declined) }
@@ -144,8 +161,8 @@ extension DataConnections {
         do throws(NameError) { cleaned = try NameCleaner.clean(rawName) } catch {
             return await refuse(key, name: rawName, reason: .badName)
         }
-        let blocks = (size + UInt64(blockSize) - 1) / UInt64(blockSize)
-        guard blocks <= UInt64(8 * (session.maximumRecordBody - 64)), size < (UInt64(1) << 62) else {
+        guard Self.incomingFileBlocks(size: size, blockSize: UInt32(clamping: blockSize),
+                                      maximumBlocks: 8 * max(0, session.maximumRecordBody - 64)) != nil else {
             return await refuse(key, name: cleaned, reason: .tooLarge)
         }
         if let decider = configuration.fileDecider {

@@ -19,6 +19,9 @@ public actor DataConnections {
     public nonisolated let session: any RecordSession
     /// The settings.
     public nonisolated let configuration: DataConfiguration
+    /// Who is at the other end: every connection, file and blob of this session is from this peer.
+    /// Name it by ``PeerIdentity/trustedName`` (or its description), never by its claimed name alone.
+    public nonisolated var peer: PeerIdentity { session.peer }
 
     var machine = ConnectionStateMachine()
     var sessionEnd: SessionEnd?

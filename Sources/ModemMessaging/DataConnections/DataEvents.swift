@@ -79,8 +79,8 @@ public struct FileOffer: Sendable, Equatable {
     public var originalName: String
     public var size: UInt64
     public var description: String
-    /// Who sends it.
-    public var peer: SessionPeer
+    /// Who sends it: ask about it by ``PeerIdentity/trustedName`` (the description shows the claim beside it).
+    public var peer: PeerIdentity
 }
 
 /// Settings of ``DataConnections``.

@@ -53,7 +53,8 @@ final class IncomingFile {
          originalName: String) throws(FolderError) {
         self.size = size
         self.blockSize = blockSize
-        self.blocks = Int((size + UInt64(blockSize) - 1) / UInt64(blockSize))
+        // Checked by DataConnections.incomingFileBlocks before: no addition that a peer's size could overflow.
+        self.blocks = Int(size / UInt64(blockSize) + (size % UInt64(blockSize) == 0 ? 0 : 1))
         self.name = name
         self.originalName = originalName
         self.started = Self.now()

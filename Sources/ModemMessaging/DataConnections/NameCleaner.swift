@@ -56,26 +56,65 @@ public enum NameCleaner {
         attempt <= 1 ? fit(cleaned, suffix: "") : fit(cleaned, suffix: " (\(attempt))")
     }
 
-    /// `stem + suffix + extension` cut to 255 bytes, cutting the stem at a character boundary.
-    static func fit(_ name: String, suffix: String) -> String {
+    /// `name` cut to at most `maximumBytes` bytes of UTF-8 (the file system's encoding; 255 is Linux's
+    /// `NAME_MAX` for one path component), on a character boundary, keeping an extension of up to 32
+    /// bytes. Every name received from a peer (data-connection and wormhole file offers, a folder's zip
+    /// entries, the hidden partial names made from them) is cut by this one rule: never by characters,
+    /// which may be up to 4 bytes each (and a character of many combining marks more: such a
+    /// character is cut between its scalars rather than dropped whole).
+    public static func cut(_ name: String, maximumBytes: Int = NameCleaner.maximumBytes) -> String {
+        fit(name, suffix: "", maximumBytes: maximumBytes)
+    }
+
+    /// The longest prefix of `text` of at most `maximumBytes` bytes of UTF-8 that ends between two Unicode
+    /// scalars (never inside one, so the bytes stay valid UTF-8): how text for a bounded wire field (a
+    /// session's user name or version, a refusal's words) is shortened.
+    public static func utf8Prefix(_ text: String, maximumBytes: Int) -> String {
+        guard text.utf8.count > maximumBytes else { return text }
+        var scalars = String.UnicodeScalarView()
+        var used = 0
+        for s in text.unicodeScalars {
+            let n = UTF8.width(s)
+            if used + n > maximumBytes { break }
+            scalars.append(s); used += n
+        }
+        return String(scalars)
+    }
+
+    /// `stem + suffix + extension` cut to `maximumBytes` bytes, cutting the stem at a character boundary.
+    static func fit(_ name: String, suffix: String, maximumBytes: Int = NameCleaner.maximumBytes) -> String {
+        if suffix.isEmpty, name.utf8.count <= maximumBytes { return name }
         var stem = name
         var ext = ""
         if let dot = name.lastIndex(of: "."), dot != name.startIndex {
             let e = String(name[dot...])
-            if e.utf8.count <= 32 { stem = String(name[..<dot]); ext = e }
+            if e.utf8.count <= 32, e.utf8.count + suffix.utf8.count < maximumBytes { stem = String(name[..<dot]); ext = e }
         }
-        let budget = maximumBytes - suffix.utf8.count - ext.utf8.count
+        let budget = max(0, maximumBytes - suffix.utf8.count - ext.utf8.count)
         if stem.utf8.count > budget {
             var cut = ""
             var used = 0
             for ch in stem {
-                let n = String(ch).utf8.count
+                let n = ch.utf8.count
                 if used + n > budget { break }
                 cut.append(ch); used += n
             }
+            if cut.isEmpty {
+                // The first character alone is over the budget (a base and many combining marks):
+                // cut between its Unicode scalars instead, still never inside one.
+                var scalars = String.UnicodeScalarView()
+                for s in stem.unicodeScalars {
+                    let n = UTF8.width(s)
+                    if used + n > budget { break }
+                    scalars.append(s); used += n
+                }
+                cut = String(scalars)
+            }
             stem = cut
         }
-        return stem + suffix + ext
+        let whole = stem + suffix + ext
+        // Whatever the parts, the result fits (a suffix alone over the budget is cut too).
+        return utf8Prefix(whole, maximumBytes: maximumBytes)
     }
 }
 

@@ -114,16 +114,61 @@ public struct KeyStore: Sendable {
         return peers
     }
 
-    /// Trusts a public key under a name, replacing any entry with the same key.
-    /// - Throws: ``KeyStoreError``: a bad name or key, or the file cannot be written.
+    /// Trusts a public key under a name, replacing any entry with the same key. The name is the one
+    /// every session with this key shows for the peer, so it must not already name another key.
+    /// - Throws: ``KeyStoreError``: a bad name or key (`.invalidName`, `.invalidKey`), a name already
+    ///   trusted for another key (`.nameTaken`), or the file cannot be written.
     public func trust(name: String, publicKey: [UInt8], expires: Date? = nil) throws(KeyStoreError) {
         try Self.validateName(name)
         try KeyText.validatePublicKey(publicKey)
         try FileOps.locked(folder) { () throws(KeyStoreError) in
-            var peers = try trustedPeers().filter { $0.publicKey != publicKey }
+            var peers = try trustedPeers()
+            if let other = peers.first(where: { $0.name == name && $0.publicKey != publicKey }) {
+                throw KeyStoreError(.nameTaken, "'\(name)' is already the name of another trusted key (fingerprint \(keyFingerprint(other.publicKey))): choose another name, or 'modem keys forget \(name)' first")
+            }
+            peers.removeAll { $0.publicKey == publicKey }
             peers.append(TrustedPeer(name: name, publicKey: publicKey, expires: expires))
             try writeTrusted(peers)
         }
+    }
+
+    /// Trusts a key met by pairing and returns the local name it is trusted under. The peer's claimed
+    /// name is only a suggestion: a key trusted already keeps its name (its expiry is lifted: the
+    /// pairing proved it again); otherwise the claim is used when it is a valid name no other key holds,
+    /// else `fallback` (then `fallback-2`, `-3`... while those are taken). So a peer can never take the
+    /// name of a key trusted before it.
+    /// - Throws: ``KeyStoreError``: a bad key, or the file cannot be written.
+    public func trustPaired(claimedName: String, publicKey: [UInt8], fallback: String) throws(KeyStoreError) -> String {
+        try KeyText.validatePublicKey(publicKey)
+        try Self.validateName(fallback)
+        return try FileOps.locked(folder) { () throws(KeyStoreError) -> String in
+            var peers = try trustedPeers()
+            let taken = Set(peers.filter { $0.publicKey != publicKey }.map(\.name))
+            let name: String
+            if let existing = peers.first(where: { $0.publicKey == publicKey }) {
+                name = existing.name
+            } else if (try? Self.validateName(claimedName)) != nil, !taken.contains(claimedName) {
+                name = claimedName
+            } else {
+                var candidate = fallback
+                var n = 2
+                while taken.contains(candidate) {
+                    candidate = String(fallback.prefix(56)) + "-\(n)"
+                    n += 1
+                }
+                name = candidate
+            }
+            peers.removeAll { $0.publicKey == publicKey }
+            peers.append(TrustedPeer(name: name, publicKey: publicKey))
+            try writeTrusted(peers)
+            return name
+        }
+    }
+
+    /// The local name of a trusted key as a session shows it: the entry's name, or nil when the key is
+    /// not trusted here (expired entries included: the caller tells "expired" from "unknown").
+    public func trustedName(for publicKey: [UInt8]) throws(KeyStoreError) -> String? {
+        try trustEntry(for: publicKey)?.name
     }
 
     /// Forgets every entry with this name.

@@ -15,6 +15,9 @@ public struct KeyStoreError: Error, Sendable, Equatable, CustomStringConvertible
         case corrupt
         /// No trust entry of that name.
         case notFound
+        /// The name is already the trusted name of another key: one name names one key, so a peer is
+        /// never shown under a name that was given to someone else.
+        case nameTaken
         /// A system call failed.
         case io
     }

@@ -22,8 +22,8 @@ public actor Mailbox {
     public nonisolated let userName: String
     /// Limits, window and our contact.
     public nonisolated let configuration: MailboxConfiguration
-    /// The other user's name, once connected.
-    public private(set) var otherUserName: String?
+    /// The other user, once connected: name it by ``PeerIdentity/trustedName`` (or its description).
+    public private(set) var peer: PeerIdentity?
 
     /// Called when the peer quits first, before we close: chunks the application still has queued
     /// (for example lines already read from standard input). They are sent before our close.
@@ -122,7 +122,7 @@ public actor Mailbox {
     public func start(session: any RecordSession) {
         guard self.session == nil, !finished else { return }
         self.session = session
-        var machine = MailboxStateMachine(configuration: configuration, otherUserName: session.peer.name,
+        var machine = MailboxStateMachine(configuration: configuration, peer: session.peer,
                                           maximumRecordBody: session.maximumRecordBody, now: now())
         let start = machine.start(now: now())
         self.machine = machine
@@ -246,7 +246,7 @@ public actor Mailbox {
             case .refused(let ticket, let error):
                 sendWaiters.removeValue(forKey: ticket)?.resume(throwing: error)
             case .event(let event):
-                if case .connected(let name) = event { otherUserName = name }
+                if case .connected(let other) = event { peer = other }
                 enqueue(.event(event))
                 switch event {
                 case .disconnected(let end): markFinished(end.seedName)
@@ -446,8 +446,10 @@ private func heldBody(_ seq: UInt32) -> [UInt8] {
 /// `bumpConnectFailed:`, `bumpDataReceived:`, `bumpSendSuccess`, `bumpContactExchangeSuccess:`).
 /// Called in order, from one task, by ``MailboxDelegateAdapter``.
 public protocol MailboxDelegate: AnyObject, Sendable {
-    /// Both users confirmed; chunks may be sent and received.
-    func mailboxDidConnect(otherUserName: String)
+    /// Both users confirmed; chunks may be sent and received. `peer` names the other user by the
+    /// name its key is trusted under here (``PeerIdentity/trustedName``); what it calls itself is
+    /// ``PeerIdentity/claimedName``, a claim only.
+    func mailboxDidConnect(peer: PeerIdentity)
     /// The connected mailbox ended, with the mailbox API's reason.
     func mailboxDidDisconnect(reason: SessionEnd)
     /// The mailbox never connected, with the mailbox API's reason.
@@ -479,7 +481,7 @@ public final class MailboxDelegateAdapter: Sendable {
         task = Task {
             for await event in mailbox.events {
                 switch event {
-                case .connected(let name): delegate.mailboxDidConnect(otherUserName: name)
+                case .connected(let peer): delegate.mailboxDidConnect(peer: peer)
                 case .dataReceived(let chunk): delegate.mailboxDataReceived(chunk: chunk)
                 case .sendSuccess(let seq): delegate.mailboxSendSuccess(seq: seq)
                 case .contactReceived(let card): delegate.mailboxContactExchangeSuccess(contact: card)
@@ -499,8 +501,8 @@ public final class MailboxDelegateAdapter: Sendable {
     /// Our user name.
     public var userName: String { mailbox.userName }
 
-    /// The other user's name, once connected.
-    public var otherUserName: String? { get async { await mailbox.otherUserName } }
+    /// The other user, once connected.
+    public var peer: PeerIdentity? { get async { await mailbox.peer } }
 
     /// Waits until every event was delivered to the delegate.
     public func finished() async { await task.value }

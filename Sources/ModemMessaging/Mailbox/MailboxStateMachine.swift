@@ -36,8 +36,9 @@ public struct MailboxConfiguration: Sendable, Equatable {
 
 /// What a mailbox reports to its application (the mailbox API's delegate calls, as values).
 public enum MailboxEvent: Sendable, Equatable {
-    /// Both ends confirmed: chunks may flow. Carries the other user's name.
-    case connected(otherUserName: String)
+    /// Both ends confirmed: chunks may flow. Carries who the other user is: name it by
+    /// ``PeerIdentity/trustedName`` (or the identity's description), never by its claimed name alone.
+    case connected(PeerIdentity)
     /// A chunk from the other user (handing it over tells the peer we hold it).
     case dataReceived([UInt8])
     /// The peer holds our chunk with this sequence number (chunks are numbered from 1).
@@ -111,8 +112,8 @@ public struct MailboxStateMachine: Sendable {
     /// The largest chunk, in bytes (a record body less the 4-byte sequence number).
     public let maximumChunk: Int
     public private(set) var phase: Phase = .awaitingContact
-    /// The other user's name (from the session's handshake).
-    public let otherUserName: String
+    /// The other user (from the session's handshake): its key, trusted name and claimed name.
+    public let peer: PeerIdentity
 
     private var nextSendSeq: UInt32 = 1
     private var inFlight: [(seq: UInt32, size: Int)] = []
@@ -143,10 +144,10 @@ public struct MailboxStateMachine: Sendable {
     /// Whether the peer has closed its side.
     public var peerHasClosed: Bool { peerClosed }
 
-    /// A machine for a session with `otherUserName`; `maximumRecordBody` is the session's.
-    public init(configuration: MailboxConfiguration, otherUserName: String, maximumRecordBody: Int, now: Double) {
+    /// A machine for a session with `peer`; `maximumRecordBody` is the session's.
+    public init(configuration: MailboxConfiguration, peer: PeerIdentity, maximumRecordBody: Int, now: Double) {
         self.configuration = configuration
-        self.otherUserName = otherUserName
+        self.peer = peer
         self.maximumChunk = max(1, maximumRecordBody - 4)
         self.deadline = now + configuration.maximumSeconds
     }
@@ -188,7 +189,7 @@ public struct MailboxStateMachine: Sendable {
                 }
             }
             phase = .open
-            actions.append(.event(.connected(otherUserName: otherUserName)))
+            actions.append(.event(.connected(peer)))
             if let card { actions.append(.event(.contactReceived(card))) }
             pump(into: &actions)
         case MailboxRecordKind.chunk:

@@ -118,9 +118,16 @@ public enum PairingMessageError: Error, Sendable, Hashable, CustomStringConverti
 }
 
 /// The key schedule of a pairing: confirmation key, MACs and the short code, all functions of the
-/// transcript `T = token | P1 | P2 without its MAC`.
+/// transcript `T = token | P1 | P2 without its MAC`. Every input of `T` is fixed before the other end
+/// chooses its random part: the token commits to all of P2 (``PairingToken/commitment(session:publicKey:opening:name:)``),
+/// and P1 goes out before P2 opens that commitment. So neither end, nor anyone between them, can steer
+/// the code: a man in the middle matches the two ends' codes with a chance of one in a million.
+/// The domain strings carry the protocol version (2).
 public enum PairingCrypto {
-    /// K = HKDF-SHA256(X25519(privateKey, peer), salt: SHA-256(T), info: "SM-pair-confirm-1"), 32 bytes.
+    /// Digits of the short code.
+    public static let codeDigits = 6
+
+    /// K = HKDF-SHA256(X25519(privateKey, peer), salt: SHA-256(T), info: "SM-pair-confirm-2"), 32 bytes.
     /// - Throws: when `peer` is not a valid X25519 public key (wrong length, all zeros, or a low-order point).
     public static func confirmationKey(privateKey: X25519PrivateKey, peer: [UInt8],
                                        transcript: [UInt8]) throws -> [UInt8] {
@@ -128,7 +135,7 @@ public enum PairingCrypto {
         let peerKey = try X25519PublicKey(rawRepresentation: peer)
         let shared = try privateKey.sharedSecret(with: peerKey)
         let salt = SHA256Hasher.hash(transcript)
-        return HMACSHA256.hkdf(inputKeyMaterial: shared, salt: salt, info: Array("SM-pair-confirm-1".utf8), length: 32)
+        return HMACSHA256.hkdf(inputKeyMaterial: shared, salt: salt, info: Array("SM-pair-confirm-2".utf8), length: 32)
     }
 
     /// HMAC-SHA256(K, role)[0..16], role "A" (announcer) or "B" (listener).
@@ -136,15 +143,23 @@ public enum PairingCrypto {
         Array(HMACSHA256.code(for: Array(role.utf8), key: key).prefix(PairingMessage.macLength))
     }
 
-    /// The 6-digit code: u32 BE of SHA-256("SM-pair-code-1" | T)[0..4] mod 1,000,000.
+    /// The 6-digit code: u32 BE of SHA-256("SM-pair-code-2" | T)[0..4] mod 1,000,000.
     public static func code(transcript: [UInt8]) -> String {
+        code(transcript: transcript, digits: codeDigits)
+    }
+
+    /// The code with `digits` digits (1...9): tests shrink the code space to play an attacker cheaply.
+    static func code(transcript: [UInt8], digits: Int) -> String {
+        precondition((1...9).contains(digits), "a pairing code has 1 to 9 digits")
         var h = SHA256Hasher()
-        h.update(Array("SM-pair-code-1".utf8))
+        h.update(Array("SM-pair-code-2".utf8))
         h.update(transcript)
         let d = Array(h.finalize())
-        let v = (UInt32(d[0]) << 24 | UInt32(d[1]) << 16 | UInt32(d[2]) << 8 | UInt32(d[3])) % 1_000_000
+        var space: UInt32 = 1
+        for _ in 0..<digits { space *= 10 }
+        let v = (UInt32(d[0]) << 24 | UInt32(d[1]) << 16 | UInt32(d[2]) << 8 | UInt32(d[3])) % space
         let s = String(v)
-        return String(repeating: "0", count: 6 - s.count) + s
+        return String(repeating: "0", count: digits - s.count) + s
     }
 
     /// Compares two MACs in time independent of where they differ.

@@ -32,8 +32,11 @@ public enum PairingAction: Sendable, Hashable {
     case play([UInt8])
     /// Drop what was queued for transmission and has not started playing.
     case cancelQueued
-    /// Add the peer to the trusted keys.
-    case trust(name: String, publicKey: [UInt8])
+    /// Add the peer's key to the trusted keys. `suggestedName` is what the peer claimed when that is a
+    /// valid label, else `paired-CODE`: only a suggestion, since the peer chose it. The driver picks
+    /// the local name (``KeyStore/trustPaired(claimedName:publicKey:fallback:)`` keeps a key's existing
+    /// name and never gives a name that another key holds).
+    case trust(suggestedName: String, publicKey: [UInt8])
     /// The pairing succeeded: show this 6-digit code.
     case paired(code: String)
     /// The pairing ended without a pair.
@@ -77,6 +80,11 @@ public struct PairingTiming: Sendable, Hashable {
 /// opens its commitment (P2, with MAC_A); the listener checks the commitment and MAC_A and proves
 /// itself (P3, MAC_B). Both then trust each other and show the same 6-digit code.
 ///
+/// The token commits to every field of P2 (key, opening, name, session), and P1 is sent before P2
+/// opens it, so no input of the code is left free once the other end's random bytes are known: a
+/// man in the middle, pairing with each end separately, gets equal codes with a chance of one in the
+/// code space (10^6), not by trying names until the codes match.
+///
 /// Both ends share one line and hear themselves: a message this end played is recognised by its bytes
 /// and ignored. Anything that shows a second pairing (another token, a second listener's answer,
 /// someone else's message in our session, an abort) makes the pairing ambiguous: the end trusts
@@ -105,6 +113,9 @@ public struct PairingStateMachine: Sendable {
     public private(set) var peerKey: [UInt8]?
     /// The failure, once failed.
     public private(set) var failure: PairingFailure?
+
+    /// Digits of the code (6; tests shrink it to play an attacker within a small code space).
+    var codeDigits = PairingCrypto.codeDigits
 
     private let privateKey: X25519PrivateKey
     private let name: [UInt8]
@@ -182,7 +193,8 @@ public struct PairingStateMachine: Sendable {
     /// Whether the machine has finished (paired or failed): the driver may stop.
     public var isFinished: Bool { if case .done = phase { return true } else { return false } }
 
-    /// The peer's user name as it sent it (empty when it sent none).
+    /// The peer's user name as it sent it (empty when it sent none): a claim the peer chose, not a
+    /// name to trust it under as is (see ``PairingAction/trust(suggestedName:publicKey:)``).
     public var peerUserName: String { String(decoding: peerName, as: UTF8.self) }
 
     /// Starts: the announcer plays its token, the listener listens.
@@ -191,7 +203,8 @@ public struct PairingStateMachine: Sendable {
         deadline = now + seconds
         switch role {
         case .announcer:
-            let c = PairingToken.commitment(publicKey: publicKey, opening: randomBytes)
+            // Commits to all of P2 (key, opening, name, session): nothing of the code is left to choose.
+            let c = PairingToken.commitment(session: session, publicKey: publicKey, opening: randomBytes, name: name)
             tokenBytes = PairingToken(session: session, commitment: c).encode()
             phase = .announcing
             return [play(tokenBytes)]
@@ -310,7 +323,7 @@ public struct PairingStateMachine: Sendable {
             return ambiguous(now)
         }
         confirmationKey = k
-        code = PairingCrypto.code(transcript: transcript)
+        code = PairingCrypto.code(transcript: transcript, digits: codeDigits)
         revealBytes = withoutMAC + PairingCrypto.mac(key: k, role: "A")
         phase = .revealing
         resendAt = nil
@@ -346,7 +359,10 @@ public struct PairingStateMachine: Sendable {
                 return bytes == revealBytes ? [play(confirmBytes)] : ambiguous(now)
             }
             guard case .answered = phase else { return [] }
-            guard PairingCrypto.equal(PairingToken.commitment(publicKey: pk, opening: r), token.commitment) else {
+            // The token committed to every field of P2: a P2 that differs in any (another key, opening or
+            // name) is someone else's, never a pairing.
+            let committed = PairingToken.commitment(session: token.session, publicKey: pk, opening: r, name: name)
+            guard PairingCrypto.equal(committed, token.commitment) else {
                 return ambiguous(now)
             }
             let transcript = tokenBytes + answerBytes + Array(bytes.dropLast(PairingMessage.macLength))
@@ -356,7 +372,7 @@ public struct PairingStateMachine: Sendable {
             revealBytes = bytes
             peerKey = pk
             peerName = name
-            code = PairingCrypto.code(transcript: transcript)
+            code = PairingCrypto.code(transcript: transcript, digits: codeDigits)
             confirmBytes = PairingMessage.confirm(session: token.session, mac: PairingCrypto.mac(key: k, role: "B")).encode()
             phase = .holding(until: min(now + timing.holdSeconds, deadline))
             return [play(confirmBytes)]
@@ -406,7 +422,7 @@ public struct PairingStateMachine: Sendable {
     private mutating func succeed() -> [PairingAction] {
         guard let pk = peerKey, let c = code else { return finish(.incomplete) }
         phase = .done
-        return [.trust(name: trustName(code: c), publicKey: pk), .paired(code: c)]
+        return [.trust(suggestedName: trustName(code: c), publicKey: pk), .paired(code: c)]
     }
 
     private mutating func finish(_ f: PairingFailure) -> [PairingAction] {

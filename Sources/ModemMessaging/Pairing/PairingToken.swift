@@ -6,16 +6,21 @@ import ModemCodecs
 ///
 /// ```
 ///  0..1   'P' 'K'          magic
-///  2      ver 4 b | flags 4 b  (version 1)
+///  2      ver 4 b | flags 4 b  (version 2)
 ///  3..4   s   u16 BE       random pairing session number
-///  5..12  C   8 bytes      commitment = SHA-256("SM-pair-commit-1" | pk_A | r_A)[0..8]
+///  5..12  C   8 bytes      commitment (``commitment(session:publicKey:opening:name:)``)
 ///  13..14 CRC-16/X.25 over bytes 0..12, low byte first (the HDLC FCS order)
 /// ```
+///
+/// Version 2 commits to everything the announcer later reveals (key, opening, name, session, role and
+/// protocol version), so once the token is out the announcer has no free input left in the short
+/// code. Version 1 committed to the key and opening only, leaving the name free: a man in the middle
+/// could try names until the two ends' codes matched (issue 32). Version 1 tokens are refused.
 public struct PairingToken: Sendable, Hashable {
     /// Bytes on the wire.
     public static let length = 15
-    /// The version this codec writes and accepts.
-    public static let version: UInt8 = 1
+    /// The version this codec writes and accepts (2: the commitment binds every input of the code).
+    public static let version: UInt8 = 2
     /// The magic that opens a token.
     public static let magic: (UInt8, UInt8) = (0x50, 0x4B)   // "PK"
     /// Bytes of the commitment.
@@ -38,13 +43,25 @@ public struct PairingToken: Sendable, Hashable {
         self.flags = flags
     }
 
-    /// The commitment to a public key with a 16-byte random opening `r`:
-    /// SHA-256("SM-pair-commit-1" | publicKey | r), first 8 bytes.
-    public static func commitment(publicKey: [UInt8], opening r: [UInt8]) -> [UInt8] {
+    /// The commitment to everything the announcer reveals in P2, with a 16-byte random opening `r`:
+    /// SHA-256("SM-pair-commit-2" | version u8 | "A" | session u16 BE | publicKey (32) | r (16) |
+    /// name length u8 | name), first 8 bytes. Each field has a fixed length or a length prefix, so no two
+    /// different inputs give one byte string; the role letter and version keep it apart from any other
+    /// hash of the protocol.
+    /// - Parameters:
+    ///   - session: the pairing session number the token carries.
+    ///   - publicKey: the announcer's X25519 public key.
+    ///   - r: the 16 random bytes P2 opens the commitment with.
+    ///   - name: the user name P2 carries (at most ``PairingMessage/maximumNameLength`` bytes).
+    public static func commitment(session: UInt16, publicKey: [UInt8], opening r: [UInt8], name: [UInt8]) -> [UInt8] {
+        precondition(name.count <= PairingMessage.maximumNameLength, "a pairing name has at most 64 bytes")
         var h = SHA256Hasher()
-        h.update(Array("SM-pair-commit-1".utf8))
+        h.update(Array("SM-pair-commit-2".utf8))
+        h.update([version, UInt8(ascii: "A"), UInt8(session >> 8), UInt8(session & 0xFF)])
         h.update(publicKey)
         h.update(r)
+        h.update([UInt8(name.count)])
+        h.update(name)
         return Array(h.finalize().prefix(commitmentLength))
     }
 

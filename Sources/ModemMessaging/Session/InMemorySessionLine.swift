@@ -16,18 +16,18 @@ public actor InMemorySessionLine {
     private var closed = [false, false]
     private var final: [SessionEnd?] = [nil, nil]
     private var endQueued = [false, false]
-    private let peers: [SessionPeer]
+    private let peers: [PeerIdentity]
 
     /// A pair of connected ends. `a` is the first end (it sees `b` as its peer) and `b` the second.
-    public static func pair(a: SessionPeer = SessionPeer(name: "a", publicKey: Array(repeating: 0xA1, count: 32)),
-                            b: SessionPeer = SessionPeer(name: "b", publicKey: Array(repeating: 0xB2, count: 32)),
+    public static func pair(a: PeerIdentity = PeerIdentity(publicKey: Array(repeating: 0xA1, count: 32), trustedName: "a", claimedName: "a"),
+                            b: PeerIdentity = PeerIdentity(publicKey: Array(repeating: 0xB2, count: 32), trustedName: "b", claimedName: "b"),
                             capacity: Int = 64, maximumRecordBody: Int = 65_519) -> (InMemorySession, InMemorySession) {
         let line = InMemorySessionLine(peers: [b, a], capacity: capacity)
         return (InMemorySession(line: line, side: 0, peer: b, maximumRecordBody: maximumRecordBody),
                 InMemorySession(line: line, side: 1, peer: a, maximumRecordBody: maximumRecordBody))
     }
 
-    private init(peers: [SessionPeer], capacity: Int) {
+    private init(peers: [PeerIdentity], capacity: Int) {
         self.peers = peers
         self.capacity = max(1, capacity)
     }
@@ -141,7 +141,7 @@ public struct InMemorySession: RecordSession {
     public let line: InMemorySessionLine
     /// 0 for the first end of ``InMemorySessionLine/pair(a:b:capacity:maximumRecordBody:)``, 1 for the second.
     public let side: Int
-    public let peer: SessionPeer
+    public let peer: PeerIdentity
     public let maximumRecordBody: Int
 
     public func send(kind: UInt8, body: [UInt8]) async throws(SessionSendError) {

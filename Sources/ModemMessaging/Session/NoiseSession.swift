@@ -23,8 +23,8 @@ final class SessionCore: Sendable {
         var receiver: CheckedContinuation<SessionIncoming, Never>?
         var writerIdle: CheckedContinuation<Void, Never>?
         var readerPaused: CheckedContinuation<Void, Never>?
-        var establishWaiter: CheckedContinuation<Result<SessionPeer, SessionFailure>, Never>?
-        var establishResult: Result<SessionPeer, SessionFailure>?
+        var establishWaiter: CheckedContinuation<Result<PeerIdentity, SessionFailure>, Never>?
+        var establishResult: Result<PeerIdentity, SessionFailure>?
         var end: SessionEnd?
         var closeRequested = false
         var closingTransport = false
@@ -142,10 +142,10 @@ final class SessionCore: Sendable {
     }
 
     /// Waits for the handshake's outcome.
-    func waitEstablished() async -> Result<SessionPeer, SessionFailure> {
+    func waitEstablished() async -> Result<PeerIdentity, SessionFailure> {
         await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Result<SessionPeer, SessionFailure>, Never>) in
-                let ready: Result<SessionPeer, SessionFailure>? = state.withLock { s in
+            await withCheckedContinuation { (c: CheckedContinuation<Result<PeerIdentity, SessionFailure>, Never>) in
+                let ready: Result<PeerIdentity, SessionFailure>? = state.withLock { s in
                     if let r = s.establishResult { return r }
                     s.establishWaiter = c
                     return nil
@@ -418,12 +418,12 @@ final class SessionCore: Sendable {
 /// not call ``receive()`` stops the reading).
 public final class NoiseSession: RecordSession, Sendable {
     /// Who is at the other end.
-    public let peer: SessionPeer
+    public let peer: PeerIdentity
     /// The largest record body.
     public let maximumRecordBody: Int
     let core: SessionCore
 
-    private init(peer: SessionPeer, maximumRecordBody: Int, core: SessionCore) {
+    private init(peer: PeerIdentity, maximumRecordBody: Int, core: SessionCore) {
         self.peer = peer
         self.maximumRecordBody = maximumRecordBody
         self.core = core

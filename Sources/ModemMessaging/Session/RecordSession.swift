@@ -7,8 +7,9 @@ import ModemTransport
 /// 0x10...0x1F (mailbox) and 0x20...0x2F (data connections). ``send(kind:body:)`` refuses the
 /// session's own kinds.
 public protocol RecordSession: Sendable {
-    /// Who is at the other end (established by the handshake).
-    var peer: SessionPeer { get }
+    /// Who is at the other end (established by the handshake): name it by
+    /// ``PeerIdentity/trustedName`` or ``PeerIdentity/description``, never by the name it claims.
+    var peer: PeerIdentity { get }
     /// The largest record body ``send(kind:body:)`` accepts, in bytes.
     var maximumRecordBody: Int { get }
     /// Sends one record. Suspends while the line is full (back-pressure); throws once the session
@@ -22,16 +23,60 @@ public protocol RecordSession: Sendable {
     func close() async
 }
 
-/// The peer of a session.
-public struct SessionPeer: Sendable, Equatable {
-    /// The user name the peer announced in the handshake (a label, not an identity).
-    public var name: String
+/// Who is at the other end of a session, pairing or data connection: the key that authenticated,
+/// the name this installation trusts that key under, and the name the peer claims for itself.
+///
+/// Name a peer by ``trustedName`` (or print the whole value: ``description`` does it right). The
+/// claimed name is chosen by the peer (`--name the-boss`) and proves nothing; it is shown only beside
+/// the trusted name, marked as claimed. A peer whose key is not trusted here is named by its key's
+/// fingerprint and marked untrusted.
+public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The peer's static X25519 public key (32 bytes): its identity.
     public var publicKey: [UInt8]
-    /// Creates a peer description.
-    public init(name: String, publicKey: [UInt8]) {
-        self.name = name
+    /// The local name of the key that authenticated (the key store's entry, or the name a session was
+    /// told to trust the key under); nil when the key is not trusted here.
+    public var trustedName: String?
+    /// The user name the peer announced (a label it chose, not an identity; may be empty).
+    public var claimedName: String
+
+    /// Creates a peer identity.
+    /// - Parameters:
+    ///   - publicKey: the key that authenticated.
+    ///   - trustedName: this installation's name for that key, nil when it is not trusted.
+    ///   - claimedName: what the peer calls itself.
+    public init(publicKey: [UInt8], trustedName: String?, claimedName: String) {
         self.publicKey = publicKey
+        self.trustedName = trustedName
+        self.claimedName = claimedName
+    }
+
+    /// The key's fingerprint (``keyFingerprint(_:)``: 16 hex digits).
+    public var keyFingerprint: String { ModemMessaging.keyFingerprint(publicKey) }
+
+    /// Whether the key is trusted here.
+    public var isTrusted: Bool { trustedName != nil }
+
+    /// The peer named for people: `bob`; `bob (claims "the-boss")` when the claim differs from the
+    /// trusted name; `untrusted key 0123456789abcdef (claims "x")` for a key not trusted here. The
+    /// claim is quoted with `"` and `\` escaped and control characters shown as `?`, so it cannot pass
+    /// for the trusted name or for more of the line.
+    public var description: String {
+        let base = trustedName ?? "untrusted key \(keyFingerprint)"
+        guard !claimedName.isEmpty, claimedName != trustedName else { return base }
+        return "\(base) (claims \(Self.quoted(claimedName)))"
+    }
+
+    /// `text` in double quotes with `"` and `\` escaped and control characters as `?`.
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"", "\\": out += "\\" + String(scalar)
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value): out += "?"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
     }
 }
 

@@ -65,7 +65,7 @@ public enum SessionWire {
 
     /// A NOPE frame.
     public static func nope(_ reason: UInt8, _ text: String) -> [UInt8] {
-        [SessionFrameType.nope.byte, reason] + Array(text.utf8.prefix(200))
+        [SessionFrameType.nope.byte, reason] + Array(NameCleaner.utf8Prefix(text, maximumBytes: 200).utf8)
     }
 }
 

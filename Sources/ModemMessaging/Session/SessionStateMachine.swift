@@ -67,7 +67,7 @@ public struct SessionConfiguration: Sendable {
 /// so counters go out in order and a full line never queues unbounded control traffic.
 public enum SessionAction: Sendable, Equatable {
     /// Both sides trust each other and accepted: records may flow.
-    case established(SessionPeer)
+    case established(PeerIdentity)
     /// The session could not be connected (nothing was delivered).
     case failed(SessionFailure)
     /// A record of a module's kind arrived.
@@ -117,7 +117,7 @@ public struct SessionStateMachine: Sendable {
     private var sentOurAccept = false
 
     /// The peer, once its static key was read and verified.
-    public private(set) var peer: SessionPeer?
+    public private(set) var peer: PeerIdentity?
     /// Records dropped because their counter was not new (replays).
     public private(set) var replaysDropped = 0
     /// Module records sealed for sending (0x10 and up).
@@ -426,9 +426,11 @@ public struct SessionStateMachine: Sendable {
     private mutating func trustRefusal() -> SessionFailure? {
         guard let key = handshake.remoteStatic else { return .networkUnavailable("no peer key in the handshake") }
         let name = peerTLV.value(SessionTLV.Field.userName).map(Self.cleanName) ?? ""
-        peer = SessionPeer(name: name, publicKey: key)
+        let entry = configuration.trusted.first(where: { $0.publicKey == key })
+        // Named by the trust entry of the key that authenticated; the announced name is only a claim.
+        peer = PeerIdentity(publicKey: key, trustedName: entry?.name, claimedName: name)
         let fingerprint = keyFingerprint(key)
-        guard let entry = configuration.trusted.first(where: { $0.publicKey == key }) else {
+        guard let entry else {
             return .invalidAuthorization("the peer's key \(KeyText.encode(key)) (fingerprint \(fingerprint)) is not trusted here; trust it with 'modem keys trust NAME KEY'")
         }
         if let expires = entry.expires, entry.isExpired(at: Self.wallClock()) {
@@ -441,18 +443,18 @@ public struct SessionStateMachine: Sendable {
 
     private func ourTLV() -> SessionTLV {
         var tlv = SessionTLV()
-        tlv.add(SessionTLV.Field.userName, Array(configuration.userName.utf8.prefix(64)))
+        tlv.add(SessionTLV.Field.userName, Array(NameCleaner.utf8Prefix(configuration.userName, maximumBytes: 64).utf8))
         tlv.add(SessionTLV.Field.keepalive, .bigEndian(Self.clampedUInt32(configuration.keepalive * 1000)))
         let bytes = UInt64(clamping: configuration.limits.bytes ?? 0)
         let seconds = Self.clampedUInt32(configuration.limits.seconds ?? 0)
         tlv.add(SessionTLV.Field.limits, .bigEndian(bytes) + .bigEndian(seconds))
-        tlv.add(SessionTLV.Field.version, Array(configuration.version.utf8.prefix(64)))
+        tlv.add(SessionTLV.Field.version, Array(NameCleaner.utf8Prefix(configuration.version, maximumBytes: 64).utf8))
         return tlv
     }
 
     private func acceptBody() -> [UInt8] {
         var tlv = SessionTLV()
-        tlv.add(SessionTLV.Field.userName, Array(configuration.userName.utf8.prefix(64)))
+        tlv.add(SessionTLV.Field.userName, Array(NameCleaner.utf8Prefix(configuration.userName, maximumBytes: 64).utf8))
         return tlv.encoded
     }
 
@@ -484,10 +486,10 @@ public struct SessionStateMachine: Sendable {
                 openedAt = now
                 lastSent = now
                 lastHeard = now
-                if let tlv = try? SessionTLV.decode(content), let name = tlv.value(SessionTLV.Field.userName), peer?.name.isEmpty ?? false {
-                    peer?.name = Self.cleanName(name)
+                if let tlv = try? SessionTLV.decode(content), let name = tlv.value(SessionTLV.Field.userName), peer?.claimedName.isEmpty ?? false {
+                    peer?.claimedName = Self.cleanName(name)
                 }
-                return [.established(peer ?? SessionPeer(name: "", publicKey: handshake.remoteStatic ?? []))]
+                return [.established(peer ?? PeerIdentity(publicKey: handshake.remoteStatic ?? [], trustedName: nil, claimedName: ""))]
             case SessionRecordKind.reject:
                 let reason = content.first ?? 2
                 return fail(Self.failure(reason: reason, text: String(decoding: content.dropFirst(), as: UTF8.self), fromPeer: true))

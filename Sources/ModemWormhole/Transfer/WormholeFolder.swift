@@ -33,12 +33,19 @@ public final class WormholeFolder: Sendable {
     /// A new hidden partial file for `name`, open for writing.
     func createPartial(for name: String) throws(WormholeError) -> (fd: Int32, name: String) {
         for _ in 0..<100 {
-            let partial = "." + String(name.prefix(200)) + ".modem-partial-" + hexEncode((0..<4).map { _ in UInt8.random(in: 0...255) })
+            let partial = Self.partialName(for: name)
             let f = openat(fd, partial, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
             if f >= 0 { return (f, partial) }
             if errno != EEXIST { throw WormholeError(.local, "cannot create a file in \(path): \(String(cString: strerror(errno)))") }
         }
         throw WormholeError(.local, "cannot create a partial file in \(path)")
+    }
+
+    /// The hidden partial name for `name`: `.` + the name cut to 200 bytes (``NameCleaner/cut(_:maximumBytes:)``,
+    /// never by characters, which may be 4 bytes each) + `.modem-partial-` + 8 hex digits: at most 224
+    /// bytes, within the 255 bytes a file name may have.
+    static func partialName(for name: String) -> String {
+        "." + NameCleaner.cut(name, maximumBytes: 200) + ".modem-partial-" + hexEncode((0..<4).map { _ in UInt8.random(in: 0...255) })
     }
 
     /// Puts a finished partial file or folder in place under `cleaned` (` (2)`, ` (3)`... while taken;

@@ -13,11 +13,15 @@ extension WormholeTransfer {
         public var textOnly: Bool
         /// Asked for each file or folder (true accepts); nil accepts everything.
         public var decide: (@Sendable (WormholeOffer) async -> Bool)?
+        /// Bounds on unpacking a folder (a zip bomb is refused at the first it passes; see ``ZipLimits``).
+        public var zipLimits: ZipLimits
         /// Creates options.
-        public init(folder: WormholeFolder?, textOnly: Bool = false, decide: (@Sendable (WormholeOffer) async -> Bool)? = nil) {
+        public init(folder: WormholeFolder?, textOnly: Bool = false, decide: (@Sendable (WormholeOffer) async -> Bool)? = nil,
+                    zipLimits: ZipLimits = ZipLimits()) {
             self.folder = folder
             self.textOnly = textOnly
             self.decide = decide
+            self.zipLimits = zipLimits
         }
     }
 
@@ -79,6 +83,19 @@ extension WormholeTransfer {
         if let free = folder.freeBytes(), free < size {
             try await refuse(w, "refused \(printableText(cleaned)): \(size) bytes, \(free) free in \(folder.path)")
         }
+        if case .directory(_, let zipSize, let bytes, let files) = offer {
+            // What the offer declares is checked now (the archive itself is checked again as it unpacks).
+            let limits = options.zipLimits
+            if files > UInt64(limits.maximumEntries) {
+                try await refuse(w, "refused \(printableText(cleaned)): \(files) files, more than the limit of \(limits.maximumEntries)")
+            }
+            if bytes > limits.maximumTotalBytes {
+                try await refuse(w, "refused \(printableText(cleaned)): it unpacks to \(bytes) bytes, more than the limit of \(limits.maximumTotalBytes)")
+            }
+            if bytes > limits.ratioBound(archiveBytes: zipSize) {
+                try await refuse(w, "refused \(printableText(cleaned)): \(zipSize) bytes that unpack to \(bytes), over the limit of \(limits.maximumRatio) bytes per byte (a zip bomb)")
+            }
+        }
         if let decide = options.decide, await !decide(offer) { try await refuse(w, "declined \(printableText(cleaned))") }
         guard let connector, let peer else { try await refuse(w, "the sender sent no transit hints") }
         let (fd, partial) = try folder.createPartial(for: cleaned)
@@ -113,7 +130,7 @@ extension WormholeTransfer {
         let digest = hasher.finalize()
         let result: WormholeReceived
         if isFolder {
-            let unpacked = try ZipReader.unpack(folder: folder, zipPartial: partial, name: cleaned)
+            let unpacked = try ZipReader.unpack(folder: folder, zipPartial: partial, name: cleaned, limits: options.zipLimits)
             result = .directory(name: unpacked.name, files: unpacked.files, bytes: unpacked.bytes)
         } else {
             fchmod(fd, 0o644)

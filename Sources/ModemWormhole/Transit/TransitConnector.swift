@@ -56,19 +56,36 @@ public final class TransitConnector: Sendable {
     public let side = hexEncode(secureRandomBytes(8))
     private let listener: Int32?
     private let listenPort: Int
+    /// The most connections to our listener whose handshake is under way at once (default 32). More
+    /// wait in the kernel's queue (nothing is dropped) until one of these ends: it passes, fails or
+    /// reaches ``handshakeTimeout``. Anyone on the network can connect to the listener, so this
+    /// bounds what they hold, and the timeout makes sure they cannot hold it for long.
+    public let maximumPendingHandshakes: Int
+    /// Seconds a connection to our listener has to complete its handshake (default 10; the peer
+    /// sends its handshake at once, so this is only ever reached by a connection that is not the peer).
+    public let handshakeTimeout: Double
+    /// The listening socket's queue: connections waiting for a handshake slot.
+    static let listenBacklog: Int32 = 128
 
     /// Seconds before the relays are tried when there are direct routes.
     public static let relayDelay = 2.0
 
     /// Creates the connector; with `listen`, a listening socket on every address (port chosen by the kernel).
+    /// - Parameters:
+    ///   - maximumPendingHandshakes: connections to our listener in their handshake at once (at least 1).
+    ///   - handshakeTimeout: seconds each of them has for it (more than 0).
     /// - Throws: ``WormholeError`` (`.network`) when it cannot listen.
-    public init(role: Role, transitKey: [UInt8], relays: [TransitHint], listen: Bool) throws(WormholeError) {
+    public init(role: Role, transitKey: [UInt8], relays: [TransitHint], listen: Bool,
+                maximumPendingHandshakes: Int = 32, handshakeTimeout: Double = 10) throws(WormholeError) {
+        precondition(maximumPendingHandshakes >= 1 && handshakeTimeout > 0, "TransitConnector: at least one handshake slot and a timeout over 0")
         self.role = role
         keys = TransitKeys(key: transitKey)
         self.relays = relays
+        self.maximumPendingHandshakes = maximumPendingHandshakes
+        self.handshakeTimeout = handshakeTimeout
         if listen {
             do {
-                let (fd, port) = try TCPSocket.listen(host: "0.0.0.0", port: 0)
+                let (fd, port) = try TCPSocket.listen(host: "0.0.0.0", port: 0, backlog: Self.listenBacklog)
                 listener = fd
                 listenPort = port
             } catch {
@@ -94,10 +111,15 @@ public final class TransitConnector: Sendable {
     /// - Throws: ``WormholeError`` (`.transit`) when no route completed its handshake.
     public func connect(to peer: TransitHints, timeout: Double = 120) async throws(WormholeError) -> TransitConnection {
         let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-        let race = TransitRace(directs: peer.direct.count)
-        let direct = peer.direct.sorted { $0.priority > $1.priority }
+        // Each address once (a peer's hints are at most 64 of each kind: TransitHints(message:)).
+        var unique: [TransitHint] = []
+        for d in peer.direct.sorted(by: { $0.priority > $1.priority }) where !unique.contains(where: { $0.host == d.host && $0.port == d.port }) {
+            unique.append(d)
+        }
+        let direct = unique
         var relaySet: [TransitHint] = []
         for r in relays + peer.relays where !relaySet.contains(where: { $0.host == r.host && $0.port == r.port }) { relaySet.append(r) }
+        let race = TransitRace(directs: direct.count)
         enum Outcome: Sendable { case won(TransitConnection), routeFailed, other }
         let result: TransitConnection? = await withTaskGroup(of: Outcome.self) { group in
             for hint in direct {
@@ -162,25 +184,57 @@ public final class TransitConnector: Sendable {
         return result
     }
 
-    /// Accepts connections to our listener, each trying the handshake, until one wins.
+    /// What the tasks of ``acceptLoop(_:deadline:race:)`` report.
+    private enum AcceptEvent: Sendable {
+        case accepted(ByteStream)
+        case won(TransitConnection)
+        case handshakeEnded
+        case listenerDone
+    }
+
+    /// Accepts connections to our listener, each trying the handshake, until one wins: at most
+    /// ``maximumPendingHandshakes`` at once, each within ``handshakeTimeout``. While every slot is
+    /// taken nothing is accepted (connections wait in the kernel's queue), so a flood of connections
+    /// that never complete a handshake delays the peer by one timeout at most per slot's worth of
+    /// them, and never makes us stop answering handshakes.
     private func acceptLoop(_ listener: Int32, deadline: ContinuousClock.Instant, race: TransitRace) async -> TransitConnection? {
-        await withTaskGroup(of: TransitConnection?.self) { group in
-            var handshakes = 0
-            group.addTask { await Self.waitAccept(listener, deadline: deadline) }
-            while let r = await group.next() {
-                if let r, r.route == "accepted" {
-                    handshakes += 1
-                    if handshakes < 32 {
-                        let s = r.stream
-                        group.addTask {
-                            await self.attempt(route: "direct from \(s.peer)", relayed: false, deadline: deadline, race: race) { () async throws(WormholeError) -> ByteStream in s }
-                        }
+        let slots = maximumPendingHandshakes
+        let timeout = Duration.milliseconds(Int(handshakeTimeout * 1000))
+        return await withTaskGroup(of: AcceptEvent.self) { group in
+            var pending = 0
+            var accepting = true
+            var listenerOpen = true
+            group.addTask { await Self.waitAccept(listener, deadline: deadline).map { .accepted($0) } ?? .listenerDone }
+            while let event = await group.next() {
+                switch event {
+                case .accepted(let s):
+                    pending += 1
+                    group.addTask {
+                        let handshakeDeadline = min(deadline, ContinuousClock.now + timeout)
+                        let won = await self.attempt(route: "direct from \(s.peer)", relayed: false, deadline: deadline,
+                                                     handshakeDeadline: handshakeDeadline, race: race) { () async throws(WormholeError) -> ByteStream in s }
+                        return won.map { .won($0) } ?? .handshakeEnded
                     }
-                    group.addTask { await Self.waitAccept(listener, deadline: deadline) }
-                } else if let r {
+                    if pending < slots {
+                        group.addTask { await Self.waitAccept(listener, deadline: deadline).map { .accepted($0) } ?? .listenerDone }
+                    } else {
+                        accepting = false
+                    }
+                case .handshakeEnded:
+                    pending -= 1
+                    if !accepting, listenerOpen, !race.decided.load(ordering: .relaxed), ContinuousClock.now < deadline {
+                        accepting = true
+                        group.addTask { await Self.waitAccept(listener, deadline: deadline).map { .accepted($0) } ?? .listenerDone }
+                    }
+                case .won(let c):
                     group.cancelAll()
-                    return r
-                } else if race.decided.load(ordering: .relaxed) || ContinuousClock.now >= deadline || Task.isCancelled {
+                    return c
+                case .listenerDone:
+                    accepting = false
+                    listenerOpen = false
+                }
+                if race.decided.load(ordering: .relaxed) || ContinuousClock.now >= deadline || Task.isCancelled
+                    || (!accepting && pending == 0) {
                     group.cancelAll()
                     return nil
                 }
@@ -189,12 +243,12 @@ public final class TransitConnector: Sendable {
         }
     }
 
-    /// The next connection to the listener, wrapped as a pseudo-result `accepted`.
-    private static func waitAccept(_ listener: Int32, deadline: ContinuousClock.Instant) async -> TransitConnection? {
+    /// The next connection to the listener; nil at the deadline, on cancellation or when the listener is shut.
+    private static func waitAccept(_ listener: Int32, deadline: ContinuousClock.Instant) async -> ByteStream? {
         while !Task.isCancelled, ContinuousClock.now < deadline {
             switch TCPSocket.accept(listener) {
             case .connection(let fd, let peer):
-                return TransitConnection(stream: ByteStream(fd: fd, peer: peer), route: "accepted", relayed: false)
+                return ByteStream(fd: fd, peer: peer)
             case .none:
                 if await SocketWaiter.shared.wait(fd: listener, for: .readable, timeoutMilliseconds: 500) == .cancelled { return nil }
             case .failed(let code):
@@ -205,16 +259,20 @@ public final class TransitConnector: Sendable {
         return nil
     }
 
-    /// One route: open the stream, run the handshake, and (sender) decide or (receiver) wait for `go`.
-    private func attempt(route: String, relayed: Bool, deadline: ContinuousClock.Instant, race: TransitRace,
+    /// One route: open the stream, run the handshake (by `handshakeDeadline`, default the route's
+    /// deadline), and (sender) decide or (receiver) wait for `go`. The peer's handshake line is compared
+    /// in constant time: it is derived from the transit key.
+    private func attempt(route: String, relayed: Bool, deadline: ContinuousClock.Instant,
+                         handshakeDeadline: ContinuousClock.Instant? = nil, race: TransitRace,
                          open: @Sendable () async throws(WormholeError) -> ByteStream) async -> TransitConnection? {
         var stream: ByteStream?
         do throws(WormholeError) {
             let s = try await open()
             stream = s
-            try await s.write(ourHandshake, deadline: deadline)
-            let theirs = try await s.read(exactly: theirHandshake.count, deadline: deadline)
-            guard theirs == theirHandshake else { throw WormholeError(.transit, "\(route): the peer's transit handshake does not match (another key)") }
+            let handshakeBy = handshakeDeadline ?? deadline
+            try await s.write(ourHandshake, deadline: handshakeBy)
+            let theirs = try await s.read(exactly: theirHandshake.count, deadline: handshakeBy)
+            guard constantTimeEqual(theirs, theirHandshake) else { throw WormholeError(.transit, "\(route): the peer's transit handshake does not match (another key)") }
             switch role {
             case .sender:
                 if race.decided.exchange(true, ordering: .acquiringAndReleasing) {
