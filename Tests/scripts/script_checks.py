@@ -20,3 +20,18 @@ class Checks:
         """Prints 'N passed, M failed' and exits 1 when a check failed."""
         print(f"{self.passed} passed, {len(self.failed)} failed")
         sys.exit(1 if self.failed else 0)
+
+
+def start_server(args, log_path, marker, guard=120):
+    """Starts `args` with its output in `log_path` and waits (a hang guard of `guard` s) for a line that starts
+    with `marker` followed by the port the server got; returns (process, port). Exits when it never comes."""
+    import subprocess, time
+    p = subprocess.Popen(args, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    end = time.monotonic() + guard
+    while time.monotonic() < end and p.poll() is None:
+        for line in open(log_path, errors="replace").read().split("\n")[:-1]:
+            if line.startswith(marker):
+                return p, int(line[len(marker):])
+        time.sleep(0.02)
+    p.kill()
+    raise SystemExit(f"{args[0]} did not start: {open(log_path, errors='replace').read()[-800:]}")

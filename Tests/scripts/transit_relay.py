@@ -7,7 +7,7 @@ once. Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure
 
     transit_relay.py MODEM_HUB [--pairs N] [--size BYTES]
 """
-from script_checks import Checks
+from script_checks import Checks, start_server
 import argparse, asyncio, hashlib, os, subprocess, sys, tempfile, time
 
 ap = argparse.ArgumentParser()
@@ -21,23 +21,12 @@ check = Checks()
 
 
 def start_hub(work, name, timeout):
-    path = os.path.join(work, f"{name}.log")
-    log = open(path, "w")
-    p = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
-                          "--transit-listen", "127.0.0.1:0", "--transit-timeout", str(timeout),
-                          # Every client here is 127.0.0.1, counted as one address: room for --pairs at once.
-                          "--max-connections-per-address", "5000", "--transit-max-pairs-per-address", "5000",
-                          "--transit-max-waiting-per-address", "5000"],
-                         stdout=log, stderr=subprocess.STDOUT)
-    marker = "modem-hub: transit relay listening on 127.0.0.1:"
-    end = time.monotonic() + GUARD
-    while time.monotonic() < end and p.poll() is None:
-        for line in open(path).read().split("\n")[:-1]:
-            if line.startswith(marker):
-                return p, int(line[len(marker):])
-        time.sleep(0.02)
-    p.kill()
-    raise SystemExit("the relay did not start: " + open(path).read()[-800:])
+    return start_server([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
+                         "--transit-listen", "127.0.0.1:0", "--transit-timeout", str(timeout),
+                         # Every client here is 127.0.0.1, counted as one address: room for --pairs at once.
+                         "--max-connections-per-address", "5000", "--transit-max-pairs-per-address", "5000",
+                         "--transit-max-waiting-per-address", "5000"],
+                        os.path.join(work, f"{name}.log"), "modem-hub: transit relay listening on 127.0.0.1:", GUARD)
 
 
 def handshake(token, side=None):

@@ -20,7 +20,7 @@ deadlines run on its wall clock) and so runs in the real-time group, alone (Atta
 import os, resource, selectors, socket, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from script_checks import Checks  # noqa: E402
+from script_checks import Checks, start_server  # noqa: E402
 
 HUB = sys.argv[1]
 MODE = sys.argv[2] if len(sys.argv) > 2 else "caps"
@@ -31,19 +31,9 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
 
 
 def start_hub(work, name, extra):
-    path = os.path.join(work, f"{name}.log")
-    log = open(path, "w")
-    p = subprocess.Popen([HUB, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
-                          "--transit-listen", "127.0.0.1:0"] + extra, stdout=log, stderr=subprocess.STDOUT)
-    marker = "modem-hub: transit relay listening on 127.0.0.1:"
-    end = time.monotonic() + 120
-    while time.monotonic() < end and p.poll() is None:
-        for line in open(path).read().split("\n")[:-1]:
-            if line.startswith(marker):
-                return p, int(line[len(marker):])
-        time.sleep(0.02)
-    p.kill()
-    raise SystemExit(f"the hub did not start: {open(path).read()[-800:]}")
+    return start_server([HUB, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
+                         "--transit-listen", "127.0.0.1:0"] + extra, os.path.join(work, f"{name}.log"),
+                        "modem-hub: transit relay listening on 127.0.0.1:")
 
 
 def conn(port, src, timeout=5):

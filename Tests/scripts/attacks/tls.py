@@ -12,26 +12,15 @@ Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure.
 import os, re, subprocess, sys, tempfile, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from script_checks import Checks  # noqa: E402
+from script_checks import Checks, start_server  # noqa: E402
 
 HUB = sys.argv[1]
 check = Checks()
 
 
 def start_hub(work, cert, key):
-    path = os.path.join(work, "hub.log")
-    log = open(path, "w")
-    p = subprocess.Popen([HUB, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, "hub.sqlite"),
-                          "--tls-cert", cert, "--tls-key", key], stdout=log, stderr=subprocess.STDOUT)
-    marker = "modem-hub: listening on 127.0.0.1:"
-    end = time.monotonic() + 120
-    while time.monotonic() < end and p.poll() is None:
-        for line in open(path).read().split("\n")[:-1]:
-            if line.startswith(marker):
-                return p, int(line[len(marker):])
-        time.sleep(0.02)
-    p.kill()
-    raise SystemExit(f"the hub did not start: {open(path).read()[-800:]}")
+    return start_server([HUB, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, "hub.sqlite"),
+                         "--tls-cert", cert, "--tls-key", key], os.path.join(work, "hub.log"), "modem-hub: listening on 127.0.0.1:")
 
 
 def handshake(port, *args):
