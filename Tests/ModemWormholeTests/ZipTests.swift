@@ -47,13 +47,31 @@ import Testing
         #expect(try FileManager.default.contentsOfDirectory(atPath: dst) == ["tree"], "the zip and the partial folder are gone")
     }
 
-    @Test(arguments: ["../evil", "/etc/evil", "a/../../evil", "a//b", "a\\b", "./x", "a/\u{1B}b"])
+    /// A component that a cut to 255 bytes would leave as `..`: two dots and one character of 255 bytes
+    /// (a letter and 127 combining marks).
+    static let cutToDotDot = ".." + "a" + String(repeating: "\u{301}", count: 127)
+
+    @Test(arguments: ["../evil", "/etc/evil", "a/../../evil", "a//b", "a\\b", "./x", "a/\u{1B}b",
+                      "\(cutToDotDot)/\(cutToDotDot)/evil", String(repeating: "d/", count: 65) + "deep"])
     func unsafePathsRefuseTheWholeArchive(name: String) throws {
         let dst = try scratch()
         #expect(throws: WormholeError.self) { try unpack(zip([("ok.txt", Array("fine".utf8)), (name, Array("bad".utf8))]), into: dst) }
         let left = try FileManager.default.contentsOfDirectory(atPath: dst).filter { $0 != ".in.zip" }
         #expect(left.isEmpty, "\(name): left \(left)")
         #expect(!FileManager.default.fileExists(atPath: (dst as NSString).deletingLastPathComponent + "/evil"))
+    }
+
+    @Test("folders count: every folder an archive makes counts as an entry and as a block toward the byte bounds")
+    func foldersAreCounted() throws {
+        // Two entries 60 folders deep each, in separate trees: 120 folders, over a limit of 100 entries.
+        let deepA = (0..<60).map { "a\($0)" }.joined(separator: "/") + "/f", deepB = (0..<60).map { "b\($0)" }.joined(separator: "/") + "/f"
+        let z = zip([(deepA, Array("x".utf8)), (deepB, Array("y".utf8))])
+        #expect(throws: WormholeError.self) { try ZipReader.verify(archive: z, limits: ZipLimits(maximumEntries: 100)) }
+        #expect(try ZipReader.verify(archive: z, limits: ZipLimits(maximumEntries: 200)).files == 2)
+        // 300 folders of a small archive are 1.2 MB of blocks: over a ratio of 1 past the 1 MiB allowance.
+        let many = zip((0..<300).map { ("f\($0)/", []) })
+        #expect(throws: WormholeError.self) { try ZipReader.verify(archive: many, limits: ZipLimits(maximumRatio: 1)) }
+        #expect(try ZipReader.verify(archive: many).files == 0)
     }
 
     @Test func badCRCAndTruncationAreRefused() throws {

@@ -225,12 +225,31 @@ public enum ZipReader {
         guard count <= limits.maximumEntries else {
             throw WormholeError(.peer, "the zip holds \(count) entries, more than the limit of \(limits.maximumEntries) (refused)")
         }
+        guard cdSize <= Self.maximumDirectoryBytes else {
+            throw WormholeError(.peer, "the zip's central directory is \(cdSize) bytes, more than the limit of \(Self.maximumDirectoryBytes) (refused)")
+        }
         let cd = try source.read(cdOffset, cdSize)
         var entries: [Entry] = []
+        // Every folder the archive makes (its folder entries and the parents of every entry), by a hash of
+        // its path: each costs a block of the file system, so folders count toward the byte bounds too.
+        var folders = Set<Int>()
         var ranges: [(start: Int, end: Int, name: String)] = []
         var p = 0
-        var declared: UInt64 = 0
+        var fileBytes: UInt64 = 0
         let ratioBound = limits.ratioBound(archiveBytes: UInt64(size))
+        /// The bytes the archive unpacks to so far (its files, and a block per folder), checked against every bound.
+        func checkTotals() throws(WormholeError) {
+            let declared = fileBytes + UInt64(folders.count) * Self.folderBytes  // at most 65,535 sizes under 2^32 each and 65,536 folders: no overflow
+            guard declared <= limits.maximumTotalBytes else {
+                throw WormholeError(.peer, "the zip unpacks to more than the limit of \(limits.maximumTotalBytes) bytes (refused)")
+            }
+            guard declared <= ratioBound else {
+                throw WormholeError(.peer, "the zip of \(size) bytes unpacks to more than \(ratioBound) bytes, over the limit of \(limits.maximumRatio) bytes per byte of the archive (refused as a zip bomb)")
+            }
+            if let room, declared > room {
+                throw WormholeError(.peer, "the zip unpacks to more than the \(room) bytes there is room for (refused)")
+            }
+        }
         for _ in 0..<count {
             guard cd.count - p >= 46, u32(cd, p) == 0x0201_4b50 else { throw WormholeError(.peer, "the zip's central directory is malformed") }
             let method = u16(cd, p + 10), crc = u32(cd, p + 16)
@@ -245,6 +264,14 @@ public enum ZipReader {
             let components = try checkedPath(rawName)
             if components.isEmpty { continue }
             let isDirectory = rawName.hasSuffix("/")
+            let folderDepth = isDirectory ? components.count : components.count - 1
+            for depth in stride(from: 1, through: folderDepth, by: 1) {
+                folders.insert(components[0..<depth].joined(separator: "/").hashValue)
+            }
+            guard folders.count <= limits.maximumEntries else {
+                throw WormholeError(.peer, "the zip makes more than \(limits.maximumEntries) folders, more than the limit of entries (refused)")
+            }
+            try checkTotals()
             if isDirectory {
                 entries.append(Entry(rawName: rawName, components: components, isDirectory: true, method: method, crc: crc,
                                      compressedSize: 0, size: 0, mode: mode, dataStart: 0))
@@ -256,16 +283,8 @@ public enum ZipReader {
             guard usize <= limits.maximumEntryBytes else {
                 throw WormholeError(.peer, "\(what) unpacks to \(usize) bytes, more than the limit of \(limits.maximumEntryBytes) bytes per file (refused)")
             }
-            declared += usize  // at most 65,535 sizes under 2^32 each: no overflow
-            guard declared <= limits.maximumTotalBytes else {
-                throw WormholeError(.peer, "the zip unpacks to more than the limit of \(limits.maximumTotalBytes) bytes (refused)")
-            }
-            guard declared <= ratioBound else {
-                throw WormholeError(.peer, "the zip of \(size) bytes unpacks to more than \(ratioBound) bytes, over the limit of \(limits.maximumRatio) bytes per byte of the archive (refused as a zip bomb)")
-            }
-            if let room, declared > room {
-                throw WormholeError(.peer, "the zip unpacks to more than the \(room) bytes there is room for (refused)")
-            }
+            fileBytes += usize  // at most 65,535 sizes under 2^32 each: no overflow
+            try checkTotals()
             let header = try source.read(local, 30)
             guard u32(header, 0) == 0x0403_4b50 else { throw WormholeError(.peer, "\(what) is malformed") }
             let dataStart = local + 30 + Int(u16(header, 26)) + Int(u16(header, 28))
@@ -347,19 +366,31 @@ public enum ZipReader {
         return produced
     }
 
+    /// The most bytes of central directory read (64 MiB: 65,535 entries with paths of 1 KiB fit).
+    static let maximumDirectoryBytes = 64 << 20
+    /// The most folders deep an entry's path may be.
+    static let maximumDepth = 64
+    /// What a folder is counted as toward the byte bounds: one block of a file system.
+    static let folderBytes: UInt64 = 4096
+
     /// The components of an entry's path, or a refusal of the archive. A component over 255 bytes
     /// (a file system's limit) is cut by ``NameCleaner/cut(_:maximumBytes:)`` on a character boundary,
-    /// keeping its extension.
+    /// keeping its extension; the path is checked again after the cut (a cut can leave `..`: a dot, a dot
+    /// and one character of 255 bytes of combining marks).
     static func checkedPath(_ raw: String) throws(WormholeError) -> [String] {
         guard !raw.hasPrefix("/"), !raw.contains("\\"), !raw.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
             throw WormholeError(.peer, "the zip holds an unsafe path \(printableText(raw)) (refused)")
         }
         var parts = raw.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         if parts.last == "" { parts.removeLast() }
-        guard parts.allSatisfy({ !$0.isEmpty && $0 != "." && $0 != ".." }) else {
+        guard parts.count <= Self.maximumDepth else {
+            throw WormholeError(.peer, "the zip holds a path \(parts.count) folders deep, more than the limit of \(Self.maximumDepth) (refused)")
+        }
+        let cut = parts.map { NameCleaner.cut($0) }
+        for part in parts + cut where part.isEmpty || part == "." || part == ".." {
             throw WormholeError(.peer, "the zip holds an unsafe path \(printableText(raw)) (refused)")
         }
-        return parts.map { NameCleaner.cut($0) }
+        return cut
     }
 
     /// Opens (creating) the folders of `components` under `root`, never following a link.
