@@ -324,11 +324,10 @@ final class SharedProgress: Sendable {
     func clear() { line.withLock { $0.clear() } }
 }
 
-/// Text from the peer made safe for a terminal: control characters become `?`.
+/// Text from the peer made safe for a terminal (``TerminalText/safe(_:maximumScalars:)``: controls,
+/// escapes and bidirectional overrides become `?`).
 func printable(_ text: String) -> String {
-    String(String.UnicodeScalarView(text.unicodeScalars.map { s in
-        s.value < 0x20 || s.value == 0x7F || (0x80...0x9F).contains(s.value) ? "?" : s
-    }))
+    TerminalText.safe(text)
 }
 
 func hexString(_ bytes: [UInt8]) -> String {

@@ -46,7 +46,7 @@ func openWormholeSession(_ endpoint: String, dialer: Bool, options: SessionOptio
     // The session names the peer by its key store entry when its key is trusted already, else by
     // --trust-as, else as the code's peer with its fingerprint; never by the name it claims. A
     // --trust-as name that another key holds is refused: the peer would be shown under it.
-    if let trustAs, let holder = try? options.keys.trustedPeers().first(where: { $0.name == trustAs && $0.publicKey != link.peerKey }) {
+    if let trustAs, let holder = try? options.keys.trustedPeers().first(where: { KeyStore.sameName($0.name, trustAs) && $0.publicKey != link.peerKey }) {
         await link.transport.close()
         throw SessionFailure.invalidAuthorization("--trust-as \(trustAs): that name is already trusted for another key (fingerprint \(keyFingerprint(holder.publicKey))); choose another name")
     }

@@ -144,5 +144,20 @@ struct PeerIdentityTests {
         #expect(try store.trustPaired(claimedName: "root@vm", publicKey: dave, fallback: "paired-123456") == "paired-123456-2")
         #expect(try store.trustPaired(claimedName: "the-boss", publicKey: bob, fallback: "paired-999999") == "bob")
         #expect(try store.trustedPeers().map(\.name).sorted() == ["bob", "carol", "paired-123456", "paired-123456-2"])
+        // Names that differ only in case are one name: "Bob" cannot stand beside "bob" for another key.
+        let eve = Array(X25519PrivateKey().publicKey.rawRepresentation)
+        #expect(throws: KeyStoreError.self) { try store.trust(name: "BOB", publicKey: eve) }
+        #expect(try store.trustPaired(claimedName: "Bob", publicKey: eve, fallback: "paired-424242") == "paired-424242")
+    }
+
+    @Test("text from a peer is made safe for a terminal: controls, C1 (CSI), bidirectional overrides")
+    func terminalText() {
+        #expect(TerminalText.safe("a\u{1B}[2Jb\u{9B}31mc\u{202E}d\u{2066}e\nf") == "a?[2Jb?31mc?d?e?f")
+        #expect(TerminalText.safe("plain ünïcödé 日本") == "plain ünïcödé 日本")
+        #expect(TerminalText.safe("abcdef", maximumScalars: 3) == "abc")
+        let boss = PeerIdentity(publicKey: Array(repeating: 1, count: 32), trustedName: "bob", claimedName: "x\u{202E}y\u{9B}")
+        #expect(boss.description == "bob (claims \"x?y?\")")
+        #expect(throws: Never.self) { try NameCleaner.clean("report\u{202E}fdp.exe") }
+        #expect((try? NameCleaner.clean("report\u{202E}fdp.exe")) == "reportfdp.exe")
     }
 }

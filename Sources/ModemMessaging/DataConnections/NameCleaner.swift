@@ -37,8 +37,7 @@ public enum NameCleaner {
         let last = raw.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "/" || $0 == "\\" }).last.map(String.init) ?? ""
         var scalars = String.UnicodeScalarView()
         for s in last.unicodeScalars {
-            let v = s.value
-            if v < 0x20 || v == 0x7F || (0x80...0x9F).contains(v) { continue }
+            if TerminalText.isUnsafe(s) { continue }  // controls, escapes, bidirectional overrides ("txt\u{202E}hs.exe")
             scalars.append(s)
         }
         var name = String(scalars)

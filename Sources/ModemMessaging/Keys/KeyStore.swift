@@ -114,8 +114,15 @@ public struct KeyStore: Sendable {
         return peers
     }
 
+    /// What two trusted names are compared by: names that differ only in case are one name (`Bob` cannot
+    /// stand beside `bob` as another key).
+    public static func nameKey(_ name: String) -> String { name.lowercased() }
+
+    /// Whether two trusted names are one name (``nameKey(_:)``).
+    public static func sameName(_ a: String, _ b: String) -> Bool { nameKey(a) == nameKey(b) }
+
     /// Trusts a public key under a name, replacing any entry with the same key. The name is the one
-    /// every session with this key shows for the peer, so it must not already name another key.
+    /// every session with this key shows for the peer, so it must not already name another key (in any case).
     /// - Throws: ``KeyStoreError``: a bad name or key (`.invalidName`, `.invalidKey`), a name already
     ///   trusted for another key (`.nameTaken`), or the file cannot be written.
     public func trust(name: String, publicKey: [UInt8], expires: Date? = nil) throws(KeyStoreError) {
@@ -123,7 +130,7 @@ public struct KeyStore: Sendable {
         try KeyText.validatePublicKey(publicKey)
         try FileOps.locked(folder) { () throws(KeyStoreError) in
             var peers = try trustedPeers()
-            if let other = peers.first(where: { $0.name == name && $0.publicKey != publicKey }) {
+            if let other = peers.first(where: { Self.sameName($0.name, name) && $0.publicKey != publicKey }) {
                 throw KeyStoreError(.nameTaken, "'\(name)' is already the name of another trusted key (fingerprint \(keyFingerprint(other.publicKey))): choose another name, or 'modem keys forget \(name)' first")
             }
             peers.removeAll { $0.publicKey == publicKey }
@@ -143,16 +150,16 @@ public struct KeyStore: Sendable {
         try Self.validateName(fallback)
         return try FileOps.locked(folder) { () throws(KeyStoreError) -> String in
             var peers = try trustedPeers()
-            let taken = Set(peers.filter { $0.publicKey != publicKey }.map(\.name))
+            let taken = Set(peers.filter { $0.publicKey != publicKey }.map { Self.nameKey($0.name) })
             let name: String
             if let existing = peers.first(where: { $0.publicKey == publicKey }) {
                 name = existing.name
-            } else if (try? Self.validateName(claimedName)) != nil, !taken.contains(claimedName) {
+            } else if (try? Self.validateName(claimedName)) != nil, !taken.contains(Self.nameKey(claimedName)) {
                 name = claimedName
             } else {
                 var candidate = fallback
                 var n = 2
-                while taken.contains(candidate) {
+                while taken.contains(Self.nameKey(candidate)) {
                     candidate = String(fallback.prefix(56)) + "-\(n)"
                     n += 1
                 }

@@ -72,7 +72,7 @@ public struct PeerIdentity: Sendable, Hashable, CustomStringConvertible {
         for scalar in text.unicodeScalars {
             switch scalar {
             case "\"", "\\": out += "\\" + String(scalar)
-            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value): out += "?"
+            case _ where TerminalText.isUnsafe(scalar): out += "?"
             default: out.unicodeScalars.append(scalar)
             }
         }

@@ -554,7 +554,7 @@ public struct SessionStateMachine: Sendable {
     }
 
     static func failure(reason: UInt8, text: String, fromPeer: Bool) -> SessionFailure {
-        let clean = String(text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200))
+        let clean = TerminalText.safe(text, maximumScalars: 200)
         let said = clean.isEmpty ? "" : " (\(clean))"
         switch reason {
         case 1: return .networkUnavailable("the peer cancelled\(said)")
@@ -567,7 +567,7 @@ public struct SessionStateMachine: Sendable {
     }
 
     static func cleanName(_ bytes: [UInt8]) -> String {
-        var name = String(String(decoding: bytes, as: UTF8.self).unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F && $0 != "\u{FFFD}" }
+        var name = String(String(decoding: bytes, as: UTF8.self).unicodeScalars.filter { !TerminalText.isUnsafe($0) && $0 != "\u{FFFD}" }
             .map(Character.init))
         while name.utf8.count > 64 { name.removeLast() }
         return name

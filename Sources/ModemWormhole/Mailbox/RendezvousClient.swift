@@ -1,4 +1,5 @@
 import Foundation
+import ModemMessaging
 import Synchronization
 
 /// A message of the mailbox, as the server relays it: the sending side, its phase and its body.
@@ -267,9 +268,7 @@ public func hexDecode(_ text: String) -> [UInt8]? {
     return out
 }
 
-/// Text from the other end made safe for a terminal: control characters become `?`, at most 300 characters.
+/// Text from the other end made safe for a terminal (``TerminalText/safe(_:maximumScalars:)``), at most 300 scalars.
 public func printableText(_ text: String) -> String {
-    String(String.UnicodeScalarView(text.unicodeScalars.prefix(300).map { s in
-        s.value < 0x20 || s.value == 0x7F || (0x80...0x9F).contains(s.value) ? "?" : s
-    }))
+    TerminalText.safe(text, maximumScalars: 300)
 }
