@@ -44,6 +44,10 @@ struct ReceiveCommand: AsyncParsableCommand {
     @Flag(name: .customLong("text-only"), help: "With --wormhole: accept a text message only; refuse files.")
     var textOnly = false
 
+    @Option(name: .customLong("folder-max-ratio"), parsing: .unconditional,
+            help: ArgumentHelp("With --wormhole: the most bytes a received folder (a zip) may unpack to per byte of the zip, past its first MiB; a folder over it is refused whole as a zip bomb (deflate reaches about 1,032 on a file of one repeated byte).", valueName: "n"))
+    var folderMaxRatio: UInt64 = ZipLimits().maximumRatio
+
     @Argument(help: ArgumentHelp("With --wormhole: the code the sender printed (NUMBER-WORD-WORD).", valueName: "code"))
     var code: String?
 
@@ -76,6 +80,7 @@ struct ReceiveCommand: AsyncParsableCommand {
             guard code == nil else { throw ValidationError("a CODE argument needs --wormhole") }
             if textOnly { throw ValidationError("--text-only applies to --wormhole") }
         }
+        guard (1...1_000_000).contains(folderMaxRatio) else { throw ValidationError("--folder-max-ratio must be 1 to 1000000") }
     }
 
     func run() async throws {
@@ -83,7 +88,8 @@ struct ReceiveCommand: AsyncParsableCommand {
         _ = AllocatorTuning.applied
         if wormhole {
             let options = wormholeOptions
-            try await reportingErrors { try await receiveByWormhole(code: code!, dir: dir ?? ".", acceptAll: acceptAll, textOnly: textOnly, options: options) }
+            try await reportingErrors { try await receiveByWormhole(code: code!, dir: dir ?? ".", acceptAll: acceptAll, textOnly: textOnly,
+                                                                 zipLimits: ZipLimits(maximumRatio: folderMaxRatio), options: options) }
             return
         }
         try await reportingErrors { try await serve() }

@@ -95,7 +95,8 @@ func sendByWormhole(text: String?, files: [String], code: String?, options: Worm
 }
 
 /// `modem receive --wormhole CODE`: a text to standard output, or a file or folder into `dir`.
-func receiveByWormhole(code: String, dir: String, acceptAll: Bool, textOnly: Bool, options: WormholeOptions) async throws {
+func receiveByWormhole(code: String, dir: String, acceptAll: Bool, textOnly: Bool, zipLimits: ZipLimits = ZipLimits(),
+                       options: WormholeOptions) async throws {
     let relay = try options.relay()
     let transit = try options.transit()
     let parsed = try parseWormholeCode(code, option: "CODE")
@@ -132,7 +133,7 @@ func receiveByWormhole(code: String, dir: String, acceptAll: Bool, textOnly: Boo
         try await w.establishKey()
         let started = ProgressLine.now()
         let bar = SharedProgress()
-        let got = try await WormholeTransfer.receive(over: w, options: .init(folder: folder, textOnly: textOnly, decide: decide),
+        let got = try await WormholeTransfer.receive(over: w, options: .init(folder: folder, textOnly: textOnly, decide: decide, zipLimits: zipLimits),
                                                      transit: transit, progress: { done, total in
             bar.update(done: done, total: total, started: started)
         })
