@@ -45,14 +45,22 @@ final class CuttableTransport: MessageTransport {
 final class CountingTransport: MessageTransport {
     let inner: any MessageTransport
     private let count = Atomic<Int>(0)
-    init(inner: any MessageTransport) { self.inner = inner }
+    /// The test clock, when given: the time each frame came up is noted (``lastFrameAt``).
+    let clock: TestClock<Duration>?
+    private let last = Mutex<TestClock<Duration>.Instant?>(nil)
+    init(inner: any MessageTransport, clock: TestClock<Duration>? = nil) { self.inner = inner; self.clock = clock }
     var received: Int { count.load(ordering: .acquiring) }
+    /// The clock's time when the last frame came up (before the session read it), when a clock was given.
+    var lastFrameAt: TestClock<Duration>.Instant? { last.withLock { $0 } }
     var kind: TransportKind { inner.kind }
     var maximumFrameSize: Int { inner.maximumFrameSize }
     func send(_ frame: [UInt8]) async throws(TransportError) { try await inner.send(frame) }
     func receive() async -> TransportInput {
         let input = await inner.receive()
-        if case .frame = input { count.add(1, ordering: .releasing) }
+        if case .frame = input {
+            if let clock { last.withLock { $0 = clock.now } }
+            count.add(1, ordering: .releasing)
+        }
         return input
     }
     func close() async { await inner.close() }
@@ -192,15 +200,25 @@ struct NoiseSessionTests {
         let (rc, rd) = try await sessionPair(keys: keys, keepalive: 2, clock: SessionClock(clock)) { t, _ in
             let cut = CuttableTransport(inner: t)
             cuts.withLock { $0.append(cut) }
-            let c = CountingTransport(inner: cut)
+            let c = CountingTransport(inner: cut, clock: clock)
             counting.withLock { $0.append(c) }
             return c
         }
         let c = try rc.get(), d = try rd.get()
-        final class Ends: Sendable { let list = Mutex<[SessionEnd]>([]) }
+        final class Ends: Sendable {
+            let list = Mutex<[SessionEnd]>([])
+            /// The clock's time when each end was seen (at or after the session reported it).
+            let seen = Mutex<[TestClock<Duration>.Instant]>([])
+        }
         let box = Ends()
         var drains: [Task<Void, Never>] = []
-        for s in [c, d] { drains.append(Task { let (_, end) = await drain(s); box.list.withLock { $0.append(end) } }) }
+        for s in [c, d] {
+            drains.append(Task {
+                let (_, end) = await drain(s)
+                box.seen.withLock { $0.append(clock.now) }
+                box.list.withLock { $0.append(end) }
+            })
+        }
         // Idle: each keepalive period, both ends hear a frame (PING or PONG) from the other; we wait for
         // those frames before moving the clock on, so the link is never silent for 2 periods.
         for _ in 0..<5 {
@@ -214,16 +232,26 @@ struct NoiseSessionTests {
         #expect(box.list.withLock { $0.isEmpty }, "an idle session must survive on keepalive: \(box.list.withLock { $0 })")
         // Cut: frames stop both ways; move the clock until both ends give up.
         for t in cuts.withLock({ $0 }) { t.cut.store(true, ordering: .relaxed) }
+        // Each end may give up no sooner than 2 x keepalive (4 s) of clock time after the last frame it
+        // heard (noted by its CountingTransport as the frame came up, so at or before the session's own
+        // note of it), and is seen by its drain at or after it gave up: so the first end seen comes at
+        // least 4 s after the earliest of the two last frames.
+        let lastHeard = counting.withLock { $0.map { $0.lastFrameAt } }
         var steps = 0
         while box.list.withLock({ $0.count }) < 2 && steps < 400 {
             await clock.advance(by: .milliseconds(250))
             steps += 1
-            try await Task.sleep(for: .milliseconds(1))  // let the timer loops run between steps
+            try await Task.sleep(for: .milliseconds(1))  // let the timer loops run between steps (not a decision)
         }
         for task in drains { await task.value }
         let got = box.list.withLock { $0 }
         #expect(got.count == 2 && got.allSatisfy { $0.seedName == "END_LOST_NET" }, "\(got)")
-        #expect(Double(steps) * 0.25 >= 3.5, "ended after \(Double(steps) * 0.25) s of clock time, before 2 x keepalive")
+        let heard = lastHeard.compactMap { $0 }
+        #expect(heard.count == 2, "each end heard frames before the cut")
+        if let earliestHeard = heard.min(), let firstSeen = box.seen.withLock({ $0.min() }) {
+            #expect(earliestHeard.duration(to: firstSeen) >= .seconds(4),
+                    "an end gave up \(earliestHeard.duration(to: firstSeen)) of clock time after the last frames, before 2 x keepalive")
+        }
         for t in cuts.withLock({ $0 }) { await t.inner.close() }
     }
 
