@@ -26,6 +26,8 @@ public struct HubServerSettings: Sendable {
     // Accounts (issue 32): code hooks running at once (`--code-hook-concurrency`); the account bounds
     // are in `authority.accounts`.
     public var codeHookConcurrency = 4
+    /// Accounts (issue 32): how long one code hook may run before it is killed (`--code-hook-timeout`).
+    public var codeHookTimeout: Duration = .seconds(30)
     public var authority = HubAuthority.Settings()
     /// Caps on connections and the deadlines for request heads and idle connections.
     public var connections = ConnectionLimits()
@@ -112,7 +114,8 @@ public enum HubApp {
         OAuthRoutes.register(on: r, authority: context.authority, issuer: { issuer })
         let codeSender: any ConfirmationSender = sender ?? {
             if let hook = context.settings.codeHook { return HookConfirmationSender(command: hook, logger: context.logger,
-                                                                                       concurrency: context.settings.codeHookConcurrency) }
+                                                                                       concurrency: context.settings.codeHookConcurrency,
+                                                                                       timeout: context.settings.codeHookTimeout) }
             return LogConfirmationSender(logger: context.logger, enabled: context.settings.logCodes)
         }()
         AccountRoutes.register(on: r, authority: context.authority, store: context.store, sender: codeSender)

@@ -39,8 +39,9 @@ public protocol GroupStore: Sendable {
     func nodeBeats(name: String, except instance: String) async throws -> [(instance: String, heartbeatMs: Int64)]
     /// A clean stop: this instance's users go offline now and its node row goes.
     func removeNode(instance: String, now: Int64) async throws -> PresenceOutcome
-    /// A new device id for a client token's socket.
-    func allocateDevice(clientID: String, now: Int64) async throws -> String
+    /// A new device id for a client token's socket said `hello` from `address`, or the bound of
+    /// ``DeviceBounds`` that refuses it (nothing is stored then).
+    func allocateDevice(clientID: String, address: String, now: Int64) async throws -> DeviceAllocation
     /// The OAuth client a device id was allocated to.
     func deviceClient(_ device: String) async throws -> String?
 }
@@ -78,12 +79,16 @@ public struct SQLGroupStore: GroupStore {
     /// (``members(group:after:limit:)``, ``posts(group:after:limit:)``): a join then holds no group
     /// in memory, however many posts it keeps.
     public var snapshotOnJoin: Bool
+    /// Bounds on new device ids (`allocateDevice` refuses over one).
+    public var deviceBounds: DeviceBounds
 
     /// Wraps a migrated database.
-    public init(db: any SQLDatabase, notifier: PresenceNotifier? = nil, postBounds: PostBounds = PostBounds(), snapshotOnJoin: Bool = true) {
+    public init(db: any SQLDatabase, notifier: PresenceNotifier? = nil, postBounds: PostBounds = PostBounds(), snapshotOnJoin: Bool = true,
+                deviceBounds: DeviceBounds = DeviceBounds()) {
         self.db = db
         self.notifier = notifier
         self.postBounds = postBounds
+        self.deviceBounds = deviceBounds
         self.snapshotOnJoin = snapshotOnJoin
     }
 
@@ -186,7 +191,12 @@ public struct SQLGroupStore: GroupStore {
             // The posts of one group are counted and stored one transaction at a time, so two posts
             // (from two nodes) never both take a group's last place: PostgreSQL, a lock on the group
             // until commit; SQLite, its single writer (BEGIN IMMEDIATE).
-            if shared { try await tx.run("SELECT pg_advisory_xact_lock(736110013, hashtext($1))", [.text(post.group)]) }
+            // The author's posts in all groups are counted under a lock on the author, taken first (every
+            // post takes the author's, then the group's: one order, no deadlock).
+            if shared {
+                try await tx.run("SELECT pg_advisory_xact_lock(736110014, hashtext($1))", [.text(post.user)])
+                try await tx.run("SELECT pg_advisory_xact_lock(736110013, hashtext($1))", [.text(post.group)])
+            }
             let old = try await tx.rows("SELECT user_id FROM posts WHERE grp = $1 AND pid = $2", [.text(post.group), .text(post.pid)])
             if let author = old.first?.text(0) {
                 // A replacement by its author takes no new place.
@@ -198,7 +208,9 @@ public struct SQLGroupStore: GroupStore {
             let counts = try await tx.rows(
                 "SELECT count(*), CAST(COALESCE(SUM(CASE WHEN user_id = $2 THEN 1 ELSE 0 END), 0) AS BIGINT) FROM posts WHERE grp = $1",
                 [.text(post.group), .text(post.user)])
-            if let why = bounds.refusal(group: post.group, userPosts: Int(counts.first?.int(1) ?? 0), groupPosts: Int(counts.first?.int(0) ?? 0)) {
+            let mine = try await tx.rows("SELECT count(*) FROM posts WHERE user_id = $1", [.text(post.user)])
+            if let why = bounds.refusal(group: post.group, userPosts: Int(counts.first?.int(1) ?? 0), groupPosts: Int(counts.first?.int(0) ?? 0),
+                                        allUserPosts: Int(mine.first?.int(0) ?? 0)) {
                 return .refused(why)
             }
             try await tx.run("INSERT INTO posts(grp, pid, user_id, body, created_ms) VALUES ($1, $2, $3, $4, $5)",
@@ -323,17 +335,33 @@ public struct SQLGroupStore: GroupStore {
         }
     }
 
-    public func allocateDevice(clientID: String, now: Int64) async throws -> String {
+    public func allocateDevice(clientID: String, address: String, now: Int64) async throws -> DeviceAllocation {
+        let shared = isShared, bounds = deviceBounds
         var g = SystemRandomNumberGenerator()
         let id = "d_" + (0..<4).map { _ in
             let v = g.next() as UInt32
             let s = String(v, radix: 16)
             return String(repeating: "0", count: 8 - s.count) + s
         }.joined()
-        try await transaction { tx in
+        let hourAgo = now - DeviceBounds.windowMs
+        return try await transaction { tx in
+            // Counted and stored one allocation at a time per client and per address (PostgreSQL: locks
+            // until commit, the client's first; SQLite: its single writer).
+            if shared {
+                try await tx.run("SELECT pg_advisory_xact_lock(736110015, hashtext($1))", [.text(clientID)])
+                try await tx.run("SELECT pg_advisory_xact_lock(736110016, hashtext($1))", [.text(address)])
+            }
+            try await tx.run("DELETE FROM device_addresses WHERE created_ms <= $1", [.int(hourAgo)])
+            let fromAddress = try await tx.rows("SELECT count(*) FROM device_addresses WHERE address = $1 AND created_ms > $2",
+                                                [.text(address), .int(hourAgo)])
+            let ofClient = try await tx.rows("SELECT count(*) FROM devices WHERE client_id = $1", [.text(clientID)])
+            if let bound = bounds.refusal(fromAddressThisHour: Int(fromAddress.first?.int(0) ?? 0), ofClient: Int(ofClient.first?.int(0) ?? 0)) {
+                return .refused(bound)
+            }
             try await tx.run("INSERT INTO devices(id, client_id, created_ms) VALUES ($1, $2, $3)", [.text(id), .text(clientID), .int(now)])
+            try await tx.run("INSERT INTO device_addresses(device, address, created_ms) VALUES ($1, $2, $3)", [.text(id), .text(address), .int(now)])
+            return .allocated(id)
         }
-        return id
     }
 
     public func deviceClient(_ device: String) async throws -> String? {
@@ -461,7 +489,8 @@ public enum GroupSchema {
     /// The tables and indexes the statements create.
     public static let relations = [
         "nodes", "presence", "presence_grp_user", "presence_instance", "members", "members_user", "userloads", "posts",
-        "posts_order", "posts_user", "devices", "group_events",
+        "posts_order", "posts_user", "posts_author", "devices", "devices_client", "device_addresses", "device_addresses_recent",
+        "device_addresses_time", "group_events",
     ]
 
     public static let statements = [
@@ -476,7 +505,16 @@ public enum GroupSchema {
         "CREATE INDEX IF NOT EXISTS posts_order ON posts(grp, created_ms, pid)",
         // Counting a user's posts in a group (the bound per user per group) without reading the group.
         "CREATE INDEX IF NOT EXISTS posts_user ON posts(grp, user_id)",
+        // Counting a user's posts in all groups (the bound per user, max-posts-per-user).
+        "CREATE INDEX IF NOT EXISTS posts_author ON posts(user_id)",
         "CREATE TABLE IF NOT EXISTS devices(id TEXT PRIMARY KEY, client_id TEXT NOT NULL, created_ms BIGINT NOT NULL)",
+        // Counting a client's device ids (max-devices-per-client).
+        "CREATE INDEX IF NOT EXISTS devices_client ON devices(client_id)",
+        // Which address was given a device id when, for the last hour (devices-per-address-per-hour);
+        // older rows are deleted as new ones come.
+        "CREATE TABLE IF NOT EXISTS device_addresses(device TEXT PRIMARY KEY, address TEXT NOT NULL, created_ms BIGINT NOT NULL)",
+        "CREATE INDEX IF NOT EXISTS device_addresses_recent ON device_addresses(address, created_ms)",
+        "CREATE INDEX IF NOT EXISTS device_addresses_time ON device_addresses(created_ms)",
         "CREATE TABLE IF NOT EXISTS group_events(id BIGINT PRIMARY KEY, body TEXT NOT NULL, origin TEXT NOT NULL, created_ms BIGINT NOT NULL)",
     ]
 }

@@ -48,7 +48,7 @@ public enum DatabaseLocation: Sendable, Equatable {
         case .postgres(let url): db = try await PostgresEngine.open(url: url, logger: logger)
         }
         do {
-            try await HubSchema.migrate(db, nowMs: nowMs)
+            try await HubSchema.migrate(db, nowMs: nowMs, logger: logger)
         } catch {
             try? await db.close()
             throw error

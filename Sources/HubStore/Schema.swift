@@ -1,3 +1,4 @@
+import Logging
 /// The hub's schema, one text for both engines (`{blob}` and `{serial}` are rendered per dialect), applied
 /// in numbered migrations recorded in `schema_migrations`. Flags are BIGINT 0/1, times Unix milliseconds.
 ///
@@ -80,10 +81,11 @@ public enum HubSchema {
 
     /// Brings `db` to the newest version: under a lock (SQLite: the write transaction; PostgreSQL: an
     /// advisory lock, so nodes starting together do not race), applies each missing migration in one
-    /// transaction. Returns the versions applied now.
+    /// transaction. Returns the versions applied now. What a migration did that an operator must see
+    /// (accounts migration 2 moved off their name key) goes to `logger`.
     @discardableResult
     public static func migrate(_ db: any SQLDatabase, migrations: [Migration] = HubSchema.migrations,
-                               nowMs: Int64) async throws -> [Int64] {
+                               nowMs: Int64, logger: Logger? = nil) async throws -> [Int64] {
         try await db.transaction { tx in
             if tx.dialect == .postgres {
                 try await tx.query("SELECT pg_advisory_xact_lock(736110011)", [])
@@ -96,11 +98,24 @@ public enum HubSchema {
             var applied: [Int64] = []
             for m in migrations.sorted(by: { $0.version < $1.version }) where !done.contains(m.version) {
                 for s in m.statements { try await tx.query(s, []) }
+                if m.version == 2 { try await reportRenamedAccounts(tx, logger: logger) }
                 try await tx.query("INSERT INTO schema_migrations(version, name, applied_ms) VALUES ($1, $2, $3)",
                                    [.int(m.version), .text(m.name), .int(nowMs)])
                 applied.append(m.version)
             }
             return applied
+        }
+    }
+
+    /// Logs each account that migration 2 gave a key no valid name has (`key#id`: another account of the
+    /// same name in another case is older), for an operator to rename.
+    static func reportRenamedAccounts(_ tx: any SQLExecutor, logger: Logger?) async throws {
+        let rows = try await tx.query("SELECT id, name, name_key FROM users WHERE name_key LIKE '%#%' ORDER BY id", [])
+        for r in rows {
+            logger?.warning("""
+                schema migration 2: account \(r[0].text ?? "?") named \(r[1].text ?? "?") shares its name key with an older \
+                account and was moved to the key \(r[2].text ?? "?"); it cannot log in by name until an operator renames it
+                """)
         }
     }
 }

@@ -32,12 +32,18 @@ struct AccountOptions: ParsableArguments {
     @Option(name: .customLong("logins-per-address-per-minute"), parsing: .unconditional,
             help: "Password grants from one address per minute (1 to 100000).")
     var loginsPerAddressPerMinute = AccountLimits().loginsPerAddressPerMinute
+    @Option(name: .customLong("logins-per-address-per-hour"), parsing: .unconditional,
+            help: "Password grants from one address per hour (1 to 1000000).")
+    var loginsPerAddressPerHour = AccountLimits().loginsPerAddressPerHour
     @Option(name: .customLong("limiter-keys"), parsing: .unconditional,
             help: "Addresses or accounts each account limiter remembers at most; one at its limit is never forgotten early (1000 to 10000000).")
     var limiterKeys = AccountLimits().limiterKeys
     @Option(name: .customLong("code-hook-concurrency"), parsing: .unconditional,
             help: "Code hooks (--code-hook) running at once; a code beyond them is refused with 429 (1 to 1000).")
     var codeHookConcurrency = 4
+    @Option(name: .customLong("code-hook-timeout"), parsing: .unconditional,
+            help: "Seconds one code hook (--code-hook) may run before it is killed and its slot freed (1 to 3600).")
+    var codeHookTimeout = 30
 
     /// The limits, or the message of the first option out of its range.
     func limits() -> Result<AccountLimits, ValidationError> {
@@ -53,6 +59,8 @@ struct AccountOptions: ParsableArguments {
             ("--logins-per-address-per-minute", loginsPerAddressPerMinute, 1...100_000),
             ("--limiter-keys", limiterKeys, 1000...10_000_000),
             ("--code-hook-concurrency", codeHookConcurrency, 1...1000),
+            ("--logins-per-address-per-hour", loginsPerAddressPerHour, 1...1_000_000),
+            ("--code-hook-timeout", codeHookTimeout, 1...3600),
         ]
         for (name, value, range) in checks where !range.contains(value) {
             return .failure(ValidationError("\(name) must be \(range.lowerBound) to \(range.upperBound), not \(value)"))
@@ -67,6 +75,7 @@ struct AccountOptions: ParsableArguments {
         l.loginFailuresPerAccountPerMinute = loginFailuresPerAccountPerMinute
         l.loginFailuresPerAccountPerHour = loginFailuresPerAccountPerHour
         l.loginsPerAddressPerMinute = loginsPerAddressPerMinute
+        l.loginsPerAddressPerHour = loginsPerAddressPerHour
         l.limiterKeys = limiterKeys
         return .success(l)
     }

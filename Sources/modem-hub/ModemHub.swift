@@ -165,6 +165,7 @@ struct Serve: AsyncParsableCommand {
         // Accounts (issue 32): the bounds of AccountOptions (checked above).
         settings.authority.accounts = accountLimits
         settings.codeHookConcurrency = accounts.codeHookConcurrency
+        settings.codeHookTimeout = .seconds(accounts.codeHookTimeout)
         settings.connections.headTimeout = headTimeout
         settings.connections.idleTimeout = idleTimeout
         settings.connections.maximumPerAddress = maxConnectionsPerAddress

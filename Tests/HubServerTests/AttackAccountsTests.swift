@@ -3,6 +3,8 @@ import HTTPTypes
 import HubCore
 import HubServer
 import HubStore
+import Hummingbird
+import HummingbirdTesting
 import Logging
 import Synchronization
 import Testing
@@ -191,6 +193,110 @@ import Testing
         while sender.runningCount > 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let written = (try? String(contentsOfFile: dir + "/codes", encoding: .utf8)) ?? ""
         #expect(written.split(separator: "\n").sorted() == ["11111111", "22222222", "44444444"])
+    }
+
+    /// Review of issue 32: failures were recorded after the bcrypt, so a burst of concurrent guesses all
+    /// passed the check (about 20 per address against one account). Each attempt is now reserved when it
+    /// is admitted: of 20 concurrent wrong guesses at one instant, 5 are answered; a success gives its
+    /// reservation back.
+    @Test func concurrentPasswordGuessesAreCountedBeforeTheirBcrypt() async throws {
+        let h = try await Harness.make()
+        let auth = Harness.basic(h.pw.id, h.pw.secret)
+        try await h.test(.router) { c in
+            let statuses = try await withThrowingTaskGroup(of: Int.self) { g in
+                for i in 0..<20 {
+                    g.addTask {
+                        try await c.form("/oauth/token", "grant_type=password&username=\(i % 2 == 0 ? "alice" : "ALICE")&password=wrong\(i)",
+                                         auth: auth).status
+                    }
+                }
+                return try await g.reduce(into: [Int]()) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 == 400 }.count == 5 && statuses.filter { $0 == 429 }.count == 15, "\(statuses.sorted())")
+            h.clock.advance(seconds: 61)
+            // Successes give their reservations back: many good logins in one minute lock nothing.
+            for _ in 0..<8 {
+                #expect(try await c.form("/oauth/token", "grant_type=password&username=alice&password=correct+horse+battery", auth: auth).status == 200)
+            }
+        }
+    }
+
+    /// The reservation on the limiter itself: admitted attempts count as failures until given back.
+    @Test func loginAttemptsAreReservedUntilTheySucceed() {
+        var limits = AccountLimits()
+        limits.loginFailuresPerAccountPerMinute = 3
+        limits.loginsPerAddressPerHour = 10
+        let l = AccountLimiter(limits: limits)
+        // Three in flight at once from three addresses: the fourth is refused before any has ended.
+        for a in ["1", "2", "3"] { #expect(l.admit(.login(account: "u", address: a), nowMs: 0) == nil) }
+        #expect(l.admit(.login(account: "u", address: "4"), nowMs: 0) == 60)
+        l.loginSucceeded(account: "u", admittedAtMs: 0)
+        #expect(l.admit(.login(account: "u", address: "4"), nowMs: 0) == nil)
+        // The address per hour, however the minutes go.
+        let m = AccountLimiter(limits: limits)
+        for i in 0..<10 { #expect(m.admit(.login(account: "a\(i)", address: "9"), nowMs: Int64(i) * 120_000) == nil) }
+        #expect(m.admit(.login(account: "b", address: "9"), nowMs: 1_300_000) == 3600 - 1300)
+    }
+
+    /// A sender whose hooks are all busy.
+    struct BusySender: ConfirmationSender {
+        func send(code: String, purpose: String, user: String, contact: String?) async {}
+        func deliver(code: String, purpose: String, user: String, contact: String?) async throws {
+            throw CodeDeliveryBusy(retryAfter: 5)
+        }
+        func busyRetryAfter() -> Int? { 5 }
+    }
+
+    /// Review of issue 32: while the code hooks were busy, /forgot answered 429 for an account and 202 for
+    /// a name that is none. The answer is now the same for both.
+    @Test func forgotWhileHooksAreBusyTellsNothingAboutWhichNamesExist() async throws {
+        let h = try await Harness.make()
+        let app = Application(router: HubApp.router(context: h.context, plugins: [], sender: BusySender()).router)
+        try await app.test(.router) { c in
+            let cc = try await c.ccToken(h)
+            var answers: [String: (Int, String?)] = [:]
+            for name in ["alice", "ALICE", "nobody", "NoBody2"] {
+                let r = try await c.json(.post, "/v1/accounts/forgot", token: cc, #"{"username":"\#(name)"}"#)
+                answers[name] = (r.status, r[.retryAfter])
+                #expect(r.jsendStatus == "fail", "\(r.text)")
+            }
+            #expect(answers.values.allSatisfy { $0.0 == 429 && $0.1 == "5" }, "\(answers)")
+        }
+        try await h.store.close()
+    }
+
+    /// Review of issue 32: a hung hook held its slot for ever (with 4 hung hooks every code request was
+    /// refused). A hook that never ends (and ignores SIGTERM) is killed after the timeout, its slot comes
+    /// back, and the next delivery runs.
+    @Test(.timeLimit(.minutes(1))) func aHungCodeHookIsKilledAndItsSlotFreed() async throws {
+        let (events, sink) = AsyncStream.makeStream(of: HookConfirmationSender.Outcome.self)
+        let sender = HookConfirmationSender(command: "trap '' TERM; while :; do sleep 1; done",
+                                            logger: Logger(label: "hook-test"), concurrency: 1,
+                                            timeout: .milliseconds(300), onFinish: { sink.yield($0) })
+        try await sender.deliver(code: "11111111", purpose: "confirm", user: "a", contact: "x")
+        #expect(sender.runningCount == 1 && sender.busyRetryAfter() == 5)
+        await #expect(throws: CodeDeliveryBusy.self) {
+            try await sender.deliver(code: "22222222", purpose: "confirm", user: "b", contact: "x")
+        }
+        // The event: the hook ended and its slot is free (before the timeout existed it never came, and the
+        // hang guard ended the wait with nil).
+        #expect(await Self.next(events, hangGuard: .seconds(20)) == .timedOut)
+        #expect(sender.runningCount == 0 && sender.busyRetryAfter() == nil)
+        try await sender.deliver(code: "33333333", purpose: "confirm", user: "c", contact: "x")
+        #expect(await Self.next(events, hangGuard: .seconds(20)) == .timedOut)
+        #expect(sender.runningCount == 0)
+    }
+
+    /// The next outcome, or nil when none came before `hangGuard` (which only ends a wait that failed).
+    static func next(_ events: AsyncStream<HookConfirmationSender.Outcome>,
+                     hangGuard: Duration) async -> HookConfirmationSender.Outcome? {
+        await withTaskGroup(of: HookConfirmationSender.Outcome?.self) { g in
+            g.addTask { var it = events.makeAsyncIterator(); return await it.next() }
+            g.addTask { try? await Task.sleep(for: hangGuard); return nil }
+            let first = await g.next() ?? nil
+            g.cancelAll()
+            return first
+        }
     }
 
     // MARK: end to end

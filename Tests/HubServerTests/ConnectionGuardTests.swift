@@ -168,7 +168,7 @@ struct ConnectionGuardTests {
         let counts = ConnectionCounts(limits: limits, trustedProxies: TrustedProxies([IPNetwork("10.0.0.0/8")!]))
         #expect(counts.perAddressKey("127.0.0.1") == "127.0.0.1")
         #expect(counts.perAddressKey("127.0.0.2") == "127.0.0.2")
-        #expect(counts.perAddressKey("::1") == "::1")
+        #expect(counts.perAddressKey("::1") == "::/64", "IPv6 by its /64 (ClientAddress.limitKey)")
         #expect(counts.perAddressKey("::ffff:127.0.0.1") == "127.0.0.1", "an IPv4-mapped address is its IPv4 address")
         #expect(counts.perAddressKey("10.1.2.3") == nil, "a trusted proxy")
         // 127.0.0.2 at its cap does not touch 127.0.0.1's share.
@@ -177,6 +177,55 @@ struct ConnectionGuardTests {
         #expect(counts.admit(k1))
         // Many connections of a trusted proxy: counted in all only.
         #expect((0..<10).allSatisfy { _ in counts.admit(counts.perAddressKey("10.9.9.9")) })
+    }
+
+    @Test("one limit key per client: IPv4 as it is, IPv4-mapped as IPv4, IPv6 by its /64; account limits use the same")
+    func limitKeys() {
+        #expect(ClientAddress.limitKey("127.0.0.2") == "127.0.0.2")
+        #expect(ClientAddress.limitKey("::ffff:10.0.0.1") == "10.0.0.1")
+        #expect(ClientAddress.limitKey("[::FFFF:10.0.0.1]") == "10.0.0.1")
+        #expect(ClientAddress.limitKey("2001:db8:1:2::1") == "2001:db8:1:2::/64")
+        #expect(ClientAddress.limitKey("2001:DB8:1:2:ffff:eeee:dddd:cccc") == "2001:db8:1:2::/64")
+        #expect(ClientAddress.limitKey("2001:db8:1:3::1") == "2001:db8:1:3::/64")
+        #expect(ClientAddress.limitKey("2001:db8::7") == "2001:db8::/64")
+        #expect(ClientAddress.limitKey("fe80::1%eth0") == "fe80::/64")
+        #expect(ClientAddress.limitKey("::1") == "::/64")
+        #expect(ClientAddress.limitKey("?") == "?")
+        let key = ClientAddress.limitKey("2001:db8:1:2::1")
+        #expect(ClientAddress.limitKey(key) == key, "a key is its own key")
+        for a in ["127.0.0.2", "::ffff:10.0.0.1", "2001:db8:1:2::1", "2001:db8:9::abcd", "?"] {
+            #expect(AccountLimiter.addressKey(a) == ClientAddress.limitKey(a), "\(a)")
+        }
+    }
+
+    @Test("two addresses of one IPv6 /64 are one client to the connection caps (HTTP and transit); other /64s are not")
+    func oneSlash64IsOneClient() {
+        var limits = ConnectionLimits()
+        limits.maximumPerAddress = 2
+        let counts = ConnectionCounts(limits: limits)
+        let a = counts.perAddressKey("2001:db8:1:2::1"), b = counts.perAddressKey("2001:db8:1:2:abcd::9")
+        #expect(a == b)
+        #expect(counts.admit(a) && counts.admit(b))
+        #expect(!counts.admit(counts.perAddressKey("2001:db8:1:2::3")), "a third address of the /64: over its share")
+        #expect(counts.admit(counts.perAddressKey("2001:db8:1:3::1")), "the next /64 is another client")
+        // A trusted IPv6 proxy is still not capped per address.
+        let proxied = ConnectionCounts(limits: limits, trustedProxies: TrustedProxies([IPNetwork("2001:db8:1:2::5/128")!]))
+        #expect(proxied.perAddressKey("2001:db8:1:2::5") == nil && proxied.perAddressKey("2001:db8:1:2::6") == "2001:db8:1:2::/64")
+    }
+
+    @Test("X-Forwarded-For entries with a port (`1.2.3.4:567`, `[2001:db8::1]:443`) name their address")
+    func forwardedForWithPorts() {
+        let p = TrustedProxies([IPNetwork("10.0.0.0/8")!])
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["203.0.113.9:5678"]) == "203.0.113.9")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["[2001:db8::1]:443"]) == "2001:db8::1")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["[2001:db8::1]"]) == "2001:db8::1")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["2001:db8::1"]) == "2001:db8::1", "a bare IPv6 address: no port")
+        #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: ["198.51.100.1:1, 203.0.113.9:443, 10.0.0.7:80"]) == "203.0.113.9",
+                "the walk passes trusted hops with ports")
+        // Not a port: the walk stops, as for any entry that is not an address.
+        for bad in ["203.0.113.9:", "203.0.113.9:http", "203.0.113.9:123456", "[2001:db8::1]:", "[2001:db8::1]x", "[2001:db8::1]:44x"] {
+            #expect(p.clientAddress(peer: "10.0.0.5", forwardedFor: [bad]) == "10.0.0.5", "\(bad)")
+        }
     }
 
     @Test("CIDR networks: IPv4 and IPv6, prefixes, single addresses, and what is not one")

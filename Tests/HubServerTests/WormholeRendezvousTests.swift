@@ -166,6 +166,50 @@ import Testing
         try lim.allow(.allocate, from: "127.0.0.2", now: 700)
     }
 
+    @Test("a refused allocation gives its count back: refusals use up none of an address's live allocations")
+    func refusedAllocationsGiveTheirCountBack() async throws {
+        var l = WormholeLimits()
+        l.maximumNameplatesPerAddress = 1
+        let r = WormholeRendezvous(limits: l)
+        let lim = WormholeAddressLimiter(maximumLiveAllocations: 4, maximumAllocationsPerWindow: 1000, maximumClaimsPerWindow: 1000,
+                                         windowSeconds: 600, maximumAddresses: 64)
+        func allocate(_ side: String, at now: Double) async throws(WormholeError) -> String {
+            try await lim.allocating(from: "127.0.0.2", now: now) { () throws(WormholeError) in
+                try r.allocate(app: "a", side: side, now: now, address: "127.0.0.2")
+            }
+        }
+        let first = try await allocate("s0", at: 0)
+        // Its one nameplate held: the rendezvous refuses every further allocation, far more than 4 of them.
+        for i in 1...20 {
+            await #expect(throws: WormholeError("too many nameplates held by your address (1); release some first")) {
+                try await allocate("s\(i)", at: 1)
+            }
+        }
+        #expect(lim.liveAllocations(of: "127.0.0.2") == 1, "only the allocation that succeeded is held")
+        r.release(app: "a", nameplate: first, side: "s0", now: 2)
+        lim.allocationEnded(from: "127.0.0.2")
+        _ = try await allocate("again", at: 2)
+        #expect(lim.liveAllocations(of: "127.0.0.2") == 1)
+    }
+
+    @Test("refused allocations cannot fill the limiter's table: one from each of many addresses while nameplates are full")
+    func refusedAllocationsDoNotFillTheTable() async throws {
+        let full = WormholeRendezvous(maximumNameplates: 0)
+        let lim = WormholeAddressLimiter(maximumAddresses: 64)
+        for i in 0..<1000 {
+            let address = "10.0.\(i / 256).\(i % 256)"
+            await #expect(throws: WormholeError("the server has no room for another nameplate")) {
+                try await lim.allocating(from: address, now: 0) { () throws(WormholeError) in
+                    try full.allocate(app: "a", side: "s", now: 0, address: address)
+                }
+            }
+        }
+        #expect(lim.trackedAddresses <= 64)
+        // A newcomer is not told the server is busy (before the fix every entry held an allocation for ever).
+        try lim.allow(.claim, from: "192.0.2.1", now: 1)
+        try lim.allow(.allocate, from: "192.0.2.2", now: 1)
+    }
+
     @Test(.enabled(if: (FileManager.default.isExecutableFile(atPath: TransitRelayTests.wormholeBin + "/wormhole")
                         && FileManager.default.isExecutableFile(atPath: HubProcess.binary)) || HubProcess.peersRequired,
                    "no .build/wormhole-venv (scripts/wormhole-venv.sh) or no built modem-hub"),

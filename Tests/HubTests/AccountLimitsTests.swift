@@ -61,4 +61,60 @@ import Testing
         l.prune(nowMs: 2000)
         #expect(l.keyCount == 0)
     }
+
+    /// Review of issue 32: a full table made an eviction pass (a scan of every key and a new dictionary)
+    /// for every new key. Passes now free a batch (an eighth of the table), so N new keys cost at most
+    /// N / batch + 1 passes; a table full of keys at their limits makes one pass and then refuses new keys
+    /// without scanning until a batch of them comes below their limits.
+    @Test func aFullTableTakesNewKeysInBatchesOfEvictions() {
+        var l = BoundedRateLimiter(limit: 3, windowMs: 60_000, maxKeys: 800)
+        #expect(l.evictionBatch == 100)
+        for i in 0..<800 { #expect(l.admit("old\(i)", nowMs: Int64(i)) == nil) }
+        #expect(l.evictionPasses == 0)
+        for i in 0..<1000 { #expect(l.admit("new\(i)", nowMs: 1000 + Int64(i)) == nil) }
+        #expect(l.keyCount <= 800)
+        #expect(l.evictionPasses <= 1000 / 100 + 1, "\(l.evictionPasses) eviction passes for 1,000 new keys")
+        // The least recently active went first: the newest keys are all still counted.
+        for i in 990..<1000 { #expect(l.admit("new\(i)", nowMs: 3000) == nil) }
+
+        // A table full of keys at their limits: one pass, then refusals that scan nothing.
+        var full = BoundedRateLimiter(limit: 1, windowMs: 60_000, maxKeys: 800)
+        for i in 0..<800 { #expect(full.admit("k\(i)", nowMs: Int64(i)) == nil) }
+        for i in 0..<1000 { #expect(full.admit("flood\(i)", nowMs: 1000) != nil) }
+        #expect(full.evictionPasses == 1, "\(full.evictionPasses) passes")
+        // A batch of them is back below its limit at 60.1 s: one pass frees it and takes 100 new keys.
+        for i in 0..<100 { #expect(full.admit("later\(i)", nowMs: 60_100) == nil) }
+        #expect(full.evictionPasses == 2)
+        #expect(full.admit("k500", nowMs: 60_100) != nil, "a key at its limit was forgotten")
+    }
+
+    /// However the flood of new keys comes (all at once, spread over the window, with `record`), a key
+    /// at its limit keeps being refused until its own events leave the window.
+    @Test func batchedEvictionNeverForgivesAKeyAtItsLimit() {
+        var l = BoundedRateLimiter(limit: 4, windowMs: 60_000, maxKeys: 64)
+        for _ in 0..<4 { #expect(l.admit("attacker", nowMs: 0) == nil) }
+        var t: Int64 = 1
+        for round in 0..<50 {
+            for i in 0..<100 {
+                if i % 2 == 0 { _ = l.admit("r\(round)k\(i)", nowMs: t) } else { l.record("r\(round)k\(i)", nowMs: t) }
+                // Some keys at their limits too, so that passes meet both kinds.
+                if i % 10 == 0 { for _ in 0..<4 { _ = l.admit("r\(round)k\(i)", nowMs: t) } }
+            }
+            #expect(l.keyCount <= 64)
+            #expect(l.admit("attacker", nowMs: t) != nil, "the attacker was forgiven in round \(round)")
+            t += 1000
+        }
+        #expect(l.admit("attacker", nowMs: 60_000) == nil)  // its own window is over
+    }
+
+    @Test func giveBackTakesBackOneReservedEvent() {
+        var l = BoundedRateLimiter(limit: 2, windowMs: 1000, maxKeys: 10)
+        #expect(l.admit("u", nowMs: 5) == nil)
+        #expect(l.admit("u", nowMs: 6) == nil)
+        #expect(l.admit("u", nowMs: 7) != nil)
+        l.giveBack("u", atMs: 6)
+        #expect(l.admit("u", nowMs: 8) == nil)
+        l.giveBack("u", atMs: 99)  // nothing at that time: nothing changes
+        #expect(l.admit("u", nowMs: 9) != nil)
+    }
 }

@@ -228,6 +228,102 @@ struct PresenceStoreTests {
         #expect(online?.user == "late" && online?.isOnline == true)
     }
 
+    /// One user's posts in all groups together are bounded (a group exists as soon as someone posts to
+    /// it): refused naming the bound, as the machine refuses them; a replacement and an unpost as before;
+    /// other users unaffected. Then many posts of one user into many groups at once: exactly the bound kept.
+    func boundedPerUser(_ base: SQLGroupStore, prefix: String) async throws {
+        var store = base
+        store.postBounds = PostBounds(perUserPerGroup: 3, perGroup: 5, perUser: 4)
+        var model = PresenceState(postBounds: store.postBounds)
+        func post(_ user: String, _ pid: String, _ group: String) async throws -> PresenceOutcome {
+            let p = GroupPost(group: prefix + group, pid: pid, user: user, pidload: .empty, timestamp: 1)
+            let expected = model.post(p)
+            let got = try await store.post(p)
+            #expect(got == expected, "\(user) \(pid) \(group)")
+            return got
+        }
+        for (pid, g) in [("a0", "g1"), ("a1", "g1"), ("a2", "g1"), ("a3", "g2")] {
+            if case .posted(_, false) = try await post("a", pid, g) {} else { Issue.record("\(pid) in \(g) was not stored") }
+        }
+        let over = PresenceRefusal.tooManyPosts(group: prefix + "g3", bound: .perUser(4))
+        #expect(try await post("a", "a4", "g3") == .refused(over))
+        #expect(over.message.contains("max-posts-per-user") && PostBound.perUser(4).name == "max-posts-per-user")
+        if case .posted(_, true) = try await post("a", "a3", "g2") {} else { Issue.record("a replacement at the bound was refused") }
+        if case .posted = try await post("b", "b0", "g3") {} else { Issue.record("another user was refused") }
+        #expect(try await store.unpost(group: prefix + "g1", pid: "a0", user: "a") == .unposted(group: prefix + "g1", pid: "a0"))
+        _ = model.unpost(group: prefix + "g1", pid: "a0", user: "a")
+        if case .posted = try await post("a", "a4", "g3") {} else { Issue.record("a place freed by an unpost was not given") }
+
+        let bounded = store
+        let outcomes = try await withThrowingTaskGroup(of: PresenceOutcome.self) { tasks in
+            for i in 0..<12 {
+                tasks.addTask {
+                    try await bounded.post(GroupPost(group: prefix + "many\(i)", pid: "p", user: "c", pidload: .empty, timestamp: Int64(i)))
+                }
+            }
+            return try await tasks.reduce(into: [PresenceOutcome]()) { $0.append($1) }
+        }
+        let posted = outcomes.filter { if case .posted = $0 { true } else { false } }.count
+        let refused = outcomes.filter { if case .refused(.tooManyPosts(_, .perUser(4))) = $0 { true } else { false } }.count
+        #expect(posted == 4 && refused == 8, "\(posted) posted, \(refused) refused")
+    }
+
+    /// New device ids are bounded per address per hour (every address, loopback too) and per client in
+    /// all: refused naming the bound, nothing stored; the hour moves on.
+    func boundedDevices(_ base: SQLGroupStore, prefix: String) async throws {
+        var store = base
+        store.deviceBounds = DeviceBounds(perAddressPerHour: 3, perClient: 5)
+        let hour = DeviceBounds.windowMs
+        var ids: [String] = []
+        for _ in 0..<3 {
+            guard case .allocated(let id) = try await store.allocateDevice(clientID: prefix + "c", address: "127.0.0.2", now: 1_000) else {
+                Issue.record("an allocation under the bound was refused"); return
+            }
+            ids.append(id)
+        }
+        #expect(try await store.allocateDevice(clientID: prefix + "c", address: "127.0.0.2", now: 1_000) == .refused(.perAddressPerHour(3)))
+        #expect(try await store.allocateDevice(clientID: prefix + "d", address: "127.0.0.2", now: 1_000 + hour - 1) == .refused(.perAddressPerHour(3)),
+                "the bound per address counts every client")
+        #expect(try await store.deviceClient(ids[0]) == prefix + "c")
+        guard case .allocated = try await store.allocateDevice(clientID: prefix + "c", address: "127.0.0.1", now: 1_000) else {
+            Issue.record("another address was refused"); return
+        }
+        // An hour later the address may again; the client then reaches its bound in all.
+        guard case .allocated = try await store.allocateDevice(clientID: prefix + "c", address: "127.0.0.2", now: 1_000 + hour) else {
+            Issue.record("the hour did not move on"); return
+        }
+        #expect(try await store.allocateDevice(clientID: prefix + "c", address: "10.0.0.9", now: 1_000 + hour) == .refused(.perClient(5)))
+        #expect(DeviceBound.perClient(5).name == "max-devices-per-client" && DeviceBound.perAddressPerHour(3).name == "devices-per-address-per-hour")
+    }
+
+    @Test("SQLite: one user's posts in all groups bounded; device ids bounded per address per hour and per client")
+    func userAndDeviceBoundsSQLite() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("userbounds-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let store = try await openSQLiteGroupStore(path: dir.appendingPathComponent("hub.sqlite").path)
+        try await boundedPerUser(store, prefix: "s")
+        try await boundedDevices(store, prefix: "s")
+        try await store.db.close()
+    }
+
+    @Test("PostgreSQL: one user's posts in all groups bounded, also at once from a pool; device ids bounded (HUB_TEST_POSTGRES_URL)",
+          .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
+    func userAndDeviceBoundsPostgres() async throws {
+        let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] ?? ""
+        let admin = try await PostgresEngine.open(url: base)
+        let name = "hubuserposts_" + HubTokens.base32(HubTokens.randomBytes(8)).lowercased()
+        try await admin.query("CREATE DATABASE \(name)", [])
+        try await admin.close()
+        var c = try #require(URLComponents(string: base))
+        c.path = "/" + name
+        let url = try #require(c.string)
+        try await withPostgresGroupStore(url: url) { store in
+            try await boundedPerUser(store, prefix: "p")
+            try await boundedDevices(store, prefix: "p")
+        }
+    }
+
     @Test("SQLite: posts bounded per user per group and per group, refused not evicted; history pages")
     func boundsSQLite() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("postbounds-\(UUID().uuidString)")

@@ -2,6 +2,7 @@ import Foundation
 import HubCore
 import HubStore
 import Logging
+import Synchronization
 import Testing
 
 /// The store's contract, run on SQLite in a temporary folder and, when `HUB_TEST_POSTGRES_URL` names a
@@ -203,7 +204,12 @@ enum StoreEngines {
             try await db.query("INSERT INTO pending_codes(user_name, purpose, code_sha256, expires_ms, tries) VALUES ($1, $2, $3, 99, 0)",
                                [.text(name), .text(purpose), .blob(HubTokens.sha256(name))])
         }
-        #expect(try await HubSchema.migrate(db, nowMs: 5) == Array(HubSchema.migrations.dropFirst().map(\.version)))
+        let log = CapturedLog()
+        #expect(try await HubSchema.migrate(db, nowMs: 5, logger: Logger(label: "migration") { _ in log })
+                == Array(HubSchema.migrations.dropFirst().map(\.version)))
+        // The account moved off its key is logged for the operator, by id and name.
+        let lines = log.lines
+        #expect(lines.count == 1 && lines[0].contains("u_bob") && lines[0].contains("bob#u_bob"), "\(lines)")
         let store = SQLHubStore(db: db)
         #expect(try await store.user(name: "Alice")?.id == "u_alice")
         #expect(try await store.user(id: "u_ALICE") == nil)
@@ -337,5 +343,21 @@ enum StoreEngines {
         let row = try await db.first("SELECT $2, $1, $2 || '$1'", [.text("a"), .int(7)])
         #expect(row?.values == [.int(7), .text("a"), .text("7$1")])
         try await db.close()
+    }
+}
+
+/// A log handler that keeps the messages (for tests of what is logged).
+final class CapturedLog: LogHandler, @unchecked Sendable {
+    private let kept = Mutex<[String]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+    var lines: [String] { kept.withLock { $0 } }
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+             file: String, function: String, line: UInt) {
+        kept.withLock { $0.append(message.description) }
     }
 }

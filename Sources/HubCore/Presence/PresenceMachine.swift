@@ -71,7 +71,9 @@ public struct PresenceState: Sendable {
         let replaced = posts[post.group]?[post.pid] != nil
         if !replaced {
             let kept = posts[post.group] ?? [:]
-            if let why = postBounds.refusal(group: post.group, userPosts: kept.values.filter { $0.user == post.user }.count, groupPosts: kept.count) {
+            let all = posts.values.reduce(0) { n, g in n + g.values.filter { $0.user == post.user }.count }
+            if let why = postBounds.refusal(group: post.group, userPosts: kept.values.filter { $0.user == post.user }.count,
+                                            groupPosts: kept.count, allUserPosts: all) {
                 return .refused(why)
             }
         }

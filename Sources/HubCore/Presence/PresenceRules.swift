@@ -42,6 +42,9 @@ public enum PresenceRefusal: Sendable, Hashable {
                 + "unpost or replace one of yours first"
         case .tooManyPosts(let g, .perGroup(let n)):
             "group \(g) keeps \(n) posts, the most one group may (max-posts-per-group): its posts must be unposted first"
+        case .tooManyPosts(let g, .perUser(let n)):
+            "you keep \(n) posts in all groups, the most one user may (max-posts-per-user): "
+                + "unpost or replace one of yours first (not posted to group \(g))"
         }
     }
 }
@@ -52,42 +55,114 @@ public enum PostBound: Sendable, Hashable {
     case perUserPerGroup(Int)
     /// Posts one group keeps, all users together.
     case perGroup(Int)
+    /// Posts one user keeps in all groups together (a group exists as soon as someone posts to it, so
+    /// the bounds per group alone do not bound one user).
+    case perUser(Int)
 
     /// The bound's name (the `modem-hub serve` option without its dashes).
     public var name: String {
         switch self {
         case .perUserPerGroup: "max-posts-per-user-per-group"
         case .perGroup: "max-posts-per-group"
+        case .perUser: "max-posts-per-user"
         }
     }
 }
 
 /// Bounds on the posts kept (post flood, issue 32): a NEW post over either bound is refused, a post
 /// replaced by its author is not counted again, and no kept post is ever evicted to make room.
-/// `modem-hub serve --max-posts-per-user-per-group` and `--max-posts-per-group`.
+/// `modem-hub serve --max-posts-per-user-per-group`, `--max-posts-per-group` and `--max-posts-per-user`.
 public struct PostBounds: Sendable, Hashable {
     /// Default of ``perUserPerGroup``.
     public static let defaultPerUserPerGroup = 1_000
     /// Default of ``perGroup``.
     public static let defaultPerGroup = 10_000
+    /// Default of ``perUser``: ten groups' worth of one user's posts (at most 16 KiB each: 160 MiB).
+    public static let defaultPerUser = 10_000
 
     /// Posts one user may keep in one group.
     public var perUserPerGroup: Int
     /// Posts one group may keep.
     public var perGroup: Int
+    /// Posts one user may keep in all groups together.
+    public var perUser: Int
 
-    public init(perUserPerGroup: Int = defaultPerUserPerGroup, perGroup: Int = defaultPerGroup) {
+    public init(perUserPerGroup: Int = defaultPerUserPerGroup, perGroup: Int = defaultPerGroup, perUser: Int = defaultPerUser) {
         self.perUserPerGroup = perUserPerGroup
         self.perGroup = perGroup
+        self.perUser = perUser
     }
 
-    /// The refusal of one more new post when the user keeps `userPosts` in the group and the group
-    /// keeps `groupPosts`; nil when it may be stored. The user's own bound is named first.
-    public func refusal(group: String, userPosts: Int, groupPosts: Int) -> PresenceRefusal? {
+    /// The refusal of one more new post when the user keeps `userPosts` in the group, `groupPosts` are
+    /// kept in the group and the user keeps `allUserPosts` in all groups; nil when it may be stored.
+    /// The user's own bounds are named first.
+    public func refusal(group: String, userPosts: Int, groupPosts: Int, allUserPosts: Int) -> PresenceRefusal? {
         if userPosts >= perUserPerGroup { return .tooManyPosts(group: group, bound: .perUserPerGroup(perUserPerGroup)) }
+        if allUserPosts >= perUser { return .tooManyPosts(group: group, bound: .perUser(perUser)) }
         if groupPosts >= perGroup { return .tooManyPosts(group: group, bound: .perGroup(perGroup)) }
         return nil
     }
+}
+
+/// Bounds on the device ids a client-credentials token's socket is given (`hello` without a user id:
+/// each device id is a new user, with the post bounds of a user of its own). A real app allocates one
+/// per install, once, and says `hello` with it ever after; installs behind one NAT share an address.
+/// `modem-hub serve --devices-per-address-per-hour` and `--max-devices-per-client`.
+public struct DeviceBounds: Sendable, Hashable {
+    /// Default of ``perAddressPerHour``.
+    public static let defaultPerAddressPerHour = 100
+    /// Default of ``perClient``.
+    public static let defaultPerClient = 100_000
+    /// The window of ``perAddressPerHour`` (ms).
+    public static let windowMs: Int64 = 3_600_000
+
+    /// New device ids one client address may be given in any hour (all clients together).
+    public var perAddressPerHour: Int
+    /// Device ids one OAuth client may have in all (they are kept; a new one over it is refused).
+    public var perClient: Int
+
+    public init(perAddressPerHour: Int = defaultPerAddressPerHour, perClient: Int = defaultPerClient) {
+        self.perAddressPerHour = perAddressPerHour
+        self.perClient = perClient
+    }
+
+    /// The bound refusing one more device id when the address was given `fromAddressThisHour` in the
+    /// last hour and the client has `ofClient`; nil when it may be given.
+    public func refusal(fromAddressThisHour: Int, ofClient: Int) -> DeviceBound? {
+        if fromAddressThisHour >= perAddressPerHour { return .perAddressPerHour(perAddressPerHour) }
+        if ofClient >= perClient { return .perClient(perClient) }
+        return nil
+    }
+}
+
+/// Which bound of ``DeviceBounds`` refused a device id, with its value.
+public enum DeviceBound: Sendable, Hashable {
+    case perAddressPerHour(Int)
+    case perClient(Int)
+
+    /// The bound's name (the `modem-hub serve` option without its dashes).
+    public var name: String {
+        switch self {
+        case .perAddressPerHour: "devices-per-address-per-hour"
+        case .perClient: "max-devices-per-client"
+        }
+    }
+
+    /// A sentence for the error event and the close reason (under 123 bytes).
+    public var message: String {
+        switch self {
+        case .perAddressPerHour(let n): "this address was given \(n) new user ids this hour (devices-per-address-per-hour)"
+        case .perClient(let n): "this client has \(n) user ids, the most it may (max-devices-per-client)"
+        }
+    }
+}
+
+/// What a request for a new device id got.
+public enum DeviceAllocation: Sendable, Hashable {
+    /// The new device id.
+    case allocated(String)
+    /// Refused by a bound; nothing was stored.
+    case refused(DeviceBound)
 }
 
 /// What a driver must do.

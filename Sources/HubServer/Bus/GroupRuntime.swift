@@ -13,6 +13,8 @@ public struct GroupSettings: Sendable, Hashable {
     public var posts = PostBounds()
     /// `--max-socket-queue-bytes`: what one socket may hold of live events.
     public var socket = GroupSocketLimits()
+    /// `--devices-per-address-per-hour` and `--max-devices-per-client`: new device ids over them are refused.
+    public var devices = DeviceBounds()
 
     public init() {}
 }
@@ -34,7 +36,7 @@ public final class GroupRuntime: Service {
         let fanout = GroupFanout()
         let instance = nodeName + "-" + String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF, radix: 36)
         // Joins read no group into memory: each socket's writer pages its history from the store.
-        var store = SQLGroupStore(db: db, postBounds: settings.posts, snapshotOnJoin: false)
+        var store = SQLGroupStore(db: db, postBounds: settings.posts, snapshotOnJoin: false, deviceBounds: settings.devices)
         var bus: PostgresGroupBus?
         var liveness: PostgresEngine?
         var groupsDB: PostgresEngine?
@@ -51,7 +53,8 @@ public final class GroupRuntime: Service {
                                          origin: instance, logger: logger)
             bus = pgBus
             notifier = { tx, events in try await pgBus.notifyPresence(on: tx, events) }
-            store = SQLGroupStore(db: groups, notifier: notifier, postBounds: settings.posts, snapshotOnJoin: false)
+            store = SQLGroupStore(db: groups, notifier: notifier, postBounds: settings.posts, snapshotOnJoin: false,
+                                  deviceBounds: settings.devices)
         }
         self.hub = GroupHub(store: store, fanout: fanout, bus: bus ?? LocalGroupBus(fanout: fanout) as any GroupBus,
                             instance: instance, nodeName: nodeName, logger: logger, socketLimits: settings.socket, ready: false)

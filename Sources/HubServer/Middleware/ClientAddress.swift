@@ -103,6 +103,24 @@ public struct IPNetwork: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+/// The key every limit per client address counts a client under (the connection guard, the transit
+/// relay's connections, pairs and waiting connections, the rendezvous's rates and holdings, the account
+/// limiters): one client, one key, whatever limit it meets.
+public enum ClientAddress {
+    /// The limit key of `address` (IPv4 or IPv6 text, as a socket or `X-Forwarded-For` gives it): an IPv4
+    /// address as it is (`192.0.2.7`); an IPv4-mapped IPv6 address as its IPv4 address; an IPv6 address by
+    /// its /64, the network one subscriber is given and in which a host picks any address at will
+    /// (`2001:db8:1:2::/64`); anything that is not an address (`?`) as it is.
+    public static func limitKey(_ address: String) -> String {
+        guard let (bytes, _) = IPNetwork.parseAddress(address) else { return address }
+        if Array(bytes[0..<12]) == IPNetwork.mappedPrefix { return TrustedProxies.normalized(address) }
+        let network = Array(bytes[0..<8]) + [UInt8](repeating: 0, count: 8)
+        let text = stride(from: 0, to: 16, by: 2).map { String(UInt16(network[$0]) << 8 | UInt16(network[$0 + 1]), radix: 16) }
+            .joined(separator: ":")
+        return TrustedProxies.normalized(text) + "/64"
+    }
+}
+
 /// The reverse proxies whose `X-Forwarded-For` the hub believes (`--trusted-proxy`, repeatable), and the
 /// choice of a request's client address.
 public struct TrustedProxies: Sendable, Hashable {
@@ -122,21 +140,45 @@ public struct TrustedProxies: Sendable, Hashable {
 
     /// The client's address: `peer` (the connection's address) unless it is a trusted proxy and
     /// `forwardedFor` (the values of every `X-Forwarded-For` header, in order) names addresses: then the
-    /// right-most one that is not itself a trusted proxy (or the left-most when all are). An entry that
-    /// is not an address stops the walk: the peer's address is used (what lies beyond was never vouched for).
+    /// right-most one that is not itself a trusted proxy (or the left-most when all are). An entry may
+    /// carry a port (`192.0.2.1:5678`, `[2001:db8::1]:443`, as some proxies write it): it is dropped. An
+    /// entry that is not an address stops the walk: the peer's address is used (what lies beyond was never
+    /// vouched for).
     public func clientAddress(peer: String, forwardedFor: [String]) -> String {
         let peer = Self.normalized(peer)
         guard !networks.isEmpty, contains(peer) else { return peer }
         let hops = forwardedFor.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces) }
             .filter { !$0.isEmpty }
         var chosen: String?
-        for hop in hops.reversed().prefix(64) {
-            guard IPNetwork.parseAddress(hop) != nil else { return chosen ?? peer }
+        for entry in hops.reversed().prefix(64) {
+            guard let hop = Self.withoutPort(entry), IPNetwork.parseAddress(hop) != nil else { return chosen ?? peer }
             let address = Self.normalized(hop)
             chosen = address
             if !contains(address) { return address }
         }
         return chosen ?? peer
+    }
+
+    /// An `X-Forwarded-For` entry without its port: `a.b.c.d:PORT` is `a.b.c.d`, `[IPV6]:PORT` and
+    /// `[IPV6]` are `IPV6`; anything else is returned as it is (a bare IPv6 address has colons of its
+    /// own and no port). Nil for a port that is not 1 to 5 digits.
+    static func withoutPort(_ entry: String) -> String? {
+        if entry.hasPrefix("[") {
+            guard let close = entry.firstIndex(of: "]") else { return entry }
+            let rest = entry[entry.index(after: close)...]
+            let inner = String(entry[entry.index(after: entry.startIndex)..<close])
+            if rest.isEmpty { return inner }
+            guard rest.hasPrefix(":"), Self.isPort(rest.dropFirst()) else { return nil }
+            return inner
+        }
+        let colons = entry.filter { $0 == ":" }.count
+        guard colons == 1, let colon = entry.firstIndex(of: ":") else { return entry }
+        guard Self.isPort(entry[entry.index(after: colon)...]) else { return nil }
+        return String(entry[..<colon])
+    }
+
+    private static func isPort(_ text: Substring) -> Bool {
+        (1...5).contains(text.count) && text.allSatisfy { $0.isASCII && $0.isNumber }
     }
 
     /// One text per address: IPv4-mapped IPv6 as IPv4, without brackets or zone; others unchanged.

@@ -69,12 +69,13 @@ public final class ConnectionCounts: Sendable {
         maximumConnections = limits.effectiveMaximumConnections
     }
 
-    /// The key a connection from `ip` is counted under per address: its normalized address, or nil
-    /// (counted in all only) for a trusted proxy. Every other address counts, loopback included.
+    /// The key a connection from `ip` is counted under per address: its limit key
+    /// (``ClientAddress/limitKey(_:)``: IPv6 by its /64), or nil (counted in all only) for a trusted
+    /// proxy. Every other address counts, loopback included.
     func perAddressKey(_ ip: String?) -> String? {
         guard let ip else { return nil }
-        let key = TrustedProxies.normalized(ip)
-        return trustedProxies.contains(key) ? nil : key
+        let address = TrustedProxies.normalized(ip)
+        return trustedProxies.contains(address) ? nil : ClientAddress.limitKey(address)
     }
 
     /// Counts a new connection from `address` in, or says no (over a cap).

@@ -33,6 +33,8 @@ public struct AccountLimits: Sendable, Equatable {
     public var loginFailuresPerAccountPerHour = 30
     /// Password grants (failed or not) per client address per minute (`--logins-per-address-per-minute`).
     public var loginsPerAddressPerMinute = 20
+    /// Password grants (failed or not) per client address per hour (`--logins-per-address-per-hour`).
+    public var loginsPerAddressPerHour = 300
     /// Keys (addresses or accounts) each limiter keeps at most (`--limiter-keys`); see ``BoundedRateLimiter``.
     public var limiterKeys = 100_000
     public init() {}
@@ -48,7 +50,9 @@ public final class AccountLimiter: Sendable {
         case code(account: String, address: String)
         /// A guess at a code of `account` from `address`.
         case guess(account: String, address: String)
-        /// A password grant for `account` from `address` (the address part; failures are recorded apart).
+        /// A password grant for `account` from `address`: counted per address, and reserved as a failure
+        /// of the account until ``AccountLimiter/loginSucceeded(account:admittedAtMs:)`` gives it back, so
+        /// that concurrent guesses are counted before their bcrypt, not after.
         case login(account: String, address: String)
     }
 
@@ -62,6 +66,7 @@ public final class AccountLimiter: Sendable {
         var loginFailuresPerMinute: BoundedRateLimiter
         var loginFailuresPerHour: BoundedRateLimiter
         var loginsPerAddress: BoundedRateLimiter
+        var loginsPerAddressPerHour: BoundedRateLimiter
     }
     private let state: Mutex<State>
 
@@ -79,21 +84,14 @@ public final class AccountLimiter: Sendable {
             guessesPerAddress: BoundedRateLimiter(limit: limits.codeGuessesPerAddressPerHour, windowMs: Self.hourMs, maxKeys: k),
             loginFailuresPerMinute: BoundedRateLimiter(limit: limits.loginFailuresPerAccountPerMinute, windowMs: Self.minuteMs, maxKeys: k),
             loginFailuresPerHour: BoundedRateLimiter(limit: limits.loginFailuresPerAccountPerHour, windowMs: Self.hourMs, maxKeys: k),
-            loginsPerAddress: BoundedRateLimiter(limit: limits.loginsPerAddressPerMinute, windowMs: Self.minuteMs, maxKeys: k)))
+            loginsPerAddress: BoundedRateLimiter(limit: limits.loginsPerAddressPerMinute, windowMs: Self.minuteMs, maxKeys: k),
+            loginsPerAddressPerHour: BoundedRateLimiter(limit: limits.loginsPerAddressPerHour, windowMs: Self.hourMs, maxKeys: k)))
     }
 
     /// The key of a client address for the limits per address: an IPv4 address as it is, an IPv6 address
     /// by its /64 (one subscriber's network: a host picks any address in it at will), anything else as it is.
     public static func addressKey(_ address: String) -> String {
-        guard address.contains(":") else { return address }
-        var bytes = [UInt8](repeating: 0, count: 16)
-        let ok = bytes.withUnsafeMutableBytes { inet_pton(AF_INET6, address, $0.baseAddress) } == 1
-        guard ok else { return address }
-        if bytes[0..<10].allSatisfy({ $0 == 0 }) && bytes[10] == 0xFF && bytes[11] == 0xFF {
-            return bytes[12..<16].map(String.init).joined(separator: ".")  // IPv4-mapped
-        }
-        return stride(from: 0, to: 8, by: 2).map { String(UInt16(bytes[$0]) << 8 | UInt16(bytes[$0 + 1]), radix: 16) }
-            .joined(separator: ":") + "::/64"
+        ClientAddress.limitKey(address)  // the one key of every limit per address
     }
 
     /// Counts `event` in every limiter it belongs to and answers nil, or answers the seconds to wait
@@ -115,20 +113,30 @@ public final class AccountLimiter: Sendable {
             case .guess(let account, let address):
                 return Self.admit([(\State.guessesPerAccount, account), (\State.guessesPerAddress, address)], in: &s, nowMs: nowMs)
             case .login(let account, let address):
-                // Failures are recorded by `loginFailed`; here they only refuse.
-                let failed = [s.loginFailuresPerMinute.retryAfter(account, nowMs: nowMs),
-                              s.loginFailuresPerHour.retryAfter(account, nowMs: nowMs)].compactMap { $0 }.max()
-                if let failed { return max(failed, s.loginsPerAddress.retryAfter(address, nowMs: nowMs) ?? 0) }
-                return s.loginsPerAddress.admit(address, nowMs: nowMs)
+                // The attempt is reserved as a failure of the account now, before its bcrypt: a burst of
+                // concurrent guesses all count, and only a success gives its reservation back.
+                return Self.admit([(\State.loginFailuresPerMinute, account), (\State.loginFailuresPerHour, account),
+                                   (\State.loginsPerAddress, address), (\State.loginsPerAddressPerHour, address)],
+                                  in: &s, nowMs: nowMs)
             }
         }
     }
 
-    /// Records a failed password grant for the account of key `account`.
+    /// Records a failed password grant for the account of key `account` (one that was not admitted by
+    /// ``admit(_:nowMs:)``, which reserves the failure itself).
     public func loginFailed(account: String, nowMs: Int64) {
         state.withLock { s in
             s.loginFailuresPerMinute.record(account, nowMs: nowMs)
             s.loginFailuresPerHour.record(account, nowMs: nowMs)
+        }
+    }
+
+    /// Gives back the failure reserved for the account of key `account` when its password grant was
+    /// admitted at `admittedAtMs` and succeeded (the per-address counts stay).
+    public func loginSucceeded(account: String, admittedAtMs: Int64) {
+        state.withLock { s in
+            s.loginFailuresPerMinute.giveBack(account, atMs: admittedAtMs)
+            s.loginFailuresPerHour.giveBack(account, atMs: admittedAtMs)
         }
     }
 
@@ -137,7 +145,7 @@ public final class AccountLimiter: Sendable {
         state.withLock { s in
             s.signupsPerAddress.keyCount + s.codesPerAccount.keyCount + s.codesPerAddress.keyCount + s.guessesPerAccount.keyCount
                 + s.guessesPerAddress.keyCount + s.loginFailuresPerMinute.keyCount + s.loginFailuresPerHour.keyCount
-                + s.loginsPerAddress.keyCount
+                + s.loginsPerAddress.keyCount + s.loginsPerAddressPerHour.keyCount
         }
     }
 
@@ -146,10 +154,13 @@ public final class AccountLimiter: Sendable {
         let waits = parts.compactMap { s[keyPath: $0.0].retryAfter($0.1, nowMs: nowMs) }
         if let wait = waits.max() { return wait }
         var refused: Int?
+        var counted: [(WritableKeyPath<State, BoundedRateLimiter>, String)] = []
         for (path, key) in parts {
             // Only a table full of keys at their limits refuses here (see BoundedRateLimiter).
-            if let wait = s[keyPath: path].admit(key, nowMs: nowMs) { refused = max(refused ?? 0, wait) }
+            if let wait = s[keyPath: path].admit(key, nowMs: nowMs) { refused = max(refused ?? 0, wait) } else { counted.append((path, key)) }
         }
+        // All or none: a refusal takes back what the other parts counted.
+        if refused != nil { for (path, key) in counted { s[keyPath: path].giveBack(key, atMs: nowMs) } }
         return refused
     }
 }

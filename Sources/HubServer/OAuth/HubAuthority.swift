@@ -81,6 +81,9 @@ public final class HubAuthority: Sendable {
         let presented = try OAuthRequestParser.client(authorization: authorization, form: form)
         let key = ip + "|" + (presented?.id ?? "")
         let now = clock()
+        // Failures are recorded after the store answered (not reserved before, as password attempts are):
+        // a client secret is a 256-bit random value that no burst of guesses can find, while an app's
+        // honest burst of concurrent token requests must not be refused.
         if let wait = limiters.withLock({ l in l.clientFailures.retryAfter(key, nowMs: now) }) {
             throw OAuthError.tooManyAttempts(retryAfter: wait)
         }
@@ -112,7 +115,9 @@ public final class HubAuthority: Sendable {
             }
             let now = clock()
             // Counted under the one key of the name (any case is the same account), whether or not it
-            // exists; a name that is not valid cannot be an account, and is counted as one key.
+            // exists; a name that is not valid cannot be an account, and is counted as one key. The
+            // attempt is reserved as a failure here, before the bcrypt (so a burst of concurrent guesses
+            // all count), and given back only when it succeeds.
             let account = AccountName.validKey(username) ?? "\u{0}invalid"
             if let w = accountLimiter.admit(.login(account: account, address: ip), nowMs: now) {
                 throw OAuthError.tooManyAttempts(retryAfter: w)
@@ -120,9 +125,9 @@ public final class HubAuthority: Sendable {
             let user = AccountName.validKey(username) == nil ? nil : try await store.user(name: username)
             let ok = try await verifyPassword(password, hash: user?.passwordBcrypt)
             guard let user, ok, user.confirmed else {
-                accountLimiter.loginFailed(account: account, nowMs: now)
                 throw OAuthError(.invalidGrant, "wrong username or password")
             }
+            accountLimiter.loginSucceeded(account: account, admittedAtMs: now)
             if !PasswordHashing.parse(stored: user.passwordBcrypt).prehashed {
                 // A hash of the older kind (bcrypt of the password itself): stored anew, so that from
                 // now on every byte of the password counts.

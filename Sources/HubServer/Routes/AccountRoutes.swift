@@ -96,8 +96,14 @@ enum AccountRoutes {
             let key = try validateUsername(username)
             // Counted whether or not the account exists, so that neither the 202 nor a 429 tells.
             try admit(.code(account: key, address: context.remoteIP), now: authority.clock())
+            // The same for every name: a busy sender refuses whether or not the account exists (asked
+            // before the lookup, and again where a real delivery would take its slot), so that a 429 while
+            // the hooks are busy tells nothing about which names exist.
+            if let wait = sender.busyRetryAfter() { throw HubAPIError.tooManyRequests(retryAfter: wait) }
             if let user = try await store.user(name: key), user.confirmed {
                 try await issueCode("reset", for: user, now: authority.clock())
+            } else if let wait = sender.busyRetryAfter() {
+                throw HubAPIError.tooManyRequests(retryAfter: wait)
             }
             return JSendResponse.make(.accepted, JSend.success(Pending()))
         }

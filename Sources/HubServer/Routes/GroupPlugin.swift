@@ -45,7 +45,13 @@ public final class GroupsPlugin: HubPlugin {
 
     public func shouldUpgrade(_ request: HTTPRequest, context: HubPluginContext) async
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
-        await GroupSocketUpgrade.shouldUpgrade(request, hub: runtime(context).hub) { token in
+        await shouldUpgrade(request, remoteIP: "?", context: context)
+    }
+
+    /// The upgrade with the client's address (new device ids are bounded per address).
+    public func shouldUpgrade(_ request: HTTPRequest, remoteIP: String, context: HubPluginContext) async
+        -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
+        await GroupSocketUpgrade.shouldUpgrade(request, hub: runtime(context).hub, remoteIP: remoteIP) { token in
             guard let p = await context.principal(bearer: token) else { return nil }
             return GroupPrincipal(account: p.account, clientID: p.clientID)
         }

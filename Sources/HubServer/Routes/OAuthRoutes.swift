@@ -12,7 +12,7 @@ enum OAuthRoutes {
             do {
                 let form = try await formBody(request, context: context)
                 let answer = try await authority.token(
-                    authorization: request.headers[.authorization], form: form, ip: context.remoteIP)
+                    authorization: request.headers[.authorization], form: form, ip: ClientAddress.limitKey(context.remoteIP))
                 return jsonResponse(.ok, JSend.encode(answer))
             } catch let e as OAuthError {
                 return errorResponse(e)
@@ -21,7 +21,7 @@ enum OAuthRoutes {
         router.add(.post, "/oauth/revoke", documented: false) { request, context in
             do {
                 let form = try await formBody(request, context: context)
-                try await authority.revoke(authorization: request.headers[.authorization], form: form, ip: context.remoteIP)
+                try await authority.revoke(authorization: request.headers[.authorization], form: form, ip: ClientAddress.limitKey(context.remoteIP))
                 var h = HTTPFields()
                 h[.cacheControl] = "no-store"
                 h[HTTPField.Name("Pragma")!] = "no-cache"

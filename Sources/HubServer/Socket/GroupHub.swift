@@ -43,8 +43,14 @@ public final class GroupHub: Sendable {
     /// still be at it when the first request comes), and who waits for it.
     private let readiness: Mutex<(ready: Bool, waiters: [CheckedContinuation<Void, Never>])>
 
+    /// Tests only: runs in a join or listen right after the socket was subscribed to the group and
+    /// before the store is read (the window in which a live post may arrive), to force that interleaving.
+    let afterSubscribe: (@Sendable (ConnectionID, String) async -> Void)?
+
     public init(store: any GroupStore, fanout: GroupFanout, bus: any GroupBus, instance: String, nodeName: String, logger: Logger,
-                socketLimits: GroupSocketLimits = GroupSocketLimits(), ready: Bool = true) {
+                socketLimits: GroupSocketLimits = GroupSocketLimits(), ready: Bool = true,
+                afterSubscribe: (@Sendable (ConnectionID, String) async -> Void)? = nil) {
+        self.afterSubscribe = afterSubscribe
         self.socketLimits = socketLimits
         self.readiness = Mutex((ready, []))
         self.store = store
@@ -98,9 +104,12 @@ public final class GroupHub: Sendable {
             case .join(let g):
                 // Subscribed and holding the group's live events before the store is read, so nothing
                 // committed meanwhile is missed; the history follows as the socket drains.
+                // Holding first, then subscribed: a live event can only reach the socket held, never
+                // queued ahead of the history that also carries it.
                 let box = fanout.outbox(conn)
-                fanout.subscribe(conn, to: g)
                 box?.beginHistory(group: g, since: now)
+                fanout.subscribe(conn, to: g)
+                await afterSubscribe?(conn, g)
                 do { outcome = try await store.join(conn: conn, instance: instance, group: g, user: user, now: now) } catch {
                     box?.abandonHistory(group: g)
                     throw error
@@ -111,8 +120,9 @@ public final class GroupHub: Sendable {
                 return
             case .listen(let g):
                 let box = fanout.outbox(conn)
-                fanout.subscribe(conn, to: g)
                 box?.beginHistory(group: g, since: now)
+                fanout.subscribe(conn, to: g)
+                await afterSubscribe?(conn, g)
                 do { outcome = try await store.listen(group: g) } catch {
                     box?.abandonHistory(group: g)
                     throw error

@@ -9,11 +9,18 @@ import NIOWebSocket
 public struct GroupSocket: Sendable {
     let hub: GroupHub
     let principal: GroupPrincipal
+    /// The client's address (a trusted proxy's X-Forwarded-For, else the peer's): new device ids are
+    /// bounded per address (``DeviceBounds``).
+    let remoteIP: String
 
-    public init(hub: GroupHub, principal: GroupPrincipal) {
+    public init(hub: GroupHub, principal: GroupPrincipal, remoteIP: String = "?") {
         self.hub = hub
         self.principal = principal
+        self.remoteIP = remoteIP
     }
+
+    /// Close code of a `hello` refused because a bound of ``DeviceBounds`` was reached (the reason names it).
+    public static let tooManyDevicesCode: UInt16 = 4029
 
     /// Handles the socket until it closes.
     public func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
@@ -54,7 +61,11 @@ public struct GroupSocket: Sendable {
                         outbox.send("{\"type\":\"hello\",\"user\":\(JSONText.string(id))}")
                     case .failure(let e):
                         outbox.send(e.jsonText)
-                        closeCode = .unknown(4003); reason = "user id refused"
+                        if let bound = e.bound {
+                            closeCode = .unknown(Self.tooManyDevicesCode); reason = bound.message
+                        } else {
+                            closeCode = .unknown(4003); reason = "user id refused"
+                        }
                     }
                     if closeCode != nil { break }
                 }
@@ -102,24 +113,41 @@ public struct GroupSocket: Sendable {
     }
 
     /// The user id for this socket: the account's, or a device id of the token's client.
-    func identify(_ asked: String?) async -> Result<String, ClientOpError> {
+    func identify(_ asked: String?) async -> Result<String, HelloRefusal> {
         if let account = principal.account {
             if let asked, asked != account {
-                return .failure(ClientOpError(op: "hello", message: "this token belongs to another user", fatal: true))
+                return .failure(HelloRefusal(ClientOpError(op: "hello", message: "this token belongs to another user", fatal: true)))
             }
             return .success(account)
         }
         do {
             guard let asked else {
-                return .success(try await hub.store.allocateDevice(clientID: principal.clientID, now: hub.now))
+                switch try await hub.store.allocateDevice(clientID: principal.clientID, address: remoteIP, now: hub.now) {
+                case .allocated(let id):
+                    return .success(id)
+                case .refused(let bound):
+                    return .failure(HelloRefusal(ClientOpError(op: "hello", message: bound.message + ": say hello with a user id given before",
+                                                               fatal: true), bound: bound))
+                }
             }
             guard try await hub.store.deviceClient(asked) == principal.clientID else {
-                return .failure(ClientOpError(op: "hello", message: "unknown user id for this client", fatal: true))
+                return .failure(HelloRefusal(ClientOpError(op: "hello", message: "unknown user id for this client", fatal: true)))
             }
             return .success(asked)
         } catch {
             hub.logger.error("groups: hello could not allocate or look up a user id: \(error)")
-            return .failure(ClientOpError(op: "hello", message: "the hub could not allocate a user id now", fatal: true))
+            return .failure(HelloRefusal(ClientOpError(op: "hello", message: "the hub could not allocate a user id now", fatal: true)))
         }
+    }
+
+    /// Why a `hello` was refused: the error event, and the device bound reached, if that was why.
+    struct HelloRefusal: Error {
+        var error: ClientOpError
+        var bound: DeviceBound?
+        init(_ error: ClientOpError, bound: DeviceBound? = nil) {
+            self.error = error
+            self.bound = bound
+        }
+        var jsonText: String { error.jsonText }
     }
 }

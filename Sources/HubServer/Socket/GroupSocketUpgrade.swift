@@ -27,8 +27,10 @@ public enum GroupSocketUpgrade {
     }
 
     /// `shouldUpgrade` for `HTTPServerBuilder.http1WebSocketUpgrade`.
+    /// - Parameter remoteIP: the client's address the upgrade was decided with (new device ids are
+    ///   bounded per address).
     public static func shouldUpgrade(
-        _ request: HTTPRequest, hub: GroupHub, authenticate: GroupAuthenticator
+        _ request: HTTPRequest, hub: GroupHub, remoteIP: String = "?", authenticate: GroupAuthenticator
     ) async -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         let p = request.path ?? ""
         guard p == path || p.hasPrefix(path + "?") else { return .dontUpgrade }
@@ -36,7 +38,7 @@ public enum GroupSocketUpgrade {
             return .dontUpgrade
         }
         return .upgrade([:]) { inbound, outbound, _ in
-            await GroupSocket(hub: hub, principal: principal).run(inbound: inbound, outbound: outbound)
+            await GroupSocket(hub: hub, principal: principal, remoteIP: remoteIP).run(inbound: inbound, outbound: outbound)
         }
     }
 }

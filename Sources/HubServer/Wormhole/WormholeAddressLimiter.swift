@@ -94,7 +94,26 @@ public final class WormholeAddressLimiter: Sendable {
         if let refusal { throw WormholeError(refusal) }
     }
 
-    /// A connection of `address` that allocated ended.
+    /// Allocates under the limits of `address`: counts the allocation (``allow(_:from:now:)``, which may
+    /// refuse it), runs `allocate`, and when that fails (the rendezvous refused: its bounds per address or
+    /// in all, a database error) gives the allocation held back at once, so refusals never use up the
+    /// address's ``maximumLiveAllocations`` nor keep it in the table as a holder (the rate window still
+    /// counts the attempt). On success the allocation is held until ``allocationEnded(from:)``.
+    public func allocating<T>(from address: String, now: Double,
+                              _ allocate: () async throws(WormholeError) -> T) async throws(WormholeError) -> T {
+        try allow(.allocate, from: address, now: now)
+        do {
+            return try await allocate()
+        } catch {
+            allocationEnded(from: address)
+            throw error
+        }
+    }
+
+    /// Allocations `address` holds now (its connections' that allocated and are still open).
+    public func liveAllocations(of address: String) -> Int { state.withLock { $0[address]?.live ?? 0 } }
+
+    /// A connection of `address` that allocated ended (or its allocation failed).
     public func allocationEnded(from address: String) {
         state.withLock { s in
             guard var c = s[address] else { return }

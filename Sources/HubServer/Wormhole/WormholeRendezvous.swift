@@ -557,7 +557,9 @@ public final class WormholeRendezvous: Sendable {
     public func takeChanges() -> (generation: Int, changes: [Change]) {
         state.withLock { s in
             let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
+            // Unescaped slashes: an IPv6 client's key (`2001:db8::/64`) reads as written, as the
+            // shared rendezvous's text match of an address in a record expects (WormholeShared).
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
             let changes = s.dirty.map { k -> Change in
                 var body: String?
                 switch k.kind {

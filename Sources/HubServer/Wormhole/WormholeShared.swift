@@ -60,6 +60,9 @@ public actor WormholeShared {
         var countNameplates = false
         /// The client's address, whose holdings over the whole database the bounds per address count.
         var address: String? = nil
+        /// Whether the request may create a nameplate (allocate, claim): only then are the address's
+        /// nameplates counted (a scan of `wormhole_nameplates`); its mailboxes and bytes always are.
+        var addressNameplates = true
     }
 
     /// Runs `op` on fresh copies of the records in `scope` (and the mailboxes of those nameplates),
@@ -113,9 +116,17 @@ public actor WormholeShared {
                     func number(_ sql: String) async throws -> Int {
                         Int(try await tx.first(sql, [.text(address), .text(mention)])?[0].text ?? "0") ?? 0
                     }
-                    let plates = try await number("SELECT CAST(COUNT(*) AS TEXT) FROM wormhole_nameplates WHERE body LIKE $2 AND CAST(body AS json)->>'by' = $1")
-                    let boxes = try await number("SELECT CAST(COUNT(*) AS TEXT) FROM wormhole_mailboxes WHERE body LIKE $2 AND CAST(body AS json)->>'by' = $1")
-                    let bytes = try await number("SELECT CAST(COALESCE(SUM(CAST(CAST(body AS json)->'charges'->>CAST($1 AS TEXT) AS bigint)), 0) AS TEXT) FROM wormhole_mailboxes WHERE body LIKE $2")
+                    // Each is a scan of its table (no index on who made a record): the nameplates only when
+                    // the request may create one; the mailboxes and the bytes in one pass.
+                    let plates = scope.addressNameplates
+                        ? try await number("SELECT CAST(COUNT(*) AS TEXT) FROM wormhole_nameplates WHERE body LIKE $2 AND CAST(body AS json)->>'by' = $1")
+                        : 0
+                    let row = try await tx.first("""
+                        SELECT CAST(COUNT(*) FILTER (WHERE CAST(body AS json)->>'by' = $1) AS TEXT),
+                               CAST(COALESCE(SUM(CAST(CAST(body AS json)->'charges'->>CAST($1 AS TEXT) AS bigint)), 0) AS TEXT)
+                        FROM wormhole_mailboxes WHERE body LIKE $2
+                        """, [.text(address), .text(mention)])
+                    let boxes = Int(row?[0].text ?? "0") ?? 0, bytes = Int(row?[1].text ?? "0") ?? 0
                     rendezvous.setHoldingInAll(of: address, nameplates: plates, mailboxes: boxes, bytes: bytes)
                 }
                 defer { if let address = scope.address { rendezvous.forgetHoldingElsewhere(of: address) } }

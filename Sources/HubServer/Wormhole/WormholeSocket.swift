@@ -25,15 +25,15 @@ public struct WormholeSocket: Sendable {
 
     /// A socket of `rendezvous`, whose changes `persister` (if any) writes before each answer; with
     /// `shared`, every request runs on the database several nodes share instead. `limiter` bounds
-    /// what one address (`remoteIP`, the client's address) may allocate and claim per window; the
-    /// rendezvous bounds what it may hold (``WormholeLimits``).
+    /// what one address (`remoteIP`, the client's address, counted by ``ClientAddress/limitKey(_:)``: IPv6
+    /// by its /64) may allocate and claim per window; the rendezvous bounds what it may hold (``WormholeLimits``).
     public init(rendezvous: WormholeRendezvous, persister: WormholePersister? = nil, shared: WormholeShared? = nil,
                 limiter: WormholeAddressLimiter? = nil, remoteIP: String = "?") {
         self.rendezvous = rendezvous
         self.persister = persister
         self.shared = shared
         self.limiter = limiter
-        self.remoteIP = remoteIP
+        self.remoteIP = ClientAddress.limitKey(remoteIP)
     }
 
     /// Runs one rule of the rendezvous: on the shared database when there is one, else in memory.
@@ -125,11 +125,15 @@ public struct WormholeSocket: Sendable {
                 replies.append(Self.json(["type": "nameplates", "nameplates": names.map { ["id": $0] }]))
             case "allocate":
                 guard !c.allocated else { throw WormholeError("you already allocated one, don't be greedy") }
-                try limiter?.allow(.allocate, from: remoteIP, now: now)
-                let r = rendezvous
-                let name = try await run(app, .init(allNameplates: true, countNameplates: true, address: remoteIP)) { () throws(WormholeError) in
-                    try r.allocate(app: app, side: side, now: now, address: remoteIP)
+                let r = rendezvous, address = remoteIP
+                let allocate = { () async throws(WormholeError) -> String in
+                    try await run(app, .init(allNameplates: true, countNameplates: true, address: address)) { () throws(WormholeError) in
+                        try r.allocate(app: app, side: side, now: now, address: address)
+                    }
                 }
+                // Counted as held only if it succeeds: a refusal gives the count back (allocating).
+                let name: String
+                if let limiter { name = try await limiter.allocating(from: address, now: now, allocate) } else { name = try await allocate() }
                 c.allocated = true
                 c.nameplate = name
                 replies.append(Self.json(["type": "allocated", "nameplate": name]))
@@ -159,7 +163,7 @@ public struct WormholeSocket: Sendable {
                 try limiter?.allow(.claim, from: remoteIP, now: now)
                 c.mailbox = mailbox
                 let r = rendezvous
-                c.listener = try await run(app, .init(mailboxes: [mailbox], address: remoteIP)) { () throws(WormholeError) in
+                c.listener = try await run(app, .init(mailboxes: [mailbox], address: remoteIP, addressNameplates: false)) { () throws(WormholeError) in
                     try r.open(app: app, mailbox: mailbox, side: side, now: now, address: remoteIP) { m in
                         var out: [String: Any] = ["type": "message", "side": m.side, "phase": m.phase, "body": m.body,
                                                   "server_rx": m.serverRx]
@@ -173,7 +177,7 @@ public struct WormholeSocket: Sendable {
                 guard let body = msg["body"] as? String else { throw WormholeError("missing 'body'") }
                 let message = WormholeMessage(side: side, phase: phase, body: body, serverRx: now, id: msg["id"] as? String)
                 let r = rendezvous, address = remoteIP
-                try await run(app, .init(mailboxes: [mailbox], address: address)) { () throws(WormholeError) in
+                try await run(app, .init(mailboxes: [mailbox], address: address, addressNameplates: false)) { () throws(WormholeError) in
                     try r.add(app: app, mailbox: mailbox, message: message, address: address)
                 }
             case "close":

@@ -9,6 +9,10 @@ for it) that must not be cut off while the history is written, nor miss or repea
 it reads. The group keeps more posts (1,400 of ~8 KiB) than the old 1,024-frame queue held and far more
 bytes than --max-socket-queue-bytes, and the slow joiner's receive buffer is small (so the kernel takes
 little of it): a join that queued its history instead of writing it as the socket drains is cut off with 1008.
+One flooder also invents groups (its posts in all groups together are bounded: 409 naming
+max-posts-per-user), and another says hello without a user id again and again (new user ids are bounded
+per address per hour: close 4029 naming devices-per-address-per-hour; an id given before still works).
+Every result is decided on what arrived; the clocks here are hang guards only.
 
 usage: posts.py MODEM_HUB [--dir DIR] [--pg URL]   (the hub venv's Python: requests, websockets)
 Prints one line per check and 'N passed, M failed'; exit 1 when a check failed."""
@@ -20,6 +24,8 @@ from script_checks import Checks  # noqa: E402
 
 ATTACKER, HONEST = "127.0.0.2", "127.0.0.1"
 PER_USER, PER_GROUP, QUEUE = 400, 1400, 65536
+ALL_PER_USER = 1000   # --max-posts-per-user: one user's posts in all groups together
+DEVICES_PER_HOUR = 12  # --devices-per-address-per-hour: new user ids (hello without one) per address
 PAD = "x" * 8000  # ~8 KiB per post: the history is ~11 MB, 170 times the socket's queue bound and more
                   # than the kernel's buffers take, so the hub is still writing it when the burst below comes
 LISTENING = "modem-hub: listening on 127.0.0.1:"
@@ -48,7 +54,8 @@ log_path = os.path.join(work, "hub.log")
 log = open(log_path, "a")
 hub = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", db, "--node", "attack-posts",
                         "--max-posts-per-user-per-group", str(PER_USER), "--max-posts-per-group", str(PER_GROUP),
-                        "--max-socket-queue-bytes", str(QUEUE)], stdout=log, stderr=subprocess.STDOUT)
+                        "--max-socket-queue-bytes", str(QUEUE), "--max-posts-per-user", str(ALL_PER_USER),
+                        "--devices-per-address-per-hour", str(DEVICES_PER_HOUR)], stdout=log, stderr=subprocess.STDOUT)
 log.close()
 port = None
 end = time.monotonic() + 120  # a hang guard far above the second a start takes
@@ -148,7 +155,7 @@ async def flood_socket():
     await ws.send(json.dumps({"op": "post", "group": G, "pid": "sock1", "pidload": {"x": 1}}))
     try:
         while True:
-            e = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            e = json.loads(await asyncio.wait_for(ws.recv(), 120))  # a hang guard
             if e.get("type") == "error": return e
     finally:
         await ws.close()
@@ -156,6 +163,59 @@ async def flood_socket():
 err = asyncio.run(flood_socket())
 check("a post over the bound on the socket gets an error event naming it",
       err.get("op") == "post" and "max-posts-per-group" in err.get("message", ""), err)
+
+# 2. One account invents groups (a group exists as soon as someone posts to it): its posts in all groups
+# together are bounded too. flood1 keeps 400 in G; 400 more in G-a, then 200 in G-b, then refused.
+invented = []
+for k in range(3):
+    invented += [floods[0].post(f"{G}-inv{k}", f"i{i:04d}", {"i": i}) for i in range(PER_USER)]
+inv_ok = sum(s == 201 for s, _ in invented)
+check(f"one account in invented groups keeps {ALL_PER_USER} posts in all", inv_ok == ALL_PER_USER - PER_USER, inv_ok)
+inv_refused = [b for s, b in invented if s != 201]
+check("its posts over that are 409s naming max-posts-per-user",
+      inv_refused and all(b.get("status") == "fail" and b["data"].get("field") == "max-posts-per-user"
+                          and str(ALL_PER_USER) in b["data"]["message"] for b in inv_refused),
+      [b.get("data") for b in inv_refused[:1]])
+s, _ = floods[1].post(f"{G}-inv2", "other", {"x": 1})
+check("another user may still post in those groups (201)", s == 201, s)
+
+
+async def device_ids(creds_token, source, count):
+    """Opens `count` sockets from `source` saying hello without a user id; the user ids given, the close
+    of the first refused one, and whether a user id given before is still accepted."""
+    given, refused = [], None
+    for _ in range(count):
+        ws = await websockets.connect(base.replace("http", "ws", 1) + "/v1/socket", open_timeout=30, local_addr=(source, 0),
+                                      additional_headers={"Authorization": "Bearer " + creds_token})
+        await ws.send(json.dumps({"op": "hello"}))
+        try:
+            e = json.loads(await asyncio.wait_for(ws.recv(), 120))  # a hang guard
+            if e.get("type") == "hello":
+                given.append(e["user"])
+                await ws.close()
+                continue
+            await asyncio.wait_for(ws.wait_closed(), 120)
+            refused = (e, ws.close_code, ws.close_reason)
+        except websockets.ConnectionClosed as c:
+            refused = (None, c.rcvd.code if c.rcvd else None, c.rcvd.reason if c.rcvd else "")
+        break
+    again = None
+    if given:
+        ws = await websockets.connect(base.replace("http", "ws", 1) + "/v1/socket", open_timeout=30, local_addr=(source, 0),
+                                      additional_headers={"Authorization": "Bearer " + creds_token})
+        await ws.send(json.dumps({"op": "hello", "user": given[0]}))
+        again = json.loads(await asyncio.wait_for(ws.recv(), 120))
+        await ws.close()
+    return given, refused, again
+
+# 3. New user ids (each one a new user with its own post bounds) bounded per address per hour: the
+# attacker's address (one id given above already) gets the rest of its hour's ids, then a close 4029.
+given, refused, again = asyncio.run(device_ids(floods[1].token, ATTACKER, DEVICES_PER_HOUR + 5))
+check(f"an address gets {DEVICES_PER_HOUR} new user ids an hour", len(given) == DEVICES_PER_HOUR - 1, len(given))
+check("the next hello is refused: a close 4029 naming devices-per-address-per-hour (after an error event, if one came)",
+      refused is not None and refused[1] == 4029 and "devices-per-address-per-hour" in (refused[2] or "")
+      and (refused[0] is None or refused[0].get("type") == "error"), refused)
+check("a user id given before is still accepted from there", (again or {}).get("type") == "hello", again)
 
 
 def order_key(e): return (e["timestamp"], e["pid"])
@@ -226,10 +286,9 @@ def judge(name, events, closed, replaced):
     if replaced: check(f"{name}: the replacements while it read were accepted", replaced == [200] * 23, replaced)
 
 
-t0 = time.monotonic()
+# The joiners decide on what arrived; their clocks are hang guards only (how fast is not claimed here).
 ev, closed, rep = asyncio.run(joiner(0, False))
 judge("late joiner", ev, closed, rep)
-check("late joiner: within 15 s", time.monotonic() - t0 < 15, round(time.monotonic() - t0, 1))
 ev, closed, rep = asyncio.run(joiner(0.003, True))
 judge("slow joiner", ev, closed, rep)
 

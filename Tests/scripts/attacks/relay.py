@@ -36,7 +36,7 @@ def start_hub(work, name, extra):
                         "modem-hub: transit relay listening on 127.0.0.1:")
 
 
-def conn(port, src, timeout=5):
+def conn(port, src, timeout=GUARD):
     s = socket.socket()
     s.settimeout(timeout)
     s.bind((src, 0))
@@ -94,6 +94,36 @@ def wait_closed(socks, want, seconds):
     return closed
 
 
+def released(port, want):
+    """Waits (a hang guard of GUARD) until the hub has let go of the previous section's connections from
+    127.0.0.2: `want` connections from it opened at once must each be let in, which shows as the hub's
+    answer to a bad first line (`bad handshake`; a connection over a cap is closed unanswered). The hub
+    closes these probes itself, so it has released them before their close reaches us. Returns whether it
+    did within the guard."""
+    end = time.monotonic() + GUARD
+    while time.monotonic() < end:
+        probes = []
+        for _ in range(want):
+            try:
+                s = conn(port, "127.0.0.2")
+                s.sendall(b"not a handshake\n")
+                probes.append(s)
+            except OSError:
+                break
+        answered = 0
+        for s in probes:
+            try:
+                answered += recv_exact(s, len(b"bad handshake\n")) == b"bad handshake\n"
+            except OSError:
+                pass
+        for s in probes:
+            s.close()
+        if answered == want:
+            return True
+        time.sleep(0.05)  # pacing between probes only: the result is the hub's answer
+    return False
+
+
 def honest_pair(port, tag):
     """A pair from 127.0.0.1: joined, and bytes both ways."""
     try:
@@ -133,6 +163,7 @@ def caps(work):
         check("a pair from 127.0.0.1 is relayed while 127.0.0.2 holds its pairs", honest_pair(port, "e"))
         for s in held:
             s.close()
+        check("the hub lets go of 127.0.0.2's pairs once they close", released(port, 256))
 
         # 2. Silent connections from one address: the cap per address (256) closes the rest at once.
         silent = []
@@ -148,6 +179,7 @@ def caps(work):
         check("a pair from 127.0.0.1 is relayed beside 256 silent connections of 127.0.0.2", honest_pair(port, "d"))
         for s in silent:
             s.close()
+        check("the hub lets go of 127.0.0.2's silent connections once they close", released(port, 256))
 
         # 3. Waiting connections from one address (tokens nobody else has): capped (64 by default).
         waiting = []

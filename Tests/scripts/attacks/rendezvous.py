@@ -14,6 +14,8 @@ On a hub with its defaults:
 On a hub with `--trusted-proxy 127.0.0.1 --wormhole-max-nameplates-per-address 2`:
 - X-Forwarded-For from the trusted proxy names the client: two clients behind it have a share each;
 - from 127.0.0.2 (not trusted) the header is ignored: whatever it says, the share is 127.0.0.2's;
+- refused allocations (past the nameplates an address may hold) give their count back: after 70 of them,
+  more than the 64 allocations an address may hold at once, it allocates again once it has room;
 - the same over HTTP (the sign-up bound per address, `--signups-per-address-per-hour 1`): 429 for a
   second sign-up of one forwarded client, 202 for another; from 127.0.0.2 every forged header is one client.
 
@@ -178,6 +180,27 @@ async def proxied(port):
     check("from an address that is not a trusted proxy, X-Forwarded-For is ignored", n3 == 2 and e3 and "too many" in e3, (n3, e3))
 
 
+async def refusals_do_not_count(port):
+    """Refused allocations give their count back: 127.0.0.4 holds its 2 nameplates, is refused 70
+    allocations (more than the 64 an address may hold at once), releases its nameplates, and may allocate."""
+    src, held = "127.0.0.4", [str(next(NAMEPLATES)) for _ in range(2)]
+    for i, n in enumerate(held):
+        async with Client(port, src, f"h{i}") as c:
+            await c.ask(type="claim", nameplate=n)
+    refused, last = 0, None
+    for i in range(70):
+        async with Client(port, src, f"r{i}") as c:
+            last = await c.ask(type="allocate")
+            refused += last.get("type") == "error" and "too many nameplates held" in last.get("error", "")
+    for i, n in enumerate(held):
+        async with Client(port, src, f"h{i}") as c:
+            await c.ask(type="release", nameplate=n)
+    async with Client(port, src, "after") as c:
+        m = await c.ask(type="allocate")
+    check("70 refused allocations use up none of an address's 64: once it has room it allocates",
+          refused == 70 and m.get("type") == "allocated", (refused, last, m))
+
+
 async def across_nodes(p1, p2):
     n, err = 0, None
     for i in range(8):
@@ -246,6 +269,7 @@ with tempfile.TemporaryDirectory() as work:
                                             "--signups-per-address-per-hour", "1"])
     try:
         asyncio.run(proxied(port))
+        asyncio.run(refusals_do_not_count(port))
         http_proxied(port, cid, secret)
     finally:
         hub.terminate()

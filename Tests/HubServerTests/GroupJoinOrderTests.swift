@@ -1,0 +1,69 @@
+import Foundation
+import HubCore
+import HubServer
+import HubStore
+import Logging
+import Testing
+
+/// A join subscribes its socket to the group's live events and then reads the group's history from the
+/// store. A live post arriving between the two must reach the socket once: held and left out if the
+/// history carries it, never queued ahead of the history and then written again in it (issue 32 review).
+/// The hub's test hook runs a live post exactly in that window, so the interleaving is forced, not hoped for.
+@Suite struct GroupJoinOrderTests {
+    /// Joins (or listens) with a live post published right after the subscription, then drains the
+    /// socket's outbox as its writer does; the frames written.
+    static func joinWithPostInTheWindow(listen: Bool) async throws -> [String] {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("joinorder-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var store = try await openSQLiteGroupStore(path: dir.appendingPathComponent("hub.sqlite").path)
+        store.snapshotOnJoin = false
+        let fanout = GroupFanout()
+        var logger = Logger(label: "join-order")
+        logger.logLevel = .warning
+        let g = "g"
+        _ = try await store.post(GroupPost(group: g, pid: "old", user: "poster", pidload: .empty, timestamp: 1))
+        let hook: @Sendable (ConnectionID, String) async -> Void = { [store] _, group in
+            // A live post committed and published while the joiner is subscribed but has not read the store.
+            let p = GroupPost(group: group, pid: "live", user: "poster", pidload: .empty, timestamp: 2)
+            let outcome = try? await store.post(p)
+            if case .posted? = outcome { fanout.deliver(GroupEvent.post(p), excluding: nil) }
+        }
+        let hub = GroupHub(store: store, fanout: fanout, bus: LocalGroupBus(fanout: fanout), instance: "n-1", nodeName: "n",
+                           logger: logger, afterSubscribe: hook)
+        let conn = hub.newConnectionID()
+        let box = GroupSocketOutbox(limits: hub.socketLimits)
+        fanout.add(conn, outbox: box)
+        await hub.perform(listen ? .listen(group: g) : .join(group: g), conn: conn, user: "joiner")
+        var written: [String] = []
+        while box.bytes.queued > 0 {
+            switch await box.next() {
+            case .frame(let text)?: written.append(text)
+            case .history(let group)?:
+                #expect(await hub.writeJoin(of: group, outbox: box) { written.append($0); return true })
+            case nil: Issue.record("the outbox ended: \(box.closeReason ?? "")"); return written
+            }
+        }
+        try await store.db.close()
+        return written
+    }
+
+    static func pids(_ frames: [String]) -> [String] {
+        frames.compactMap { f in
+            guard let e = try? JSONSerialization.jsonObject(with: Data(f.utf8)) as? [String: Any], e["type"] as? String == "post" else { return nil }
+            return e["pid"] as? String
+        }
+    }
+
+    @Test("a live post between a join's subscription and its history reaches the joiner once, after the history began")
+    func joinGetsTheWindowPostOnce() async throws {
+        let pids = Self.pids(try await Self.joinWithPostInTheWindow(listen: false))
+        #expect(pids == ["old", "live"], "\(pids)")
+    }
+
+    @Test("the same for a listen")
+    func listenGetsTheWindowPostOnce() async throws {
+        let pids = Self.pids(try await Self.joinWithPostInTheWindow(listen: true))
+        #expect(pids == ["old", "live"], "\(pids)")
+    }
+}
