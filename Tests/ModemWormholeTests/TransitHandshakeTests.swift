@@ -81,6 +81,19 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         c.stream.close()
     }
 
+    /// The sender's handshake line crosses relays in the clear: a replay of it, never followed by
+    /// `go`, held a listener slot until the whole attempt's deadline (a5978ce waited for `go` that
+    /// long). Each replay now holds its slot only for the handshake timeout (1 s here), so the honest
+    /// sender behind 40 of them connects well within the 20 s attempt; before, all 32 slots stayed
+    /// taken for the 20 s and the attempt failed.
+    @Test("40 replays of the sender's handshake without `go` hold the slots only for the handshake timeout")
+    func replayedHandshakesTimeOut() async throws {
+        let r = try await flood(attackers: 40, junk: TransitKeys(key: Self.key).senderHandshake, handshakeTimeout: 1)
+        guard case .success(let c) = r else { Issue.record("no connection: \(r)"); return }
+        #expect(c.route.hasPrefix("direct from 127.0.0.1"), "\(c.route)")
+        c.stream.close()
+    }
+
     @Test("a sender and a receiver with the same key connect; with different keys they do not")
     func keys() async throws {
         let receiver = try TransitConnector(role: .receiver, transitKey: Self.key, relays: [], listen: true)

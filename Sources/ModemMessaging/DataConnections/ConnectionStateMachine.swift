@@ -118,15 +118,51 @@ public struct ConnectionStateMachine: Sendable {
     private var nextConnection: UInt32 = 1
     /// Connections (not ended) allowed at once; offers beyond are declined.
     public var maximumConnections = 64
-    /// Channels per connection the peer may open.
+    /// Channels per connection the peer may open (over the connection's life; open or finished).
+    /// One over it is refused (CH-RESULT `protocolError`) and not remembered.
     public var maximumChannels = 1024
+    /// Ended connections remembered (their state for ``state(of:)``, and so that late records for
+    /// them are ignored as such); the oldest is forgotten past this. An ended connection keeps no
+    /// channels. With ``maximumConnections`` and ``maximumChannels`` this bounds what a peer's offers,
+    /// ends and channel opens can make this machine hold, however many it sends.
+    public var maximumEndedConnections = 256
+    /// Ended connections, oldest first (from `endedHead`), for forgetting the oldest.
+    private var endedOrder: [ConnectionID] = []
+    private var endedHead = 0
     /// Records that did not fit the state or could not be decoded (ignored, counted).
     public private(set) var ignoredRecords = 0
 
     public init() {}
 
-    /// The state of a connection, or nil if unknown.
+    /// The state of a connection, or nil if unknown (or ended long enough ago to be forgotten).
     public func state(of id: ConnectionID) -> State? { connections[id]?.state }
+
+    /// Connections this machine holds: live ones and the ended ones it remembers (at most
+    /// ``maximumConnections`` plus ``maximumEndedConnections`` plus our own live offers).
+    public var heldConnections: Int { connections.count }
+
+    /// Channels this machine holds for a connection (at most ``maximumChannels`` of the peer's plus
+    /// ours; none once it ended).
+    public func heldChannels(of id: ConnectionID) -> Int { connections[id]?.channels.count ?? 0 }
+
+    /// Records that a connection ended (with or without an entry before): its channels are dropped,
+    /// and the oldest ended connection is forgotten once more than ``maximumEndedConnections`` are.
+    private mutating func markEnded(_ id: ConnectionID, _ reason: DataReason) {
+        if connections[id] == nil { connections[id] = Connection(state: .ended(reason)) } else {
+            connections[id]!.state = .ended(reason)
+            connections[id]!.channels = [:]
+        }
+        endedOrder.append(id)
+        while endedOrder.count - endedHead > max(0, maximumEndedConnections) {
+            let old = endedOrder[endedHead]
+            endedHead += 1
+            if case .ended = connections[old]?.state { connections[old] = nil }
+        }
+        if endedHead > 64, endedHead * 2 > endedOrder.count {
+            endedOrder.removeFirst(endedHead)
+            endedHead = 0
+        }
+    }
 
     /// Connections not yet ended.
     public func liveConnections() -> [ConnectionID] {
@@ -164,7 +200,7 @@ public struct ConnectionStateMachine: Sendable {
     public mutating func decline(_ id: ConnectionID, reason: DataReason = .declined) throws(DataError) -> [DataAction] {
         guard let c = connections[id] else { throw .unknown("connection \(id)") }
         guard c.state == .offered else { throw .invalidState("connection \(id) is not waiting for an answer") }
-        connections[id]!.state = .ended(reason)
+        markEnded(id, reason)
         return [send(.answer(conn: id.wire, accept: false, reason: reason)), .event(.ended(id, reason))]
     }
 
@@ -172,7 +208,7 @@ public struct ConnectionStateMachine: Sendable {
     public mutating func end(_ id: ConnectionID, reason: DataReason = .userEnded) -> [DataAction] {
         guard let c = connections[id] else { return [] }
         if case .ended = c.state { return [] }
-        connections[id]!.state = .ended(reason)
+        markEnded(id, reason)
         return [send(.end(conn: id.wire, reason: reason)), .channel(.connectionEnded(id, reason: reason)),
                 .event(.ended(id, reason))]
     }
@@ -222,7 +258,7 @@ public struct ConnectionStateMachine: Sendable {
         var actions: [DataAction] = []
         for (id, c) in connections.sorted(by: { $0.key.number < $1.key.number }) {
             if case .ended = c.state { continue }
-            connections[id]!.state = .ended(.sessionEnded)
+            markEnded(id, .sessionEnded)
             actions.append(.channel(.connectionEnded(id, reason: .sessionEnded)))
             actions.append(.event(.ended(id, .sessionEnded)))
         }
@@ -239,12 +275,12 @@ public struct ConnectionStateMachine: Sendable {
             let id = ConnectionID(wire: wire)
             guard !id.local, connections[id] == nil else { ignoredRecords += 1; return [] }
             if metadata.count > DataMessage.maximumMetadata {
-                connections[id] = Connection(state: .ended(.metadataTooLarge))
+                markEnded(id, .metadataTooLarge)
                 return [send(.answer(conn: id.wire, accept: false, reason: .metadataTooLarge)),
                         .event(.refused(id, .metadataTooLarge))]
             }
             if liveCount >= maximumConnections {
-                connections[id] = Connection(state: .ended(.tooLarge))
+                markEnded(id, .tooLarge)
                 return [send(.answer(conn: id.wire, accept: false, reason: .tooLarge)), .event(.refused(id, .tooLarge))]
             }
             connections[id] = Connection(state: .offered)
@@ -257,14 +293,14 @@ public struct ConnectionStateMachine: Sendable {
                 return [.event(.accepted(id)), .event(.connected(id))]
             }
             let r = reason == .none ? DataReason.declined : reason
-            connections[id]!.state = .ended(r)
+            markEnded(id, r)
             return [.event(.declined(id, r)), .event(.ended(id, r))]
         case .end(let wire, let reason):
             let id = ConnectionID(wire: wire)
             guard let c = connections[id] else { ignoredRecords += 1; return [] }
             if case .ended = c.state { return [] }
             let r = reason == .none ? DataReason.peerEnded : reason
-            connections[id]!.state = .ended(r)
+            markEnded(id, r)
             return [.channel(.connectionEnded(id, reason: r)), .event(.ended(id, r))]
         case .channelOpen(let wire, let chWire, let kind, let size, let blockSize, let fileKey, let description, let name):
             let id = ConnectionID(wire: wire)
@@ -274,7 +310,7 @@ public struct ConnectionStateMachine: Sendable {
             }
             let theirs = c.channels.keys.filter { !$0.local }.count
             if theirs >= maximumChannels || (kind != .stream && (blockSize == 0 || blockSize > 16 << 20)) {
-                connections[id]!.channels[ch] = Channel(kind: kind, open: false)
+                // Refused and not remembered: later records on it are unknown (ignored, counted).
                 return [send(.channelResult(conn: id.wire, channel: ch.wire, ok: false, reason: .protocolError, badBlocks: []))]
             }
             connections[id]!.channels[ch] = Channel(kind: kind)

@@ -24,6 +24,7 @@ extension DataConnections {
                 eventQueue.removeFirst(eventHead); eventHead = 0
             }
             if !eventSpaceWaiters.isEmpty { eventSpaceWaiters.removeFirst().resume() }
+            if let w = loopSpaceWaiter, eventQueue.count - eventHead < maximumUnreadEvents { loopSpaceWaiter = nil; w.resume() }
             return e
         }
         if eventsFinished { return nil }
@@ -31,7 +32,8 @@ extension DataConnections {
     }
 
     /// Queues an event. Data-bearing events wait for room (back-pressure reaches the peer through the
-    /// session); control events never wait; progress is dropped when many events are unread.
+    /// session); control events never wait (the loop stops reading the session instead while
+    /// `maximumUnreadEvents` are unread); progress is dropped when many events are unread.
     func emit(_ event: DataEvent, wait: Bool = false) async {
         if let r = eventReader {
             eventReader = nil
@@ -59,5 +61,14 @@ extension DataConnections {
         if let r = eventReader { eventReader = nil; r.resume(returning: nil) }
         for w in eventSpaceWaiters { w.resume() }
         eventSpaceWaiters.removeAll()
+        loopSpaceWaiter?.resume()
+        loopSpaceWaiter = nil
     }
+}
+
+extension DataConnections {
+    /// Events queued and not yet read (for tests and diagnostics).
+    var unreadEvents: Int { eventQueue.count - eventHead }
+    /// True while the loop waits for the application to read events before it reads the session again.
+    var readingPaused: Bool { loopSpaceWaiter != nil }
 }

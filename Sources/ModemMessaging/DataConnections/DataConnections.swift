@@ -57,6 +57,13 @@ public actor DataConnections {
     var eventsFinished = false
     /// Data-bearing events (stream blocks, blobs) wait while this many events are unread.
     let eventCapacity = 64
+    /// The session is not read while this many events are unread (control events such as offers,
+    /// refusals and ends never wait where they are made, so a peer's records are what is held back:
+    /// a peer that sends offers or ends without end while the application does not read events
+    /// fills the session's bounded buffers and then waits, instead of growing this queue).
+    let maximumUnreadEvents = 1024
+    /// The loop, waiting for the application to read events (or to close).
+    var loopSpaceWaiter: CheckedContinuation<Void, Never>?
 
     var activeOutgoing = 0
     var peerClosing = false
@@ -112,6 +119,8 @@ public actor DataConnections {
     @discardableResult
     public func close() async -> SessionEnd {
         closeRequested = true
+        loopSpaceWaiter?.resume()
+        loopSpaceWaiter = nil
         await perform(machine.sessionEndedByUser())
         await drainControl()
         if sessionEnd == nil { await session.close() }
@@ -128,6 +137,9 @@ public actor DataConnections {
 
     func loop() async {
         while true {
+            while eventQueue.count - eventHead >= maximumUnreadEvents, !eventsFinished, !closeRequested {
+                await withCheckedContinuation { loopSpaceWaiter = $0 }
+            }
             switch await session.receive() {
             case .record(let kind, let body):
                 guard kind >= 0x20, kind <= 0x2F else { continue }

@@ -20,8 +20,7 @@ public struct MailboxMessage: Sendable, Equatable {
 public final class RendezvousClient: Sendable {
     private let socket: WebSocketClient
     private struct State {
-        var answers: [[String: JSONValue]] = []
-        var messages: [MailboxMessage] = []
+        var inbox = RendezvousInbox()
         var answerWaiter: CheckedContinuation<[String: JSONValue]?, Never>?
         var messageWaiter: CheckedContinuation<MailboxMessage?, Never>?
         var ended: WormholeError?
@@ -30,8 +29,6 @@ public final class RendezvousClient: Sendable {
     }
     private let state = Mutex(State())
     private let reader = Mutex<Task<Void, Never>?>(nil)
-    /// Messages held for ``nextMessage()`` beyond this many end the connection (a flooding server).
-    static let maximumQueued = 1000
 
     /// Connects to a rendezvous server's WebSocket and waits for its `welcome`.
     /// - Throws: ``WormholeError``: `.network`, or `.server` when the welcome carries an `error`
@@ -71,7 +68,7 @@ public final class RendezvousClient: Sendable {
                     guard let m = JSONValue.parse(text)?.object, let type = m["type"]?.string else {
                         throw WormholeError(.server, "the rendezvous server sent a message that is not a JSON object with a type")
                     }
-                    try route(type, m)
+                    try route(type, m, size: text.utf8.count)
                 }
             } catch {
                 failure = error
@@ -81,7 +78,7 @@ public final class RendezvousClient: Sendable {
         reader.withLock { $0 = task }
     }
 
-    private func route(_ type: String, _ m: [String: JSONValue]) throws(WormholeError) {
+    private func route(_ type: String, _ m: [String: JSONValue], size: Int) throws(WormholeError) {
         switch type {
         case "ack", "pong":
             return
@@ -104,24 +101,21 @@ public final class RendezvousClient: Sendable {
                     s.messageWaiter = nil
                     return .success(w)
                 }
-                guard s.messages.count < Self.maximumQueued else {
-                    return .failure(WormholeError(.server, "the rendezvous server relayed over \(Self.maximumQueued) messages"))
-                }
-                s.messages.append(message)
+                do throws(WormholeError) { try s.inbox.hold(message, size: size) } catch { return .failure(error) }
                 return .success(nil)
             }
             try result.get()?.resume(returning: message)
         default:
             // Answers (allocated, claimed, released, closed, nameplates) and errors, in order.
-            let waiter = state.withLock { s -> CheckedContinuation<[String: JSONValue]?, Never>? in
+            let result: Result<CheckedContinuation<[String: JSONValue]?, Never>?, WormholeError> = state.withLock { s in
                 if let w = s.answerWaiter {
                     s.answerWaiter = nil
-                    return w
+                    return .success(w)
                 }
-                if s.answers.count < Self.maximumQueued { s.answers.append(m) }
-                return nil
+                do throws(WormholeError) { try s.inbox.hold(answer: m, size: size) } catch { return .failure(error) }
+                return .success(nil)
             }
-            waiter?.resume(returning: m)
+            try result.get()?.resume(returning: m)
         }
     }
 
@@ -148,7 +142,7 @@ public final class RendezvousClient: Sendable {
     func answer(_ type: String) async throws(WormholeError) -> [String: JSONValue] {
         let m = await withCheckedContinuation { (c: CheckedContinuation<[String: JSONValue]?, Never>) in
             let ready: [String: JSONValue]?? = state.withLock { s in
-                if !s.answers.isEmpty { return .some(s.answers.removeFirst()) }
+                if let a = s.inbox.nextAnswer() { return .some(a) }
                 if s.ended != nil { return .some(nil) }
                 s.answerWaiter = c
                 return nil
@@ -214,7 +208,7 @@ public final class RendezvousClient: Sendable {
     public func nextMessage() async throws(WormholeError) -> MailboxMessage {
         let m = await withCheckedContinuation { (c: CheckedContinuation<MailboxMessage?, Never>) in
             let ready: MailboxMessage?? = state.withLock { s in
-                if !s.messages.isEmpty { return .some(s.messages.removeFirst()) }
+                if let m = s.inbox.nextMessage() { return .some(m) }
                 if s.ended != nil { return .some(nil) }
                 s.messageWaiter = c
                 return nil
@@ -271,4 +265,74 @@ public func hexDecode(_ text: String) -> [UInt8]? {
 /// Text from the other end made safe for a terminal (``TerminalText/safe(_:maximumScalars:)``), at most 300 scalars.
 public func printableText(_ text: String) -> String {
     TerminalText.safe(text, maximumScalars: 300)
+}
+
+/// What a ``RendezvousClient`` holds that nobody has asked for yet: relayed mailbox messages and
+/// answers, in order, bounded in number (``maximumQueued`` of each) and together in bytes as they came
+/// on the wire (``maximumBytes``). A server (or a partner, through it) that sends more than that
+/// before they are taken ends the connection with a `.server` error: nothing is dropped silently,
+/// and what a hostile server can make us hold is bounded.
+struct RendezvousInbox: Sendable {
+    /// Messages (and, apart, answers) held at most.
+    static let maximumQueued = 1000
+    /// Bytes (as received) of everything held at most: 8 MiB, room for eight of the largest
+    /// messages (``WebSocketClient/maximumMessageBytes``); an honest exchange holds a few small ones.
+    static let maximumBytes = 8 << 20
+
+    private var messages: [(message: MailboxMessage, size: Int)] = []
+    private var messageHead = 0
+    private var answers: [(answer: [String: JSONValue], size: Int)] = []
+    private var answerHead = 0
+    /// Bytes held now.
+    private(set) var bytes = 0
+
+    /// Messages held now.
+    var messageCount: Int { messages.count - messageHead }
+    /// Answers held now.
+    var answerCount: Int { answers.count - answerHead }
+
+    private mutating func reserve(_ size: Int, what: String) throws(WormholeError) {
+        guard size <= Self.maximumBytes - bytes else {
+            throw WormholeError(.server, "the rendezvous server sent \(what) over \(Self.maximumBytes) bytes in all, none of it asked for yet")
+        }
+        bytes += size
+    }
+
+    /// Holds a relayed message of `size` bytes on the wire.
+    mutating func hold(_ message: MailboxMessage, size: Int) throws(WormholeError) {
+        guard messageCount < Self.maximumQueued else {
+            throw WormholeError(.server, "the rendezvous server relayed over \(Self.maximumQueued) messages")
+        }
+        try reserve(size, what: "messages")
+        messages.append((message, size))
+    }
+
+    /// Holds an answer of `size` bytes on the wire.
+    mutating func hold(answer: [String: JSONValue], size: Int) throws(WormholeError) {
+        guard answerCount < Self.maximumQueued else {
+            throw WormholeError(.server, "the rendezvous server sent over \(Self.maximumQueued) answers nobody asked for")
+        }
+        try reserve(size, what: "answers")
+        answers.append((answer, size))
+    }
+
+    /// The oldest message held, if any.
+    mutating func nextMessage() -> MailboxMessage? {
+        guard messageHead < messages.count else { return nil }
+        let (m, size) = messages[messageHead]
+        messageHead += 1
+        bytes -= size
+        if messageHead > 64, messageHead * 2 > messages.count { messages.removeFirst(messageHead); messageHead = 0 }
+        return m
+    }
+
+    /// The oldest answer held, if any.
+    mutating func nextAnswer() -> [String: JSONValue]? {
+        guard answerHead < answers.count else { return nil }
+        let (a, size) = answers[answerHead]
+        answerHead += 1
+        bytes -= size
+        if answerHead > 64, answerHead * 2 > answers.count { answers.removeFirst(answerHead); answerHead = 0 }
+        return a
+    }
 }

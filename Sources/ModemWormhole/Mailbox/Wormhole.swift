@@ -62,7 +62,7 @@ public final class Wormhole: Sendable {
         var peerVersions: JSONValue?
         var nextPhase = 0
         var nextPeerPhase = 0
-        var held: [Int: [UInt8]] = [:]
+        var held = HeldPhases()
         var released = false
         var closed = false
     }
@@ -149,7 +149,14 @@ public final class Wormhole: Sendable {
             default:
                 // Numbered phases may come before we finished: keep them for receive().
                 if let n = Int(m.phase), n >= 0 {
-                    state.withLock { s in if s.held.count < 1000 { s.held[n] = m.body } }
+                    let refused = state.withLock { s -> WormholeError? in
+                        do throws(WormholeError) { try s.held.hold(phase: n, m.body) } catch { return error }
+                        return nil
+                    }
+                    if let refused {
+                        await close(mood: "errory")
+                        throw refused
+                    }
                 }
             }
         }
@@ -195,7 +202,7 @@ public final class Wormhole: Sendable {
         guard let key = self.key else { throw WormholeError(.local, "no key yet: establishKey() first") }
         while true {
             let (ready, n, peerSide): ([UInt8]?, Int, String) = state.withLock { s in
-                (s.held.removeValue(forKey: s.nextPeerPhase), s.nextPeerPhase, s.peerSide ?? "")
+                (s.held.take(phase: s.nextPeerPhase), s.nextPeerPhase, s.peerSide ?? "")
             }
             if let ready {
                 guard let plain = try? WormholeKeys.open(ready, key: WormholeKeys.phaseKey(key, side: peerSide, phase: String(n))) else {
@@ -206,12 +213,11 @@ public final class Wormhole: Sendable {
             }
             let m = try await nextFromPeer()
             if let p = Int(m.phase), p >= n {
-                let full = state.withLock { s -> Bool in
-                    guard s.held.count < 1000 else { return true }
-                    s.held[p] = m.body
-                    return false
+                let refused = state.withLock { s -> WormholeError? in
+                    do throws(WormholeError) { try s.held.hold(phase: p, m.body) } catch { return error }
+                    return nil
                 }
-                if full { throw WormholeError(.peer, "the peer sent over 1000 messages ahead") }
+                if let refused { throw refused }
             }
         }
     }
@@ -233,5 +239,41 @@ public final class Wormhole: Sendable {
         if release { try? await client.release(code.nameplate) }
         try? await client.close(mailbox: mailbox, mood: mood)
         await client.close()
+    }
+}
+
+/// The partner's numbered messages that came before they were due, held until ``Wormhole/receive()``
+/// reaches them: at most ``maximumCount`` of them and ``maximumBytes`` together. A partner that sends
+/// more ahead is refused with a `.peer` error (nothing is dropped silently); a phase sent again
+/// replaces the one held.
+struct HeldPhases: Sendable {
+    /// Messages held at most.
+    static let maximumCount = 1000
+    /// Bytes held at most (8 MiB; an honest partner sends a few small messages ahead at most).
+    static let maximumBytes = 8 << 20
+    private var held: [Int: [UInt8]] = [:]
+    /// Bytes held now.
+    private(set) var bytes = 0
+    /// Messages held now.
+    var count: Int { held.count }
+
+    /// Holds the body of phase `phase`.
+    mutating func hold(phase: Int, _ body: [UInt8]) throws(WormholeError) {
+        let replaced = held[phase]?.count ?? 0
+        guard held[phase] != nil || held.count < Self.maximumCount else {
+            throw WormholeError(.peer, "the peer sent over \(Self.maximumCount) messages ahead")
+        }
+        guard body.count <= Self.maximumBytes - (bytes - replaced) else {
+            throw WormholeError(.peer, "the peer sent over \(Self.maximumBytes) bytes of messages ahead")
+        }
+        held[phase] = body
+        bytes += body.count - replaced
+    }
+
+    /// Takes the body of phase `phase`, if held.
+    mutating func take(phase: Int) -> [UInt8]? {
+        guard let body = held.removeValue(forKey: phase) else { return nil }
+        bytes -= body.count
+        return body
     }
 }

@@ -260,7 +260,7 @@ public final class TransitConnector: Sendable {
     }
 
     /// One route: open the stream, run the handshake (by `handshakeDeadline`, default the route's
-    /// deadline), and (sender) decide or (receiver) wait for `go`. The peer's handshake line is compared
+    /// deadline), and (sender) decide or (receiver) wait for `go` (by the same handshake deadline). The peer's handshake line is compared
     /// in constant time: it is derived from the transit key.
     private func attempt(route: String, relayed: Bool, deadline: ContinuousClock.Instant,
                          handshakeDeadline: ContinuousClock.Instant? = nil, race: TransitRace,
@@ -282,7 +282,11 @@ public final class TransitConnector: Sendable {
                 }
                 try await s.write(Array("go\n".utf8), deadline: deadline)
             case .receiver:
-                let word = try await s.read(exactly: 3, deadline: deadline)
+                // `go` comes as soon as the sender has read our handshake: it is waited for only by the
+                // handshake's deadline (a listener slot's timeout), never the whole attempt's. The
+                // sender's handshake line crosses relays in the clear, so a replay of it must not hold
+                // a slot for longer than a silent connection does.
+                let word = try await s.read(exactly: 3, deadline: handshakeBy)
                 guard word == Array("go\n".utf8) else { s.close(); return nil }  // nevermind: another route won
                 if race.decided.exchange(true, ordering: .acquiringAndReleasing) { s.close(); return nil }
             }
