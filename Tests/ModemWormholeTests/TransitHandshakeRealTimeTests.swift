@@ -34,7 +34,10 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
 /// The transit handshake (issue 32, defect 11): compared in constant time, and connections to our
 /// listener that are not the peer (any number of them, wrong or silent) never stop the peer's
 /// handshake from being answered. At da86752, after 32 connections no handshake was attempted.
-@Suite struct TransitHandshakeTests {
+/// The handshake's timeouts run on the wall clock (sockets and a 1-10 s deadline), so these run in the
+/// real-time group, one test at a time: beside the modem group's CPU-bound tests on two cores, the
+/// cooperative pool was starved for 45 s and the honest peer's handshake ran out of time.
+@Suite struct TransitHandshakeRealTimeTests {
     static let key = [UInt8](repeating: 0x42, count: 32)
 
     /// A receiver listening; `attackers` connections from 127.0.0.2, each sending `junk` (nothing
@@ -63,7 +66,7 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         }
     }
 
-    @Test("40 connections with a wrong handshake before the peer's: the peer's is still answered")
+    @Test("40 connections with a wrong handshake before the peer's: the peer's is still answered (real time)")
     func wrongHandshakesDoNotStopThePeer() async throws {
         var wrong = TransitKeys(key: Self.key).senderHandshake
         wrong[20] ^= 1
@@ -73,7 +76,7 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         c.stream.close()
     }
 
-    @Test("40 silent connections hold the 32 slots only until their handshake times out")
+    @Test("40 silent connections hold the 32 slots only until their handshake times out (real time)")
     func silentConnectionsTimeOut() async throws {
         let r = try await flood(attackers: 40, junk: nil, handshakeTimeout: 1)
         guard case .success(let c) = r else { Issue.record("no connection: \(r)"); return }
@@ -86,7 +89,7 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
     /// long). Each replay now holds its slot only for the handshake timeout (1 s here), so the honest
     /// sender behind 40 of them connects well within the 20 s attempt; before, all 32 slots stayed
     /// taken for the 20 s and the attempt failed.
-    @Test("40 replays of the sender's handshake without `go` hold the slots only for the handshake timeout")
+    @Test("40 replays of the sender's handshake without `go` hold the slots only for the handshake timeout (real time)")
     func replayedHandshakesTimeOut() async throws {
         let r = try await flood(attackers: 40, junk: TransitKeys(key: Self.key).senderHandshake, handshakeTimeout: 1)
         guard case .success(let c) = r else { Issue.record("no connection: \(r)"); return }
@@ -94,7 +97,7 @@ func writeAll(_ fd: Int32, _ bytes: [UInt8]) {
         c.stream.close()
     }
 
-    @Test("a sender and a receiver with the same key connect; with different keys they do not")
+    @Test("a sender and a receiver with the same key connect; with different keys they do not (real time)")
     func keys() async throws {
         let receiver = try TransitConnector(role: .receiver, transitKey: Self.key, relays: [], listen: true)
         let sender = try TransitConnector(role: .sender, transitKey: Self.key, relays: [], listen: false)
