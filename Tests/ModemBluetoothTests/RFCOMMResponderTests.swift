@@ -40,6 +40,25 @@ import Testing
         #expect(wire == [.transmit([0x01, 0xEF, 0x07, 0x11, 0x03, 0x47, 0xAA])])
     }
 
+    /// A fast peer (Bumble does this) opens a DLC, writes and closes it before the MSC exchange has
+    /// completed: the DLC was open (SABM, UA), so it is announced, its data delivered, then its close.
+    /// Before, it closed unannounced and its data was dropped: `modem bt device` logged neither the
+    /// connection nor the close while Bumble reported it had written and closed (about 1 run in 37).
+    @Test func testADLCClosedBeforeMSCIsStillAnnouncedWithItsData() {
+        var session = RFCOMMScript.openResponder()
+        let opened = session.received(RFCOMMScript.frame(.sabm, dlci: 2, fromInitiator: true), now: 1)
+        #expect(RFCOMMScript.frames(opened).map(\.kind).first == .ua)
+        #expect(!opened.contains { if case .channelOpened = $0 { return true } else { return false } }, "not before MSC both ways")
+        let data = session.received(RFCOMMScript.data(dlci: 2, Array("hello".utf8), fromInitiator: true), now: 1)
+        #expect(!data.contains { if case .received = $0 { return true } else { return false } }, "held until the DLC is announced")
+        let closed = session.received(RFCOMMScript.frame(.disc, dlci: 2, fromInitiator: true), now: 1)
+        let events = closed.filter { if case .transmit = $0 { return false } else { return true } }
+        #expect(events.count == 3 && events[1] == .received(dlci: 2, Array("hello".utf8))
+                && events[2] == .channelClosed(dlci: 2, reason: "closed by the device"), "\(events)")
+        if case .channelOpened(let dlci, _, let incoming) = events.first { #expect(dlci == 2 && incoming) } else { Issue.record("no channelOpened: \(events)") }
+        #expect(RFCOMMScript.frames(closed).map(\.kind).contains(.ua), "the DISC is answered")
+    }
+
     private func negotiate(_ session: inout RFCOMMSession, _ request: RFCOMMParameters) -> [RFCOMMAction] {
         session.received(RFCOMMScript.message(.init(isCommand: true, content: .parameterNegotiation(request)), fromInitiator: true), now: 1)
     }

@@ -502,6 +502,7 @@ public struct RFCOMMSession: Sendable {
             switch link.state {
             case .connected, .open:
                 sendResponse(.ua, dlci: dlci, &out)
+                announceClosingDLC(dlci, &out)
                 remove(dlci, reason: "closed by the device", &out)
                 closeSessionIfIdle(now: now, &out)
             case .disconnecting(_, let reason):
@@ -583,6 +584,18 @@ public struct RFCOMMSession: Sendable {
         links[dlci]?.state = .connected(since: now)
         sendMessage(.init(isCommand: true, content: .modemStatus(dlci: dlci, signals: Self.localSignals, breakSignal: nil)), &out)
         pump(dlci, now: now, &out)
+    }
+
+    /// A DLC the peer closes after SABM/UA but before the MSC exchange completed was open all the same
+    /// (a fast peer opens, writes and closes at once; Bumble does): it is announced, with what it
+    /// received, before its close, so neither the connection nor its data goes unreported.
+    private mutating func announceClosingDLC(_ dlci: UInt8, _ out: inout [RFCOMMAction]) {
+        guard var link = links[dlci], case .connected = link.state, !link.announced else { return }
+        link.announced = true
+        out.append(.channelOpened(dlci: dlci, frameSize: link.frameSize, incoming: !link.outgoing))
+        for data in link.heldReceived { out.append(.received(dlci: dlci, data)) }
+        link.heldReceived = []
+        links[dlci] = link
     }
 
     private mutating func openIfReady(_ dlci: UInt8, _ out: inout [RFCOMMAction]) {
