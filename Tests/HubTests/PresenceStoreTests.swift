@@ -310,7 +310,7 @@ struct PresenceStoreTests {
     @Test("PostgreSQL: one user's posts in all groups bounded, also at once from a pool; device ids bounded (HUB_TEST_POSTGRES_URL)",
           .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
     func userAndDeviceBoundsPostgres() async throws {
-        let url = try await Self.freshPostgresDatabase(prefix: "hubuserposts_")
+        let url = try await freshPostgresDatabase(prefix: "hubuserposts_")
         try await withPostgresGroupStore(url: url) { store in
             try await boundedPerUser(store, prefix: "p")
             try await boundedDevices(store, prefix: "p")
@@ -332,7 +332,7 @@ struct PresenceStoreTests {
     @Test("PostgreSQL: posts bounded, also against posts at once from a pool; history pages (HUB_TEST_POSTGRES_URL)",
           .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
     func boundsPostgres() async throws {
-        let url = try await Self.freshPostgresDatabase(prefix: "hubposts_")
+        let url = try await freshPostgresDatabase(prefix: "hubposts_")
         try await withPostgresGroupStore(url: url, postBounds: Self.smallBounds) { store in
             try await boundedPosts(store, prefix: "p")
             try await postsAtOnce(store, prefix: "p")
@@ -345,22 +345,11 @@ struct PresenceStoreTests {
     func postgres() async throws {
         // A database of its own: a hub node of another test on the cluster's shared database would sweep
         // this test's presences (their instances have no live node row) offline at its own time.
-        let url = try await Self.freshPostgresDatabase(prefix: "hubpresence_")
+        let url = try await freshPostgresDatabase(prefix: "hubpresence_")
         try await withPostgresGroupStore(url: url) { store in
             let prefix = "t\(UInt32.random(in: 0...UInt32.max))"
             try await differential(store, seed: 7, steps: 300, prefix: prefix)
         }
     }
 
-    /// `HUB_TEST_POSTGRES_URL` with a new, empty database of its own (named `prefix` and random letters).
-    static func freshPostgresDatabase(prefix: String) async throws -> String {
-        let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] ?? ""
-        let admin = try await PostgresEngine.open(url: base)
-        let name = prefix + HubTokens.base32(HubTokens.randomBytes(8)).lowercased()
-        try await admin.query("CREATE DATABASE \(name)", [])
-        try await admin.close()
-        var c = try #require(URLComponents(string: base))
-        c.path = "/" + name
-        return try #require(c.string)
-    }
 }

@@ -20,14 +20,7 @@ enum StoreEngines {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hubstore-\(UUID().uuidString)")
             return try await SQLiteEngine.open(path: dir.path + "/hub.sqlite", logger: logger)
         default:
-            let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"]!
-            let admin = try await PostgresEngine.open(url: base, logger: logger)
-            let name = "hubtest_" + HubTokens.base32(HubTokens.randomBytes(8))
-            try await admin.query("CREATE DATABASE \(name)", [])
-            try await admin.close()
-            var c = URLComponents(string: base)!
-            c.path = "/" + name
-            return try await PostgresEngine.open(url: c.string!, logger: logger)
+            return try await PostgresEngine.open(url: try await freshPostgresDatabase(prefix: "hubtest_"), logger: logger)
         }
     }
 
@@ -40,14 +33,7 @@ enum StoreEngines {
             return try await SQLHubStore.open(.sqlite(path: dir.path + "/hub.sqlite"), logger: logger, nowMs: 0)
         default:
             // A fresh database per test so runs never see each other's rows.
-            let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"]!
-            let admin = try await PostgresEngine.open(url: base, logger: logger)
-            let name = "hubtest_" + HubTokens.base32(HubTokens.randomBytes(8))
-            try await admin.query("CREATE DATABASE \(name)", [])
-            try await admin.close()
-            var c = URLComponents(string: base)!
-            c.path = "/" + name
-            return try await SQLHubStore.open(.postgres(url: c.string!), logger: logger, nowMs: 0)
+            return try await SQLHubStore.open(.postgres(url: try await freshPostgresDatabase(prefix: "hubtest_")), logger: logger, nowMs: 0)
         }
     }
 }
