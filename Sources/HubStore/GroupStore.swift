@@ -131,7 +131,17 @@ public struct SQLGroupStore: GroupStore {
     }
 
     public func join(conn: ConnectionID, instance: String, group: String, user: String, now: Int64) async throws -> PresenceOutcome {
-        try await transaction { tx in
+        let shared = isShared, bounds = postBounds
+        return try await transaction { tx in
+            // The groups one user is a member of (max-groups-per-user) are counted and a new member row
+            // inserted one transaction at a time per user: PostgreSQL, a lock on the user (its own key, beside the posts'
+            // lock on their author) until commit; SQLite, its single writer. Rejoining takes no new place.
+            if shared { try await tx.run("SELECT pg_advisory_xact_lock(736110017, hashtext($1))", [.text(user)]) }
+            let already = try await tx.rows("SELECT 1 FROM members WHERE grp = $1 AND user_id = $2", [.text(group), .text(user)])
+            if already.isEmpty {
+                let mine = try await tx.rows("SELECT count(*) FROM members WHERE user_id = $1", [.text(user)])
+                if let why = bounds.joinRefusal(group: group, userGroups: Int(mine.first?.int(0) ?? 0)) { return .refused(why) }
+            }
             try await tx.run(
                 "INSERT INTO members(grp, user_id, last_seen_ms, joined_ms) VALUES ($1, $2, $3, $3) "
                     + "ON CONFLICT (grp, user_id) DO UPDATE SET joined_ms = members.joined_ms",

@@ -15,6 +15,10 @@ struct GroupOptions: ParsableArguments {
     @Option(name: .customLong("max-posts-per-user"), parsing: .unconditional,
             help: "Posts one user may keep in all groups together; a new one over it is refused, none is evicted (1 to 10000000).")
     var maxPostsPerUser = PostBounds.defaultPerUser
+    // Groups one user is a member of (issue 32, member rows in invented groups).
+    @Option(name: .customLong("max-groups-per-user"), parsing: .unconditional,
+            help: "Groups one user may be a member of; a join over it is refused with an error event, rejoining a group one is in takes no new place, leaving frees one (1 to 1000000).")
+    var maxGroupsPerUser = PostBounds.defaultGroupsPerUser
     @Option(name: .customLong("devices-per-address-per-hour"), parsing: .unconditional,
             help: "New user ids (device ids) one client address may be given in any hour, for hello without a user id on a client token; over it hello is refused and the socket closed with 4029. An install keeps its id and says hello with it (not counted); raise it for many new installs behind one NAT (1 to 1000000).")
     var devicesPerAddressPerHour = DeviceBounds.defaultPerAddressPerHour
@@ -31,6 +35,7 @@ struct GroupOptions: ParsableArguments {
         }
         guard (1...10_000_000).contains(maxPostsPerGroup) else { throw ValidationError("--max-posts-per-group must be 1 to 10000000") }
         guard (1...10_000_000).contains(maxPostsPerUser) else { throw ValidationError("--max-posts-per-user must be 1 to 10000000") }
+        guard (1...1_000_000).contains(maxGroupsPerUser) else { throw ValidationError("--max-groups-per-user must be 1 to 1000000") }
         guard (1...1_000_000).contains(devicesPerAddressPerHour) else {
             throw ValidationError("--devices-per-address-per-hour must be 1 to 1000000")
         }
@@ -42,7 +47,8 @@ struct GroupOptions: ParsableArguments {
 
     /// Puts the bounds into the server's settings.
     func apply(to settings: inout HubServerSettings) {
-        settings.groups.posts = PostBounds(perUserPerGroup: maxPostsPerUserPerGroup, perGroup: maxPostsPerGroup, perUser: maxPostsPerUser)
+        settings.groups.posts = PostBounds(perUserPerGroup: maxPostsPerUserPerGroup, perGroup: maxPostsPerGroup, perUser: maxPostsPerUser,
+                                           groupsPerUser: maxGroupsPerUser)
         settings.groups.devices = DeviceBounds(perAddressPerHour: devicesPerAddressPerHour, perClient: maxDevicesPerClient)
         settings.groups.socket = GroupSocketLimits(queueBytes: maxSocketQueueBytes)
     }

@@ -66,4 +66,49 @@ import Testing
         let pids = Self.pids(try await Self.joinWithPostInTheWindow(listen: true))
         #expect(pids == ["old", "live"], "\(pids)")
     }
+    /// The memberships of one user (issue 32, member rows in invented groups): over `max-groups-per-user`
+    /// a socket's join gets an `error` event for `join` naming the bound, and the socket is neither a
+    /// member nor subscribed; a rejoin takes no new place, a leave frees one.
+    @Test("a join over max-groups-per-user is refused with an error event; the socket is not subscribed")
+    func joinOverTheGroupsBoundIsRefused() async throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("joinbound-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var store = try await openSQLiteGroupStore(path: dir.appendingPathComponent("hub.sqlite").path, postBounds: PostBounds(groupsPerUser: 2))
+        store.snapshotOnJoin = false
+        let fanout = GroupFanout()
+        var logger = Logger(label: "join-bound")
+        logger.logLevel = .warning
+        let hub = GroupHub(store: store, fanout: fanout, bus: LocalGroupBus(fanout: fanout), instance: "n-1", nodeName: "n", logger: logger)
+        let conn = hub.newConnectionID()
+        let box = GroupSocketOutbox(limits: hub.socketLimits)
+        fanout.add(conn, outbox: box)
+        func errors(after op: ClientOp) async -> [[String: Any]] {
+            await hub.perform(op, conn: conn, user: "u")
+            var frames: [String] = []
+            while box.bytes.queued > 0 {
+                switch await box.next() {
+                case .frame(let text)?: frames.append(text)
+                case .history(let group)?: _ = await hub.writeJoin(of: group, outbox: box) { frames.append($0); return true }
+                case nil: return []
+                }
+            }
+            return frames.compactMap { f in
+                guard let e = try? JSONSerialization.jsonObject(with: Data(f.utf8)) as? [String: Any], e["type"] as? String == "error" else { return nil }
+                return e
+            }
+        }
+        #expect(await errors(after: .join(group: "g1")).isEmpty)
+        #expect(await errors(after: .join(group: "g2")).isEmpty)
+        let refused = await errors(after: .join(group: "g3"))
+        #expect(refused.count == 1 && refused.first?["op"] as? String == "join"
+                && (refused.first?["message"] as? String)?.contains("max-groups-per-user") == true, "\(refused)")
+        #expect(!fanout.isSubscribed(conn, to: "g3"))
+        #expect(try await store.members(group: "g3", limit: 10, skip: 0).items.isEmpty)
+        #expect(await errors(after: .join(group: "g2")).isEmpty, "a rejoin takes no new place")
+        #expect(await errors(after: .leave(group: "g1")).isEmpty)
+        #expect(await errors(after: .join(group: "g3")).isEmpty, "a leave frees a place")
+        #expect(fanout.isSubscribed(conn, to: "g3"))
+        try await store.db.close()
+    }
 }

@@ -268,6 +268,39 @@ struct PresenceStoreTests {
         #expect(posted == 4 && refused == 8, "\(posted) posted, \(refused) refused")
     }
 
+    /// The groups one user is a member of are bounded (a group exists as soon as someone joins it): the
+    /// join over the bound is refused naming it, as the machine refuses it, and makes no member row;
+    /// rejoining a group one is in takes no new place; leaving frees one; other users unaffected.
+    func boundedGroups(_ base: SQLGroupStore, prefix: String) async throws {
+        var store = base
+        store.postBounds = PostBounds(groupsPerUser: 3)
+        var model = PresenceState(postBounds: store.postBounds)
+        model.connect(prefix + "a/1", user: "a", node: "n")
+        model.connect(prefix + "b/1", user: "b", node: "n")
+        func join(_ user: String, _ group: String) async throws -> PresenceOutcome {
+            let conn = prefix + user + "/1"
+            let expected = model.join(conn, group: prefix + group, now: 7)
+            let got = try await store.join(conn: conn, instance: "n", group: prefix + group, user: user, now: 7)
+            #expect(got == expected, "\(user) \(group)")
+            return got
+        }
+        for g in ["g1", "g2", "g3"] {
+            if case .joined = try await join("a", g) {} else { Issue.record("join of \(g) under the bound was refused") }
+        }
+        let over = PresenceRefusal.tooManyGroups(group: prefix + "g4", bound: 3)
+        #expect(try await join("a", "g4") == .refused(over))
+        #expect(over.message.contains("max-groups-per-user"))
+        #expect(try await store.members(group: prefix + "g4", limit: 10, skip: 0).items.isEmpty, "a refused join made a member row")
+        if case .joined = try await join("a", "g2") {} else { Issue.record("a rejoin at the bound was refused") }
+        if case .joined = try await join("b", "g4") {} else { Issue.record("another user was refused") }
+        let left = try await store.leave(conn: prefix + "a/1", group: prefix + "g1", user: "a", now: 8)
+        #expect(left == model.leave(prefix + "a/1", group: prefix + "g1", now: 8))
+        if case .joined = try await join("a", "g4") {} else { Issue.record("a place freed by a leave was not given") }
+        #expect(try await join("a", "g5") == .refused(.tooManyGroups(group: prefix + "g5", bound: 3)))
+        #expect(PresenceRules.actions(for: .refused(over), by: "c", op: "join")
+                == [.error("c", ClientOpError(op: "join", message: over.message, fatal: false))])
+    }
+
     /// New device ids are bounded per address per hour (every address, loopback too) and per client in
     /// all: refused naming the bound, nothing stored; the hour moves on.
     func boundedDevices(_ base: SQLGroupStore, prefix: String) async throws {
@@ -296,23 +329,25 @@ struct PresenceStoreTests {
         #expect(DeviceBound.perClient(5).name == "max-devices-per-client" && DeviceBound.perAddressPerHour(3).name == "devices-per-address-per-hour")
     }
 
-    @Test("SQLite: one user's posts in all groups bounded; device ids bounded per address per hour and per client")
+    @Test("SQLite: one user's posts in all groups and groups joined bounded; device ids bounded per address per hour and per client")
     func userAndDeviceBoundsSQLite() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("userbounds-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let store = try await openSQLiteGroupStore(path: dir.appendingPathComponent("hub.sqlite").path)
         try await boundedPerUser(store, prefix: "s")
+        try await boundedGroups(store, prefix: "sj")
         try await boundedDevices(store, prefix: "s")
         try await store.db.close()
     }
 
-    @Test("PostgreSQL: one user's posts in all groups bounded, also at once from a pool; device ids bounded (HUB_TEST_POSTGRES_URL)",
+    @Test("PostgreSQL: one user's posts in all groups and groups joined bounded, also at once from a pool; device ids bounded (HUB_TEST_POSTGRES_URL)",
           .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
     func userAndDeviceBoundsPostgres() async throws {
         let url = try await freshPostgresDatabase(prefix: "hubuserposts_")
         try await withPostgresGroupStore(url: url) { store in
             try await boundedPerUser(store, prefix: "p")
+            try await boundedGroups(store, prefix: "pj")
             try await boundedDevices(store, prefix: "p")
         }
     }

@@ -25,9 +25,14 @@ public struct PresenceState: Sendable {
     /// The user of a live connection.
     public func user(of conn: ConnectionID) -> String? { connections[conn]?.user }
 
-    /// Joins `group` on `conn`: membership (kept after the connection ends) and presence.
+    /// Joins `group` on `conn`: membership (kept after the connection ends) and presence. A join that
+    /// would make the user a member of more groups than ``PostBounds/groupsPerUser`` is refused.
     public mutating func join(_ conn: ConnectionID, group: String, now: Int64) -> PresenceOutcome {
         guard var c = connections[conn] else { return .listened(group: group, snapshot: snapshot(group)) }
+        if members[group]?[c.user] == nil {
+            let mine = members.values.reduce(0) { n, m in m[c.user] != nil ? n + 1 : n }
+            if let why = postBounds.joinRefusal(group: group, userGroups: mine) { return .refused(why) }
+        }
         let wasOnline = !(live[group]?[c.user]?.isEmpty ?? true)
         if members[group]?[c.user] == nil { members[group, default: [:]][c.user] = Member(lastSeen: now) }
         live[group, default: [:]][c.user, default: []].insert(conn)

@@ -31,6 +31,9 @@ public enum PresenceRefusal: Sendable, Hashable {
     case noSuchPost(group: String, pid: String)
     /// A new post would take the group or its author over a bound of ``PostBounds`` (nothing is evicted).
     case tooManyPosts(group: String, bound: PostBound)
+    /// A join would make the user a member of more groups than ``PostBounds/groupsPerUser``
+    /// (`max-groups-per-user`; the value is the bound). Rejoining a group one is in is never refused.
+    case tooManyGroups(group: String, bound: Int)
 
     /// A sentence for the error event.
     public var message: String {
@@ -45,6 +48,9 @@ public enum PresenceRefusal: Sendable, Hashable {
         case .tooManyPosts(let g, .perUser(let n)):
             "you keep \(n) posts in all groups, the most one user may (max-posts-per-user): "
                 + "unpost or replace one of yours first (not posted to group \(g))"
+        case .tooManyGroups(let g, let n):
+            "you are a member of \(n) groups, the most one user may (max-groups-per-user): "
+                + "leave one first (not joined to group \(g))"
         }
     }
 }
@@ -86,11 +92,26 @@ public struct PostBounds: Sendable, Hashable {
     public var perGroup: Int
     /// Posts one user may keep in all groups together.
     public var perUser: Int
+    /// Default of ``groupsPerUser``.
+    public static let defaultGroupsPerUser = 1_000
+    /// Groups one user may be a member of (member rows kept; a group exists as soon as someone joins
+    /// it, so without it one account makes rows in any number of invented groups). A join over it is
+    /// refused; rejoining a group one is in takes no new place; leaving frees one.
+    /// `modem-hub serve --max-groups-per-user`.
+    public var groupsPerUser: Int
 
-    public init(perUserPerGroup: Int = defaultPerUserPerGroup, perGroup: Int = defaultPerGroup, perUser: Int = defaultPerUser) {
+    public init(perUserPerGroup: Int = defaultPerUserPerGroup, perGroup: Int = defaultPerGroup, perUser: Int = defaultPerUser,
+                groupsPerUser: Int = defaultGroupsPerUser) {
         self.perUserPerGroup = perUserPerGroup
         self.perGroup = perGroup
         self.perUser = perUser
+        self.groupsPerUser = groupsPerUser
+    }
+
+    /// The refusal of a join making the user a member of `group`, of which it is not one yet, when it
+    /// is a member of `userGroups` groups; nil when it may join.
+    public func joinRefusal(group: String, userGroups: Int) -> PresenceRefusal? {
+        userGroups >= groupsPerUser ? .tooManyGroups(group: group, bound: groupsPerUser) : nil
     }
 
     /// The refusal of one more new post when the user keeps `userPosts` in the group, `groupPosts` are

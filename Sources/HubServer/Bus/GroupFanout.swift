@@ -372,6 +372,11 @@ public final class GroupFanout: Sendable {
         state.withLock { $0.router.unsubscribe(conn, from: group) }
     }
 
+    /// Whether a local socket is subscribed to a group (listening or joined).
+    public func isSubscribed(_ conn: ConnectionID, to group: String) -> Bool {
+        state.withLock { $0.router.recipients(of: group).contains(conn) }
+    }
+
     /// Sends one frame to one local socket.
     public func send(_ conn: ConnectionID, _ text: String) {
         let box = state.withLock { $0.outboxes[conn] }

@@ -107,12 +107,20 @@ public final class GroupHub: Sendable {
                 // Holding first, then subscribed: a live event can only reach the socket held, never
                 // queued ahead of the history that also carries it.
                 let box = fanout.outbox(conn)
+                let wasSubscribed = fanout.isSubscribed(conn, to: g)
                 box?.beginHistory(group: g, since: now)
                 fanout.subscribe(conn, to: g)
                 await afterSubscribe?(conn, g)
                 do { outcome = try await store.join(conn: conn, instance: instance, group: g, user: user, now: now) } catch {
                     box?.abandonHistory(group: g)
                     throw error
+                }
+                if case .refused = outcome {
+                    // Over max-groups-per-user: not a member, no history; an `error` event names the bound.
+                    if !wasSubscribed { fanout.unsubscribe(conn, from: g) }
+                    box?.abandonHistory(group: g)
+                    execute(PresenceRules.actions(for: outcome, by: conn, op: op.name))
+                    return
                 }
                 _ = joins.withLock { $0[conn, default: (user, [])].groups.insert(g) }
                 execute(Self.withoutSnapshot(PresenceRules.actions(for: outcome, by: conn, op: op.name)))
