@@ -177,8 +177,10 @@ import Testing
     @Test(.timeLimit(.minutes(1))) func codeHooksAreBoundedInNumber() async throws {
         let dir = try HubProcess.tempDir()
         let gate = dir + "/open"
+        let (events, sink) = AsyncStream.makeStream(of: HookConfirmationSender.Outcome.self)
+        // The hooks wait (inside their shell) for the gate file, the test's signal to go on.
         let sender = HookConfirmationSender(command: "while [ ! -e '\(gate)' ]; do sleep 0.05; done; echo \"$HUB_CODE\" >> '\(dir)/codes'",
-                                            logger: Logger(label: "hook-test"), concurrency: 2)
+                                            logger: Logger(label: "hook-test"), concurrency: 2, onFinish: { sink.yield($0) })
         try await sender.deliver(code: "11111111", purpose: "confirm", user: "a", contact: "x")
         try await sender.deliver(code: "22222222", purpose: "confirm", user: "b", contact: "x")
         await #expect(throws: CodeDeliveryBusy.self) {
@@ -186,11 +188,12 @@ import Testing
         }
         #expect(sender.runningCount == 2)
         _ = FileManager.default.createFile(atPath: gate, contents: Data())
-        let deadline = Date().addingTimeInterval(30)  // a hang guard; the wait is for the hooks to end
-        while sender.runningCount > 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        // The events: each hook ended and its slot is free.
+        #expect(await Self.next(events, hangGuard: .seconds(30)) == .exited(0))
+        #expect(await Self.next(events, hangGuard: .seconds(30)) == .exited(0))
         #expect(sender.runningCount == 0)
         try await sender.deliver(code: "44444444", purpose: "confirm", user: "d", contact: "x")
-        while sender.runningCount > 0 && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await Self.next(events, hangGuard: .seconds(30)) == .exited(0))
         let written = (try? String(contentsOfFile: dir + "/codes", encoding: .utf8)) ?? ""
         #expect(written.split(separator: "\n").sorted() == ["11111111", "22222222", "44444444"])
     }

@@ -17,7 +17,7 @@ Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure.
 """
 import os, re, subprocess, sys, threading, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from script_checks import Checks
+from script_checks import Checks, start_server
 import requests
 from requests.adapters import HTTPAdapter
 
@@ -59,20 +59,12 @@ log_path = os.path.join(WORK, "hub.log")
 # ones set low (the per-minute bounds are covered on a manual clock by AttackAccountsTests). Every other
 # bound used here (sign-ups, codes, guesses) is per hour by default.
 LOGIN_FAILURES_PER_HOUR, LOGINS_PER_ADDRESS_PER_HOUR = 5, 25
-hub = subprocess.Popen([HUB, "serve", "--listen", "127.0.0.1:0", "--db", DB, "--log-codes",
-                        "--login-failures-per-account-per-minute", "10000",
-                        "--login-failures-per-account-per-hour", str(LOGIN_FAILURES_PER_HOUR),
-                        "--logins-per-address-per-minute", "100000",
-                        "--logins-per-address-per-hour", str(LOGINS_PER_ADDRESS_PER_HOUR)],
-                       stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
-port, end = None, time.monotonic() + GUARD
-while port is None and time.monotonic() < end and hub.poll() is None:
-    m = re.search(r"modem-hub: listening on 127\.0\.0\.1:(\d+)", open(log_path).read())
-    if m: port = int(m.group(1))
-    else: time.sleep(0.02)
-if port is None:
-    hub.kill()
-    raise SystemExit("the hub did not start: " + open(log_path).read()[-800:])
+hub, port = start_server([HUB, "serve", "--listen", "127.0.0.1:0", "--db", DB, "--log-codes",
+                          "--login-failures-per-account-per-minute", "10000",
+                          "--login-failures-per-account-per-hour", str(LOGIN_FAILURES_PER_HOUR),
+                          "--logins-per-address-per-minute", "100000",
+                          "--logins-per-address-per-hour", str(LOGINS_PER_ADDRESS_PER_HOUR)],
+                         log_path, "modem-hub: listening on 127.0.0.1:", GUARD)
 B = f"http://127.0.0.1:{port}"
 attacker, honest = session("127.0.0.2"), session("127.0.0.1")
 

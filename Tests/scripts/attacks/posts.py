@@ -20,7 +20,7 @@ import argparse, asyncio, base64, http.client, json, os, socket, subprocess, sys
 import websockets
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from script_checks import Checks  # noqa: E402
+from script_checks import Checks, start_server  # noqa: E402
 
 ATTACKER, HONEST = "127.0.0.2", "127.0.0.1"
 PER_USER, PER_GROUP, QUEUE = 400, 1400, 65536
@@ -51,21 +51,10 @@ def add_client(name):
 
 clients = {n: add_client(n) for n in ["honest", "flood1", "flood2", "flood3", "reader"]}
 log_path = os.path.join(work, "hub.log")
-log = open(log_path, "a")
-hub = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", db, "--node", "attack-posts",
-                        "--max-posts-per-user-per-group", str(PER_USER), "--max-posts-per-group", str(PER_GROUP),
-                        "--max-socket-queue-bytes", str(QUEUE), "--max-posts-per-user", str(ALL_PER_USER),
-                        "--devices-per-address-per-hour", str(DEVICES_PER_HOUR)], stdout=log, stderr=subprocess.STDOUT)
-log.close()
-port = None
-end = time.monotonic() + 120  # a hang guard far above the second a start takes
-while port is None and time.monotonic() < end and hub.poll() is None:
-    for line in open(log_path).read().split("\n")[:-1]:
-        if line.startswith(LISTENING):
-            port = int(line[len(LISTENING):])
-    time.sleep(0.02)
-if port is None:
-    raise SystemExit(f"modem-hub did not start; log: {open(log_path).read()[-800:]}")
+hub, port = start_server([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", db, "--node", "attack-posts",
+                          "--max-posts-per-user-per-group", str(PER_USER), "--max-posts-per-group", str(PER_GROUP),
+                          "--max-socket-queue-bytes", str(QUEUE), "--max-posts-per-user", str(ALL_PER_USER),
+                          "--devices-per-address-per-hour", str(DEVICES_PER_HOUR)], log_path, LISTENING)
 base = f"http://127.0.0.1:{port}"
 
 
