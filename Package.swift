@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "ModemLinkTransport", targets: ["ModemLinkTransport"]),
         .library(name: "ModemLink", targets: ["ModemLink"]),
         .library(name: "ModemBluetooth", targets: ["ModemBluetooth"]),
+        .library(name: "ModemRuntime", targets: ["ModemRuntime"]),
         .library(name: "ModemSockets", targets: ["ModemSockets"]),
         .library(name: "ModemTransport", targets: ["ModemTransport"]),
         .library(name: "ModemMessaging", targets: ["ModemMessaging"]),
@@ -70,6 +71,9 @@ let package = Package(
         .target(name: "ModemCrypto", dependencies: ["CSodium", "CLibCrypto"]),
 
         // Layers, bottom to top (docs/ARCHITECTURE.md).
+        // The base every layer may import: how to wait and keep time (the one event loop, the blocking-call
+        // facility, signals, clocks and the deterministic simulation), its lock, and the shared small pieces.
+        .target(name: "ModemRuntime"),
         .target(name: "ModemDSP", dependencies: ["CFFTW"]),
         .target(name: "ModemCodecs"),
         .target(name: "ModemAudio", dependencies: ["CALSA", "CSndFile"]),
@@ -276,7 +280,7 @@ case "modem":
     package.targets.removeAll { hubTargets.contains($0.name) }
     package.products.removeAll { hubProducts.contains($0.name) }
 case "hub":
-    let keep = hubTargets.union(["HubCore", "ModemCrypto", "CSodium", "CLibCrypto", "ProcessTestSupport"])
+    let keep = hubTargets.union(["HubCore", "ModemRuntime", "ModemCrypto", "CSodium", "CLibCrypto", "ProcessTestSupport"])
     package.targets.removeAll { !keep.contains($0.name) }
     package.products.removeAll { !hubProducts.contains($0.name) }
 case "", "all":
