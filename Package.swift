@@ -83,8 +83,8 @@ let package = Package(
         .target(name: "ModemLinkProtocol", dependencies: ["ModemCodecs"]),
         // LinkTransport: a MessageTransport over the channel protocol's duplex messages, whatever carries
         // the frames (audio in ModemLink, RFCOMM in ModemBluetooth); never DSP, audio or Bluetooth.
-        .target(name: "ModemLinkTransport", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemTransport"]),
-        .target(name: "ModemLink", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTransport"]),
+        .target(name: "ModemLinkTransport", dependencies: ["ModemRuntime", "ModemLinkProtocol", "ModemCodecs", "ModemTransport"]),
+        .target(name: "ModemLink", dependencies: ["ModemRuntime", "ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTransport"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
         .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemSockets"]),
         // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
@@ -95,7 +95,7 @@ let package = Package(
         // Messaging over any link: keys, Noise sessions, pairing, mailbox, data connections; never DSP or audio.
         .target(
             name: "ModemMessaging",
-            dependencies: ["ModemTransport", "ModemCodecs", "ModemSockets", "ModemCrypto"]
+            dependencies: ["ModemRuntime", "ModemTransport", "ModemCodecs", "ModemSockets", "ModemCrypto"]
         ),
         // magic-wormhole's client: SPAKE2, the rendezvous (mailbox) client on our own WebSocket client,
         // key derivation, transit, the file-transfer protocol, and sessions by code (no SwiftNIO).
@@ -104,7 +104,7 @@ let package = Package(
             dependencies: ["ModemMessaging", "ModemTransport", "ModemSockets", "ModemCrypto", "CZlib"]
         ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
-        .target(name: "ModemMessagingHarness", dependencies: ["ModemMessaging", "ModemTransport", "ModemLink", "ModemDSP", "ModemCrypto"]),
+        .target(name: "ModemMessagingHarness", dependencies: ["ModemRuntime", "ModemMessaging", "ModemTransport", "ModemLink", "ModemDSP", "ModemCrypto"]),
         .target(
             name: "SwiftModem",
             dependencies: [
@@ -197,6 +197,7 @@ let package = Package(
             dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "CTestSignals", "ProcessTestSupport"],
             path: "Tests/ModemTestSupport"
         ),
+        .testTarget(name: "ModemRuntimeTests", dependencies: ["ModemRuntime"]),
         .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP", "ModemTestSupport"]),
         .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs", "ModemTestSupport"]),
         .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio", "CSndFile", "ModemTestSupport", "ProcessTestSupport"]),
@@ -213,7 +214,7 @@ let package = Package(
         .testTarget(
             name: "ModemLinkTests",
             dependencies: ["ModemLink", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
-                           "ModemMessaging", "ModemMessagingHarness", "ModemTransport", "ModemPipelines"]
+                           "ModemMessaging", "ModemMessagingHarness", "ModemTransport", "ModemPipelines", "ModemRuntime"]
         ),
         .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemTestSupport", "ProcessTestSupport"]),
         .testTarget(

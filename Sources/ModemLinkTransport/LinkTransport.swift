@@ -1,4 +1,5 @@
 import ModemLinkProtocol
+import ModemRuntime
 import ModemTransport
 import Synchronization
 
@@ -226,7 +227,7 @@ package final class DeviceLinkHost: Sendable {
             return (old, nil, nil, displaced)
         }
         old?.finish(session == nil ? .peerClosed : .reset)
-        if let displaced { Task { await displaced.close() } }
+        if let displaced { ModemRuntime.spawn { await displaced.close() } }
         if let waiter, let transport { waiter.resume(returning: .success(transport)) }
     }
 
@@ -248,7 +249,7 @@ package final class DeviceLinkHost: Sendable {
             return (s.current, s.acceptWaiter, s.pending)
         }
         core?.finish(end)
-        if let pending { Task { await pending.close() } }
+        if let pending { ModemRuntime.spawn { await pending.close() } }
         waiter?.resume(returning: .failure(TransportError("the link stopped: \(stopReason(end))")))
     }
 

@@ -1,4 +1,3 @@
-import Dispatch
 import ModemCodecs
 import ModemLinkProtocol
 import ModemTransport
@@ -76,9 +75,6 @@ public struct LinkTransportOptions: Sendable, Hashable {
     }
 }
 
-/// Wall-clock nanoseconds (for the channel-time runner's settling only, never for protocol timers).
-@inline(__always) package func wallNanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
 /// One connection of a link transport: the queues between the application (async calls) and the
 /// link's thread (``service(_:now:)`` and ``handle(_:now:)``, called there). One duplex message
 /// carries one frame; an empty message (never a frame) counts as a sign of life.
@@ -107,13 +103,6 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         var lastHeard: Double?
         var lastSent: Double?
         var framesSeen: Int?
-        // Settling (channel-time runners): the application was handed something and has not reacted.
-        var awaitingReaction = false
-        var reacted = false
-        var handoutWall: UInt64 = 0
-        /// The runner's pool clock when it first saw the handout (nil: not seen yet).
-        var handoutPoolTime: UInt64?
-        var lastCallWall: UInt64 = 0
         var messagesSent = 0
         var messagesReceived = 0
 
@@ -126,18 +115,6 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             inboxHead += 1
             if inboxHead == inbox.count { inbox.removeAll(keepingCapacity: true); inboxHead = 0 }
             return f
-        }
-
-        mutating func appCalled() {
-            lastCallWall = wallNanoseconds()
-            if awaitingReaction { reacted = true }
-        }
-
-        mutating func handedOut() {
-            awaitingReaction = true
-            reacted = false
-            handoutWall = wallNanoseconds()
-            handoutPoolTime = nil
         }
     }
     private let state = Mutex(State())
@@ -158,7 +135,6 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         }
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<UInt16, TransportError>, Never>) in
             let refused = state.withLock { s -> TransportEnd? in
-                s.appCalled()
                 if let end = s.end { return end }
                 s.outbox.append(Waiter(id: s.nextID, data: frame, continuation: c))
                 s.nextID += 1
@@ -172,9 +148,8 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     package func receive() async -> TransportInput {
         await withCheckedContinuation { (c: CheckedContinuation<TransportInput, Never>) in
             let input = state.withLock { s -> TransportInput? in
-                s.appCalled()
-                if let f = s.popFrame() { s.handedOut(); return .frame(f) }
-                if s.peerHeard && s.end == nil { s.peerHeard = false; s.handedOut(); return .peerHeard }
+                if let f = s.popFrame() { return .frame(f) }
+                if s.peerHeard && s.end == nil { s.peerHeard = false; return .peerHeard }
                 if let end = s.end { return .ended(end) }
                 if s.receiver != nil { return .ended(.localFailure("two readers at once on one link transport")) }
                 s.receiver = c
@@ -185,16 +160,15 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     }
 
     package func close() {
-        let ended = finish(.localClose, appCall: true)
+        let ended = finish(.localClose)
         if ended { onClose() }
     }
 
     /// Ends the connection (if it has not ended): pending sends fail, a waiting reader gets the end.
     /// Returns whether this call ended it.
     @discardableResult
-    package func finish(_ end: TransportEnd, appCall: Bool = false) -> Bool {
+    package func finish(_ end: TransportEnd) -> Bool {
         let (ended, waiters, receiver) = state.withLock { s -> (Bool, [Waiter], CheckedContinuation<TransportInput, Never>?) in
-            if appCall { s.appCalled() }
             guard s.end == nil else { return (false, [], nil) }
             s.end = end
             var w = s.outbox
@@ -216,25 +190,6 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     /// Messages sent and acknowledged, and frames received (both excluding keepalives).
     package var counts: (sent: Int, received: Int) { state.withLock { ($0.messagesSent, $0.messagesReceived) } }
 
-    /// Whether the application has taken in what it was handed (channel-time runners step the medium
-    /// only then): it made a call after the handout and has been quiet for `quiet` ns; or it had
-    /// `limit` ns of `poolTime` (the runner's clock of the time the cooperative pool was free to run
-    /// its tasks) to react; or `hangGuard` ns of wall time passed.
-    package func isSettled(quiet: UInt64, limit: UInt64, poolTime: UInt64, hangGuard: UInt64) -> Bool {
-        state.withLock { s in
-            guard s.awaitingReaction, s.end == nil else { return true }
-            let now = wallNanoseconds()
-            let since = s.handoutPoolTime ?? poolTime
-            s.handoutPoolTime = since
-            if (s.reacted && now &- s.lastCallWall >= quiet && (s.receiver != nil || s.inFlight != nil || !s.outbox.isEmpty))
-                || poolTime &- since >= limit || now &- s.handoutWall >= hangGuard {
-                s.awaitingReaction = false
-                return true
-            }
-            return false
-        }
-    }
-
     // MARK: Link side (the link's thread)
 
     /// An event of the machine that belongs to this connection.
@@ -244,10 +199,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             let w = state.withLock { s -> Waiter? in
                 guard let f = s.inFlight, f.message == message else { return nil }
                 s.inFlight = nil
-                if f.waiter.continuation != nil {
-                    s.messagesSent += 1
-                    s.handedOut()
-                }
+                if f.waiter.continuation != nil { s.messagesSent += 1 }
                 return f.waiter
             }
             w?.continuation?.resume(returning: .success(message))
@@ -265,10 +217,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
                 }
                 guard let r = s.receiver else { return nil }
                 s.receiver = nil
-                s.handedOut()
                 if let f = s.popFrame() { return (r, .frame(f)) }
-                // Heard too is handed out and waited for: an end whose reader is starved of the pool
-                // would otherwise miss keepalives (they coalesce) while channel time runs on.
                 s.peerHeard = false
                 return (r, .peerHeard)
             }
@@ -302,7 +251,6 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
                 s.lastHeard = now
                 if let r = s.receiver, s.inboxCount == 0 {
                     s.receiver = nil
-                    s.handedOut()
                     heard = r
                 } else {
                     s.peerHeard = true

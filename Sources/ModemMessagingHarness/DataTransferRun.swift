@@ -1,4 +1,6 @@
+import ModemRuntime
 import ModemCrypto
+import ModemDSP
 import Foundation
 import ModemLink
 import ModemMessaging
@@ -50,8 +52,11 @@ final class DataTransferRun: Sendable {
         var delivered = 0
     }
     private let counts: Mutex<Counts>
+    /// Where every key comes from: the run is a function of its seed (the ciphertext on the line,
+    /// and so what the channel's noise does to it, is the same each time).
+    private let keySource: Mutex<SplitMix64>
 
-    init(payload: [UInt8], blockSize: Int) throws {
+    init(payload: [UInt8], blockSize: Int, seed: UInt64) throws {
         let base = FileManager.default.temporaryDirectory.path + "/modem-transfer-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         folder = base
@@ -60,10 +65,16 @@ final class DataTransferRun: Sendable {
         guard FileManager.default.createFile(atPath: payloadPath, contents: Data(payload)) else {
             throw TransferTestError.sessionFailed("cannot write \(base)/payload.bin")
         }
+        // The offer carries the file's modification time (in its resume key): a fixed one keeps the
+        // bytes on the line, and so the run, a function of the seed.
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSince1970: 1_700_000_000)], ofItemAtPath: payloadPath)
+        var keySource = SplitMix64(seed: seed ^ 0x4E01_5E5E)
         senderKeys = try KeyStore(folder: base + "/keys-sender")
         receiverKeys = try KeyStore(folder: base + "/keys-receiver")
-        try senderKeys.trust(name: "receiver", publicKey: try receiverKeys.publicKey())
-        try receiverKeys.trust(name: "sender", publicKey: try senderKeys.publicKey())
+        let senderIdentity = try Self.key(&keySource), receiverIdentity = try Self.key(&keySource)
+        try senderKeys.trust(name: "receiver", publicKey: try receiverKeys.identity(creating: { receiverIdentity }).publicKey.rawRepresentation)
+        try receiverKeys.trust(name: "sender", publicKey: try senderKeys.identity(creating: { senderIdentity }).publicKey.rawRepresentation)
+        self.keySource = Mutex(keySource)
         size = payload.count
         self.blockSize = blockSize
         let blocks = max(1, (payload.count + blockSize - 1) / blockSize)
@@ -71,6 +82,11 @@ final class DataTransferRun: Sendable {
         // DATA frames carry a block (at least the last block's bytes); control frames are far shorter.
         dataFrameMinimum = max(256, min(blockSize, last))
         counts = Mutex(Counts(sends: Array(repeating: 0, count: blocks)))
+    }
+
+    /// A private key from the run's seeded source.
+    private static func key(_ source: inout SplitMix64) throws -> X25519PrivateKey {
+        try X25519PrivateKey(rawRepresentation: (0..<4).flatMap { _ in withUnsafeBytes(of: source.next().littleEndian, Array.init) })
     }
 
     func removeFiles() {
@@ -97,8 +113,8 @@ final class DataTransferRun: Sendable {
         DataConfiguration(blockSize: blockSize, recordPayload: blockSize, progressEveryBlocks: 8)
     }
 
-    /// One session each way: returns whether the file was confirmed (CH-RESULT ok) at the sender.
-    func session(dialer: LinkTransport, listener: LinkTransport, delivered: @escaping @Sendable (Int) -> Void,
+    /// One session each way, its timers on `clock` (the channel clock): returns whether the file was confirmed (CH-RESULT ok) at the sender.
+    func session(dialer: LinkTransport, listener: LinkTransport, clock: SessionClock, delivered: @escaping @Sendable (Int) -> Void,
                  confirmed onConfirmed: @Sendable () -> Void) async -> Bool {
         let counted = CountingTransport(dialer) { [self] length in
             guard length >= dataFrameMinimum else { return }
@@ -107,12 +123,21 @@ final class DataTransferRun: Sendable {
                 c.nextBlock += 1
             }
         }
-        let senderOptions = SessionOptions(userName: "sender", service: .data, keys: senderKeys)
-        let receiverOptions = SessionOptions(userName: "receiver", service: .data, keys: receiverKeys)
-        async let listening = establishResult(listener, receiverOptions)
+        let senderOptions = SessionOptions(userName: "sender", service: .data, keys: senderKeys, clock: clock)
+        let receiverOptions = SessionOptions(userName: "receiver", service: .data, keys: receiverKeys, clock: clock)
+        // Both ephemeral keys come from the seeded source, drawn in a fixed order.
+        let ephemeral: (dialer: X25519PrivateKey, listener: X25519PrivateKey)
+        do {
+            ephemeral = try keySource.withLock { s in (try Self.key(&s), try Self.key(&s)) }
+        } catch {
+            await dialer.close()
+            await listener.close()
+            return false
+        }
+        async let listening = establishResult(listener, receiverOptions, ephemeral.listener)
         let dialed: NoiseSession
         do {
-            dialed = try await NoiseSession.establish(over: counted, initiator: true, options: senderOptions)
+            dialed = try await NoiseSession.establish(over: counted, initiator: true, options: senderOptions, ephemeralKey: ephemeral.dialer)
         } catch {
             await listener.close()
             _ = await listening
@@ -137,7 +162,7 @@ final class DataTransferRun: Sendable {
         receiving.autoAcceptConnections = true
         let sender = DataConnections(session: dialed, configuration: linkConfiguration())
         let receiver = DataConnections(session: listened, configuration: receiving)
-        let receiverEvents = Task { [self] in
+        let receiverEvents = ModemRuntime.spawn { [self] in
             for await event in receiver.events {
                 switch event {
                 case .offered(let id, _):
@@ -155,7 +180,7 @@ final class DataTransferRun: Sendable {
                 }
             }
         }
-        let senderEvents = Task { for await _ in sender.events {} }
+        let senderEvents = ModemRuntime.spawn { for await _ in sender.events {} }
         var confirmed = false
         do {
             let id = try await sender.start()
@@ -178,6 +203,9 @@ final class DataTransferRun: Sendable {
     }
 }
 
-private func establishResult(_ transport: LinkTransport, _ options: SessionOptions) async -> Result<NoiseSession, SessionFailure> {
-    do { return .success(try await NoiseSession.establish(over: transport, initiator: false, options: options)) } catch { return .failure(error) }
+private func establishResult(_ transport: LinkTransport, _ options: SessionOptions,
+                             _ ephemeralKey: X25519PrivateKey) async -> Result<NoiseSession, SessionFailure> {
+    do {
+        return .success(try await NoiseSession.establish(over: transport, initiator: false, options: options, ephemeralKey: ephemeralKey))
+    } catch { return .failure(error) }
 }

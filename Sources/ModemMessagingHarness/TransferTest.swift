@@ -258,22 +258,38 @@ public struct TransferTest: Sendable {
         let watch = StallWatch(pair: pair, seconds: options.effectiveGiveUpSeconds)
         if let stopWhen { pair.end(when: stopWhen, reason: StallWatch.interrupted) }
 
-        // Everything is prepared before the medium starts: once started it steps on by itself, so
-        // work done after the start (keys, files) would pass channel time that the give-up deadline
-        // (counted from the medium's start) sees and the report would not.
         let payload = Self.payload(size: options.size, seed: options.seed)
         if !options.plain {
             let run: DataTransferRun
-            do { run = try DataTransferRun(payload: payload, blockSize: options.blockSize) } catch {
+            do { run = try DataTransferRun(payload: payload, blockSize: options.blockSize, seed: options.seed) } catch {
                 throw .sessionFailed("cannot prepare the files and keys: \(error)")
             }
             defer { run.removeFiles() }
-            pair.start()
-            defer { pair.stop() }
-            return try await runDataConnections(pair: pair, run: run, payload: payload, watch: watch, progress: progress)
+            return try await inChannelTime(pair) { pair throws(TransferTestError) in
+                try await self.runDataConnections(pair: pair, run: run, payload: payload, watch: watch, progress: progress)
+            }
         }
-        pair.start()
-        defer { pair.stop() }
+        return try await inChannelTime(pair) { pair throws(TransferTestError) in
+            try await self.runPlain(pair: pair, payload: payload, watch: watch, progress: progress)
+        }
+    }
+
+    /// Runs `body` in the pair's channel time (a simulation: the figures are a function of the seed).
+    private func inChannelTime(_ pair: LinkLoopbackPair,
+                               _ body: @escaping @Sendable (LinkLoopbackPair) async throws(TransferTestError) -> TransferTestReport)
+        async throws(TransferTestError) -> TransferTestReport {
+        do {
+            return try await pair.run { pair in try await body(pair) }
+        } catch let error as TransferTestError {
+            throw error
+        } catch {
+            throw .linkFailed("\(error)")
+        }
+    }
+
+    /// The plaintext record sessions: blocks from a ``BlockSender`` to a ``BlockReceiver``, resumed after cuts.
+    private func runPlain(pair: LinkLoopbackPair, payload: [UInt8], watch: StallWatch,
+                          progress: @escaping @Sendable (TransferTestReport) -> Void) async throws(TransferTestError) -> TransferTestReport {
         var sender = BlockSender(payload: payload, blockSize: options.blockSize)
         var receiver = BlockReceiver(maximumSize: options.size)
         let cutPlan = CutPlan(options: options, pair: pair, watch: watch)
@@ -349,7 +365,7 @@ private func acceptResult(_ pair: LinkLoopbackPair) async -> Result<LinkTranspor
 /// when the dial failed (counted in `failedDials`; the fifth failure in a row is thrown) or the
 /// medium has ended (the give-up time or a stop).
 private func connect(_ pair: LinkLoopbackPair, failedDials: inout Int) async throws(TransferTestError) -> (LinkTransport, LinkTransport)? {
-    while pair.isMuted && pair.endReason == nil { try? await Task.sleep(for: .milliseconds(1)) }
+    await pair.lineRestored()
     if pair.endReason != nil { return nil }
     async let accepted = acceptResult(pair)
     let dialer: LinkTransport
@@ -390,7 +406,7 @@ extension TransferTest {
             guard let (dialer, listener) = try await connect(pair, failedDials: &failedDials) else { continue }
             sessions += 1
             let base = report
-            let done = await run.session(dialer: dialer, listener: listener, delivered: { delivered in
+            let done = await run.session(dialer: dialer, listener: listener, clock: SessionClock(pair.clock), delivered: { delivered in
                 cutPlan.delivered(delivered)
                 var p = base
                 p.delivered = delivered

@@ -4,11 +4,13 @@ import ModemDSP
 import ModemLink
 import ModemMessaging
 import ModemMessagingHarness
+import ModemRuntime
 import ModemTransport
 import Synchronization
 import Testing
 
-/// LinkTransport: one frame per duplex message over the in-memory medium in channel time.
+/// LinkTransport: one frame per duplex message over the in-memory medium in channel time (each test
+/// runs in the pair's simulation: its figures are the same on any machine).
 @Suite struct LinkTransportTests {
     static func frame(_ size: Int, seed: UInt64) -> [UInt8] {
         var rng = SplitMix64(seed: seed)
@@ -40,115 +42,114 @@ import Testing
 
     @Test func sixteenKiBFramesBothWaysAt1200BaudWithPeerHeard() async throws {
         let pair = try LinkLoopbackPair(configuration: Self.duplex(baud: 1200))
-        pair.start()
-        defer { pair.stop() }
-        let (phone, device) = try await Self.connect(pair)
-        #expect(phone.kind == .link && phone.role == .phone && device.role == .device)
-        let a = Self.frame(16 * 1024 - 64, seed: 1), b = Self.frame(16 * 1024 - 64, seed: 2)
-        let t0 = pair.now
-        async let sentA: UInt16 = phone.sendMessage(a)
-        async let sentB: UInt16 = device.sendMessage(b)
-        async let atDevice = Self.nextFrame(device)
-        async let atPhone = Self.nextFrame(phone)
-        let (ga, gb) = (await atDevice, await atPhone)
-        let (ma, mb) = try await (sentA, sentB)
-        let seconds = pair.now - t0
-        #expect(ga.frame == a)
-        #expect(gb.frame == b)
-        #expect(ma != 0 && mb != 0)
-        // The peer was heard (fragments) long before the whole 16 KiB message arrived.
-        #expect(ga.heard >= 1 && gb.heard >= 1)
-        // About 113 s of air time each way at once, both lines in use.
-        #expect(seconds > 100 && seconds < 140, "channel seconds \(seconds)")
-        // Order is kept: a second frame follows.
-        try await phone.send([7, 7, 7])
-        #expect(await Self.nextFrame(device).frame == [7, 7, 7])
-        await phone.close()
-        #expect(await Self.nextFrame(device).end == .peerClosed)
-        #expect(await phone.receive() == .ended(.localClose))
+        try await pair.run { pair in
+            let (phone, device) = try await Self.connect(pair)
+            #expect(phone.kind == .link && phone.role == .phone && device.role == .device)
+            let a = Self.frame(16 * 1024 - 64, seed: 1), b = Self.frame(16 * 1024 - 64, seed: 2)
+            let t0 = pair.now
+            async let sentA: UInt16 = phone.sendMessage(a)
+            async let sentB: UInt16 = device.sendMessage(b)
+            async let atDevice = Self.nextFrame(device)
+            async let atPhone = Self.nextFrame(phone)
+            let (ga, gb) = (await atDevice, await atPhone)
+            let (ma, mb) = try await (sentA, sentB)
+            let seconds = pair.now - t0
+            #expect(ga.frame == a)
+            #expect(gb.frame == b)
+            #expect(ma != 0 && mb != 0)
+            // The peer was heard (fragments) long before the whole 16 KiB message arrived.
+            #expect(ga.heard >= 1 && gb.heard >= 1)
+            // About 113 s of air time each way at once, both lines in use.
+            #expect(seconds > 100 && seconds < 140, "channel seconds \(seconds)")
+            // Order is kept: a second frame follows.
+            try await phone.send([7, 7, 7])
+            #expect(await Self.nextFrame(device).frame == [7, 7, 7])
+            await phone.close()
+            #expect(await Self.nextFrame(device).end == .peerClosed)
+            #expect(await phone.receive() == .ended(.localClose))
+        }
     }
 
     @Test func aMutedLineEndsBothTransports() async throws {
         let options = LinkTransportOptions(keepalive: 5)
         let pair = try LinkLoopbackPair(configuration: Self.duplex(baud: 4800), options: options)
-        pair.start()
-        defer { pair.stop() }
-        let (phone, device) = try await Self.connect(pair)
-        try await phone.send([1, 2, 3])
-        #expect(await Self.nextFrame(device).frame == [1, 2, 3])
-        let cutAt = pair.now
-        pair.mute(seconds: 30)
-        let (p, d) = (await Self.nextFrame(phone), await Self.nextFrame(device))
-        guard case .localFailure(let why)? = p.end, case .localFailure? = d.end else {
-            Issue.record("expected local failures, got \(String(describing: p.end)) / \(String(describing: d.end))")
-            return
+        try await pair.run { pair in
+            let (phone, device) = try await Self.connect(pair)
+            try await phone.send([1, 2, 3])
+            #expect(await Self.nextFrame(device).frame == [1, 2, 3])
+            let cutAt = pair.now
+            pair.mute(seconds: 30)
+            let (p, d) = (await Self.nextFrame(phone), await Self.nextFrame(device))
+            guard case .localFailure(let why)? = p.end, case .localFailure? = d.end else {
+                Issue.record("expected local failures, got \(String(describing: p.end)) / \(String(describing: d.end))")
+                return
+            }
+            #expect(why.contains("silent"))
+            // Ended after the silence timeout (2 x keepalive), well before the cut was over.
+            #expect(pair.now - cutAt >= 10 && pair.now - cutAt < 30)
+            do {
+                try await phone.send([9])
+                Issue.record("a send on an ended transport succeeded")
+            } catch {}
+            // After the cut the phone opens again and a new connection works.
+            await pair.lineRestored()
+            let (phone2, device2) = try await Self.connect(pair)
+            try await device2.send([4, 5])
+            #expect(await Self.nextFrame(phone2).frame == [4, 5])
         }
-        #expect(why.contains("silent"))
-        // Ended after the silence timeout (2 x keepalive), well before the cut was over.
-        #expect(pair.now - cutAt >= 10 && pair.now - cutAt < 30)
-        do {
-            try await phone.send([9])
-            Issue.record("a send on an ended transport succeeded")
-        } catch {}
-        // After the cut the phone opens again and a new connection works.
-        while pair.isMuted { try await Task.sleep(for: .milliseconds(1)) }
-        let (phone2, device2) = try await Self.connect(pair)
-        try await device2.send([4, 5])
-        #expect(await Self.nextFrame(phone2).frame == [4, 5])
     }
 
     @Test func keepaliveKeepsAnIdleLinkOpen() async throws {
         let pair = try LinkLoopbackPair(configuration: Self.duplex(baud: 4800), options: LinkTransportOptions(keepalive: 2))
-        pair.start()
-        defer { pair.stop() }
-        let (phone, device) = try await Self.connect(pair)
-        let t0 = pair.now
-        // Nothing sent for 10 x the silence timeout: the empty keepalive messages are heard, not read.
-        var heard = 0
-        while pair.now - t0 < 40 {
-            switch await device.receive() {
-            case .peerHeard: heard += 1
-            case .frame(let f): Issue.record("unexpected frame \(f)")
-            case .ended(let e): Issue.record("ended \(e)"); return
+        try await pair.run { pair in
+            let (phone, device) = try await Self.connect(pair)
+            let t0 = pair.now
+            // Nothing sent for 10 x the silence timeout: the empty keepalive messages are heard, not read.
+            var heard = 0
+            while pair.now - t0 < 40 {
+                switch await device.receive() {
+                case .peerHeard: heard += 1
+                case .frame(let f): Issue.record("unexpected frame \(f)")
+                case .ended(let e): Issue.record("ended \(e)"); return
+                }
             }
+            #expect(heard >= 5)
+            #expect(!phone.isEnded && !device.isEnded)
         }
-        #expect(heard >= 5)
-        #expect(!phone.isEnded && !device.isEnded)
     }
 
     @Test func aReaderThatStopsReadingHoldsTheSender() async throws {
         let options = LinkTransportOptions(keepalive: 30, inboxLimit: 2)
         let pair = try LinkLoopbackPair(configuration: Self.duplex(baud: 4800), options: options)
-        pair.start()
-        defer { pair.stop() }
-        let (phone, device) = try await Self.connect(pair)
-        let frames = (0..<6).map { Self.frame(2000, seed: UInt64($0)) }
-        let acknowledged = Mutex(0)
-        let sender = Task {
-            for f in frames {
-                try await phone.send(f)
-                acknowledged.withLock { $0 += 1 }
+        try await pair.run { pair in
+            let (phone, device) = try await Self.connect(pair)
+            let frames = (0..<6).map { Self.frame(2000, seed: UInt64($0)) }
+            let acknowledged = Mutex(0)
+            let sender = ModemRuntime.spawn {
+                for f in frames {
+                    try await phone.send(f)
+                    acknowledged.withLock { $0 += 1 }
+                }
             }
+            // Nobody reads for 60 s of channel time: 6 frames take about 25 s on the air, but only the
+            // inbox's 2 complete.
+            try await pair.clock.sleep(for: .seconds(60))
+            #expect(acknowledged.withLock { $0 } == 2)
+            // Reading releases them, in order, none lost.
+            for f in frames { #expect(await Self.nextFrame(device).frame == f) }
+            try await sender.value
+            #expect(acknowledged.withLock { $0 } == 6)
         }
-        // Nobody reads for 60 s of channel time: 6 frames take about 25 s on the air, but only the
-        // inbox's 2 complete.
-        let t0 = pair.now
-        while pair.now - t0 < 60 { try await Task.sleep(for: .milliseconds(2)) }
-        #expect(acknowledged.withLock { $0 } == 2)
-        // Reading releases them, in order, none lost.
-        for f in frames { #expect(await Self.nextFrame(device).frame == f) }
-        try await sender.value
-        #expect(acknowledged.withLock { $0 } == 6)
     }
 
     @Test func emptyAndOversizedFramesAreRefused() async throws {
         let pair = try LinkLoopbackPair(configuration: Self.duplex(baud: 4800))
-        pair.start()
-        defer { pair.stop() }
-        let (phone, _) = try await Self.connect(pair)
-        await #expect(throws: TransportError.self) { try await phone.send([]) }
-        await #expect(throws: TransportError.self) { try await phone.send([UInt8](repeating: 1, count: phone.maximumFrameSize + 1)) }
-        #expect(phone.maximumFrameSize == 65_560)
+        try await pair.run { pair in
+            let (phone, _) = try await Self.connect(pair)
+            await #expect(throws: TransportError.self) { try await phone.send([]) }
+            await #expect(throws: TransportError.self) { try await phone.send([UInt8](repeating: 1, count: phone.maximumFrameSize + 1)) }
+            #expect(phone.maximumFrameSize == 65_560)
+        }
     }
 
     @Test func phoneAndDeviceOverAudioPipes() async throws {

@@ -1,38 +1,28 @@
 import Foundation
 import ModemDSP
+import ModemRuntime
 import ModemTransport
 import Synchronization
 
 /// Both ends of a link transport over the in-memory ``LoopbackMedium`` (two one-way lines with
-/// noise and frame loss), stepped on one thread in channel time: 10 ms blocks, each as fast as it
-/// computes. ``dial()`` opens the phone end, ``accept()`` gives the device end of each connection.
+/// noise and frame loss), in channel time: a discrete-event ``ModemRuntime/Simulation`` in which the
+/// medium steps in 10 ms blocks and the applications above run as its tasks.
 ///
-/// Channel time waits for the applications: after a frame or an acknowledgement was handed to an
-/// application, the medium does not step until that application called the transport again and
-/// was quiet for a moment (``settleMicroseconds``), or until it had ``reactionLimitMilliseconds``
-/// of time with the cooperative pool free to run its tasks. So the time an application computes,
-/// or waits for a thread of the pool, is not counted as channel time, and a transfer's channel
-/// time does not depend on how loaded the machine is: an application starved of the pool for
-/// seconds (synchronous tests side by side on two cores) does not find its keepalive and give-up
-/// timers run out in channel time meanwhile. While the pool is busy (a probe task waits for a thread)
-/// the medium does not step at all, so a task that has yet to start (a send about to be queued) is not
-/// left behind either. ``hangGuardSeconds`` of wall time end any wait.
+/// ``run(_:)`` runs the applications' code: channel time advances only when every task in it is
+/// idle (waiting for the link, for the channel clock or for each other), straight to the next 10 ms
+/// block or timer. So the time an application computes is no channel time, and a run is a function
+/// of its seed: the same figures on any machine, under any load. Inside, ``dial()`` opens the phone
+/// end, ``accept()`` gives the device end of each connection, and ``clock`` is the channel clock to
+/// give the applications' own timers (e.g. a session's `SessionClock`).
 ///
-/// Channel time starts at the first ``dial()``: the medium does not step before it.
-///
-/// ``mute(seconds:)`` cuts both lines for a while of channel time (a cut cable).
+/// ``mute(seconds:after:)`` cuts both lines for a while of channel time (a cut cable).
 public final class LinkLoopbackPair: Sendable {
     /// The protocol parameters (duplex).
     public let configuration: LinkConfiguration
     /// The transports' timers.
     public let options: LinkTransportOptions
-    /// Quiet time (wall clock) after an application's last call before the medium steps on.
-    public let settleMicroseconds: UInt64
-    /// The longest the medium waits for an application to react to what it was handed, counted in
-    /// time the cooperative pool was free to run the application's tasks.
-    public let reactionLimitMilliseconds: UInt64
-    /// The longest the medium waits (wall clock) for an application, however busy the pool: 60 s.
-    public static let hangGuardSeconds: UInt64 = 60
+    /// The simulation the medium and the applications run in.
+    public let simulation = Simulation()
 
     private let phoneHost: PhoneLinkHost
     private let deviceHost: DeviceLinkHost
@@ -44,17 +34,12 @@ public final class LinkLoopbackPair: Sendable {
     ///   - configuration: the protocol parameters; must be duplex.
     ///   - impairments: noise, loss, drift and their seed.
     ///   - options: the transports' timers (keepalive, silence).
-    ///   - settleMicroseconds: see ``settleMicroseconds`` (default 2000).
-    ///   - reactionLimitMilliseconds: see ``reactionLimitMilliseconds`` (default 1000).
     /// - Throws: ``ModemSettingsError`` when the baud rate does not fit 48 kHz.
     public init(configuration: LinkConfiguration, impairments: LinkImpairments = LinkImpairments(),
-                options: LinkTransportOptions = LinkTransportOptions(),
-                settleMicroseconds: UInt64 = 2000, reactionLimitMilliseconds: UInt64 = 1000) throws {
+                options: LinkTransportOptions = LinkTransportOptions()) throws {
         precondition(configuration.mode == .duplex, "LinkLoopbackPair runs the channel protocol in duplex mode")
         self.configuration = configuration
         self.options = options
-        self.settleMicroseconds = settleMicroseconds
-        self.reactionLimitMilliseconds = reactionLimitMilliseconds
         phoneHost = PhoneLinkHost(configuration: configuration, options: options)
         deviceHost = DeviceLinkHost(configuration: configuration, options: options)
         sessionSeed.withLock { $0 = SplitMix64(seed: impairments.seed ^ 0x5E55_1011) }
@@ -66,25 +51,32 @@ public final class LinkLoopbackPair: Sendable {
                         phone: LinkStation(machine: PhoneStateMachine(configuration: configuration, name: "SwiftModem link transport"),
                                            modem: try makeLinkModem(configuration: configuration, sampleRate: medium.sampleRate, tag: 1)),
                         device: LinkStation(machine: dm, modem: try makeLinkModem(configuration: configuration, sampleRate: medium.sampleRate, tag: 2)),
-                        phoneHost: phoneHost, deviceHost: deviceHost,
-                        settle: settleMicroseconds * 1000, limit: reactionLimitMilliseconds * 1_000_000)
+                        phoneHost: phoneHost, deviceHost: deviceHost, simulation: simulation)
         phoneHost.scheduler.bind { [runner] body in runner.perform { r in r.phone.perform(body(&r.phone.machine, r.medium.now)) } }
     }
 
-    /// Starts stepping the medium on its own thread.
-    public func start() { runner.start() }
-
-    /// Stops the thread; open transports end with `.localFailure`.
-    public func stop() {
-        runner.stop()
-        phoneHost.stop(.localFailure("the loopback medium stopped"))
-        deviceHost.stop(.localFailure("the loopback medium stopped"))
+    /// Runs `body` (the applications on both ends) in channel time and returns what it returned.
+    /// The medium steps from channel time 0 until `body` returns or the medium ends by itself
+    /// (``end(atChannelTime:reason:)``, ``end(when:reason:)``); then open transports, a dial and an
+    /// accept end with `.localFailure`. Run a pair once.
+    /// - Throws: what `body` threw, or ``ModemRuntime/SimulationError/deadlock`` when `body` waits
+    ///   for something that never comes after the medium ended.
+    public func run<T: Sendable>(_ body: @escaping @Sendable (LinkLoopbackPair) async throws -> T) async throws -> T {
+        runner.start()
+        return try await simulation.run { [self] in
+            let result: Result<T, any Error>
+            do { result = .success(try await body(self)) } catch { result = .failure(error) }
+            runner.finish()
+            return try result.get()
+        }
     }
+
+    /// The channel clock (the simulation's): give it to the applications' own timers.
+    public var clock: SimulatedClock { simulation.clock }
 
     /// Opens the phone end (the channel protocol's handshake) and returns its transport.
     /// - Throws: ``ModemTransport/TransportError`` when no device answered (a muted line).
     public func dial() async throws(TransportError) -> LinkTransport {
-        runner.dialed.store(true, ordering: .relaxed)
         let session = sessionSeed.withLock { UInt8(truncatingIfNeeded: $0.next() % 255 + 1) }
         return try await phoneHost.dial(session: session)
     }
@@ -109,6 +101,13 @@ public final class LinkLoopbackPair: Sendable {
 
     /// Whether a cut is scheduled or under way.
     public var isMuted: Bool { runner.mutedNow }
+
+    /// Returns when no cut is scheduled or under way, or the medium has ended.
+    public func lineRestored() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            runner.whenRestored(c)
+        }
+    }
 
     /// Ends the medium when channel time reaches `time` (nil: never), as ``stop()`` does but on the
     /// stepping thread, so it holds however the applications above wait: open transports, a dial
@@ -145,19 +144,20 @@ public final class LinkLoopbackPair: Sendable {
         runner.modemLines.withLock { $0 }
     }
 
-    /// The stepping thread and everything it owns.
-    /// `@unchecked Sendable`: the medium and stations are used on the runner thread only (and in
-    /// `init` before it starts); requests cross through the `Mutex`, published figures through `Atomic`s
-    /// and a `Mutex`.
+    /// The medium's stepping (an event of the simulation every 10 ms of channel time) and
+    /// everything it owns.
+    /// `@unchecked Sendable`: the medium and stations are used on the simulation's thread only (and
+    /// in `init` before it starts); requests cross through the `Mutex`, published figures through a
+    /// `Mutex`.
     final class Runner: @unchecked Sendable {
         let medium: LoopbackMedium
         let phone: LinkStation<PhoneStateMachine>
         let device: LinkStation<DeviceStateMachine>
         let phoneHost: PhoneLinkHost
         let deviceHost: DeviceLinkHost
-        let settle: UInt64
-        let limit: UInt64
-        private let poolClock = CooperativePoolClock()
+        let simulation: Simulation
+        /// One block of the medium, in nanoseconds of channel time.
+        static let blockNanoseconds: Int64 = 10_000_000
         var muteUntil: Double?
         var muteFrom: Double?
         /// A cut is scheduled or under way (published as ``LinkLoopbackPair/isMuted``).
@@ -169,26 +169,21 @@ public final class LinkLoopbackPair: Sendable {
         var deadlineReason = ""
         var endCondition: (@Sendable () -> Bool, String)?
         private let requests = Mutex<[@Sendable (Runner) -> Void]>([])
-        private let stopFlag = Atomic<Bool>(false)
-        /// Channel time starts with the first dial: until then nothing is on the line, and the
-        /// medium does not step (how long a caller takes to dial is no channel time).
-        let dialed = Atomic<Bool>(false)
         private let published = Mutex((now: 0.0, muted: false, lost: 0, phone: LinkStatistics(), device: LinkStatistics(), mutes: 0))
         private let endedBy = Mutex<String?>(nil)
+        private let restoredWaiters = Mutex<(waiting: [CheckedContinuation<Void, Never>], over: Bool)>(([], false))
         let modemLines = Mutex((phone: (bitRate: 0.0, description: ""), device: (bitRate: 0.0, description: "")))
-        private let finished = NSCondition()
         private var started = false
-        private var done = false
+        private var steps: Int64 = 0
 
         init(medium: LoopbackMedium, phone: LinkStation<PhoneStateMachine>, device: LinkStation<DeviceStateMachine>,
-             phoneHost: PhoneLinkHost, deviceHost: DeviceLinkHost, settle: UInt64, limit: UInt64) {
+             phoneHost: PhoneLinkHost, deviceHost: DeviceLinkHost, simulation: Simulation) {
             self.medium = medium
             self.phone = phone
             self.device = device
             self.phoneHost = phoneHost
             self.deviceHost = deviceHost
-            self.settle = settle
-            self.limit = limit
+            self.simulation = simulation
         }
 
         var channelTime: Double { published.withLock { $0.now } }
@@ -200,21 +195,46 @@ public final class LinkLoopbackPair: Sendable {
 
         func perform(_ body: @escaping @Sendable (Runner) -> Void) { requests.withLock { $0.append(body) } }
 
+        /// Schedules the first block (once).
         func start() {
-            finished.lock()
-            defer { finished.unlock() }
-            guard !started else { return }
+            precondition(!started, "a LinkLoopbackPair runs once")
             started = true
-            let t = Thread { [self] in self.loop() }
-            t.name = "modem-link-loopback"
-            t.start()
+            scheduleNextBlock()
         }
 
-        func stop() {
-            stopFlag.store(true, ordering: .relaxed)
-            finished.lock()
-            while started && !done { finished.wait() }
-            finished.unlock()
+        /// The applications are done: the medium steps no more.
+        func finish() {
+            phoneHost.stop(.localFailure("the loopback medium stopped"))
+            deviceHost.stop(.localFailure("the loopback medium stopped"))
+            over()
+        }
+
+        func whenRestored(_ c: CheckedContinuation<Void, Never>) {
+            let now = restoredWaiters.withLock { w -> Bool in
+                if w.over || !published.withLock({ $0.muted }) { return true }
+                w.waiting.append(c)
+                return false
+            }
+            if now { c.resume() }
+        }
+
+        private func restored(final: Bool) {
+            let waiting = restoredWaiters.withLock { w -> [CheckedContinuation<Void, Never>] in
+                if final { w.over = true }
+                defer { w.waiting.removeAll() }
+                return w.waiting
+            }
+            for c in waiting { c.resume() }
+        }
+
+        private func over() {
+            endedOrFinished = true
+            restored(final: true)
+        }
+        private var endedOrFinished = false
+
+        private func scheduleNextBlock() {
+            simulation.schedule(at: (steps + 1) * Self.blockNanoseconds) { [self] in self.block() }
         }
 
         private func runRequests() {
@@ -231,71 +251,53 @@ public final class LinkLoopbackPair: Sendable {
             device.perform(deviceHost.service(&device.machine, now: now))
         }
 
-        private func settled() -> Bool {
-            let reading = poolClock.now()
-            let guardNanoseconds = LinkLoopbackPair.hangGuardSeconds * 1_000_000_000
-            // While the pool is busy, an application task that has not started yet (a send about to
-            // be queued) must not be left behind by channel time; the hang guard ends such a wait too.
-            if reading.busy && reading.busyNanoseconds < guardNanoseconds { return false }
-            let p = phoneHost.current?.isSettled(quiet: settle, limit: limit, poolTime: reading.elapsed, hangGuard: guardNanoseconds) ?? true
-            let d = deviceHost.current?.isSettled(quiet: settle, limit: limit, poolTime: reading.elapsed, hangGuard: guardNanoseconds) ?? true
-            return p && d
+        /// One 10 ms block, run by the simulation when every application task is idle.
+        private func block() {
+            guard !endedOrFinished else { return }
+            steps += 1
+            runRequests()
+            service()
+            if let from = muteFrom, medium.now >= from { medium.muted = true; muteFrom = nil; mutes += 1 }
+            var unmuted = false
+            if let until = muteUntil, muteFrom == nil, medium.now >= until {
+                medium.muted = false
+                muteUntil = nil
+                pendingMute = false
+                unmuted = true
+            }
+            do {
+                try medium.step(phone: phone, device: device)
+            } catch {
+                end("the loopback medium failed: \(error)")
+                return
+            }
+            let now = medium.now
+            deviceHost.note(session: device.machine.session)
+            for e in phone.takeEvents() { phoneHost.handle(e, now: now) }
+            for e in device.takeEvents() { deviceHost.handle(e, now: now) }
+            published.withLock {
+                $0 = (now, pendingMute, medium.framesLost.toDevice + medium.framesLost.toPhone,
+                      phone.machine.statistics, device.machine.statistics, mutes)
+            }
+            modemLines.withLock {
+                $0 = ((phone.modem.sendBitRate, phone.modem.sendDescription), (device.modem.sendBitRate, device.modem.sendDescription))
+            }
+            if unmuted { restored(final: false) }
+            runRequests()
+            if let d = deadline, now >= d {
+                return end(deadlineReason)
+            } else if let (condition, why) = endCondition, condition() {
+                return end(why)
+            }
+            scheduleNextBlock()
         }
 
-        private func loop() {
-            while !dialed.load(ordering: .relaxed) && !stopFlag.load(ordering: .relaxed) {
-                runRequests()
-                usleep(100)
-            }
-            while !stopFlag.load(ordering: .relaxed) {
-                runRequests()
-                service()
-                // Wait for the applications to take in what they were handed.
-                while !settled() && !stopFlag.load(ordering: .relaxed) {
-                    usleep(100)
-                    runRequests()
-                    service()
-                }
-                if let from = muteFrom, medium.now >= from { medium.muted = true; muteFrom = nil; mutes += 1 }
-                if let until = muteUntil, muteFrom == nil, medium.now >= until {
-                    medium.muted = false
-                    muteUntil = nil
-                    pendingMute = false
-                }
-                do {
-                    try medium.step(phone: phone, device: device)
-                } catch {
-                    break
-                }
-                let now = medium.now
-                deviceHost.note(session: device.machine.session)
-                for e in phone.takeEvents() { phoneHost.handle(e, now: now) }
-                for e in device.takeEvents() { deviceHost.handle(e, now: now) }
-                published.withLock {
-                    $0 = (now, pendingMute, medium.framesLost.toDevice + medium.framesLost.toPhone,
-                          phone.machine.statistics, device.machine.statistics, mutes)
-                }
-                modemLines.withLock {
-                    $0 = ((phone.modem.sendBitRate, phone.modem.sendDescription), (device.modem.sendBitRate, device.modem.sendDescription))
-                }
-                runRequests()
-                var reason: String?
-                if let d = deadline, now >= d {
-                    reason = deadlineReason
-                } else if let (condition, why) = endCondition, condition() {
-                    reason = why
-                }
-                if let reason {
-                    endedBy.withLock { $0 = reason }
-                    phoneHost.stop(.localFailure(reason))
-                    deviceHost.stop(.localFailure(reason))
-                    break
-                }
-            }
-            finished.lock()
-            done = true
-            finished.broadcast()
-            finished.unlock()
+        /// The medium ends by itself: every wait on the link ends with `.localFailure(reason)`.
+        private func end(_ reason: String) {
+            endedBy.withLock { $0 = reason }
+            phoneHost.stop(.localFailure(reason))
+            deviceHost.stop(.localFailure(reason))
+            over()
         }
     }
 }

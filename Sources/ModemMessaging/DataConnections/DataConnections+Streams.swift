@@ -1,3 +1,4 @@
+import ModemRuntime
 /// ``DataConnections``' streams: open, send (paced by the session), close.
 extension DataConnections {
     // MARK: streams
@@ -20,7 +21,7 @@ extension DataConnections {
             streams[key]!.queue.append((bytes, c))
             if !streams[key]!.pumping {
                 streams[key]!.pumping = true
-                Task { await self.pumpStream(key) }
+                ModemRuntime.spawn { await self.pumpStream(key) }
             }
         }
         try result.get()

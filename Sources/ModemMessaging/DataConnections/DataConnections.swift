@@ -1,3 +1,4 @@
+import ModemRuntime
 /// Data connections (the data-connection API, with Spark's names) over one ``RecordSession``: offers with metadata, accept or decline,
 /// several connections at once, and on each connection streams, in-memory blobs and files.
 ///
@@ -76,12 +77,12 @@ public actor DataConnections {
     public init(session: any RecordSession, configuration: DataConfiguration = DataConfiguration()) {
         self.session = session
         self.configuration = configuration
-        Task { await self.startLoop() }
+        ModemRuntime.spawn { await self.startLoop() }
     }
 
     func startLoop() {
         guard loopTask == nil else { return }
-        loopTask = Task { await self.loop() }
+        loopTask = ModemRuntime.spawn { await self.loop() }
     }
 
     // MARK: connections
@@ -202,7 +203,7 @@ public actor DataConnections {
         control.append((kind, body))
         if !controlPumping {
             controlPumping = true
-            Task { await self.pumpControl() }
+            ModemRuntime.spawn { await self.pumpControl() }
         }
     }
 

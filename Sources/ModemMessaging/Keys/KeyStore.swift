@@ -68,12 +68,14 @@ public struct KeyStore: Sendable {
     private var trustedPath: String { folder + "/trusted" }
 
     /// This installation's private key, created (and stored with mode 0600) on first use.
+    /// - Parameter newKey: makes the key on first use (default: a fresh random key; a harness that
+    ///   must be reproducible gives a seeded one).
     /// - Throws: ``KeyStoreError``: the file is readable by others, damaged, or cannot be written.
-    public func identity() throws(KeyStoreError) -> X25519PrivateKey {
+    public func identity(creating newKey: () -> X25519PrivateKey = { X25519PrivateKey() }) throws(KeyStoreError) -> X25519PrivateKey {
         if let key = try readIdentity() { return key }
         return try FileOps.locked(folder) { () throws(KeyStoreError) -> X25519PrivateKey in
             if let key = try readIdentity() { return key }  // another process made it meanwhile
-            let key = X25519PrivateKey()
+            let key = newKey()
             let line = "x25519-private " + Data(key.rawRepresentation).base64EncodedString() + "\n"
             try FileOps.writeAtomically(identityPath, Array(line.utf8))
             return key

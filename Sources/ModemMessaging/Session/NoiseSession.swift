@@ -1,3 +1,4 @@
+import ModemRuntime
 import ModemCrypto
 import ModemTransport
 import Synchronization
@@ -131,9 +132,9 @@ final class SessionCore: Sendable {
 
     func start() {
         step { s, t in s.machine.start(now: t) }
-        Task { await self.readLoop() }
-        Task { await self.writeLoop() }
-        let task = Task { await self.timerLoop() }
+        ModemRuntime.spawn { await self.readLoop() }
+        ModemRuntime.spawn { await self.writeLoop() }
+        let task = ModemRuntime.spawn { await self.timerLoop() }
         let closed = timer.withLock { t in
             t = task
             return state.withLock { $0.transportClosed }
@@ -407,7 +408,7 @@ final class SessionCore: Sendable {
         let open = state.withLock { !$0.machine.isFinished && !$0.transportClosed }
         guard open else { return }
         let transport = self.transport
-        Task { await transport.close() }
+        ModemRuntime.spawn { await transport.close() }
     }
 }
 
