@@ -7,6 +7,7 @@ import ModemMessagingHarness
 import ModemTransport
 import Synchronization
 import Testing
+import ModemRuntime
 
 /// LinkTransport: one frame per duplex message over the in-memory medium in channel time.
 @Suite struct LinkTransportTests {
