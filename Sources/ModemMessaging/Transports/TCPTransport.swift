@@ -33,7 +33,7 @@ final class TCPConnection: Sendable {
 }
 
 /// A ``MessageTransport`` over one TCP connection: frames as `length u32 BE | frame`, the dialer's
-/// `SMsg` preamble first. Non-blocking sockets; waits go through ModemSockets' ``SocketWaiter``, so
+/// `SMsg` preamble first. Non-blocking sockets; waits go through the runtime's ``SocketWaiter``, so
 /// no Swift thread ever blocks. Reads happen only inside ``receive()`` (pull-based), so a peer that
 /// sends faster than we consume fills the kernel's buffers, not our memory.
 public struct TCPTransport: MessageTransport {

@@ -6,7 +6,7 @@ import ModemSockets
 import Synchronization
 
 /// One connected TCP socket for the wormhole's protocols (WebSocket, transit): reads of what is there
-/// or of an exact count, writes of whole buffers, every wait through ModemSockets' ``SocketWaiter``
+/// or of an exact count, writes of whole buffers, every wait through the runtime's ``SocketWaiter``
 /// (no thread blocks), with an optional deadline. One reader and one writer at a time (a lock each).
 /// The descriptor is closed when the stream goes, unless it was handed on with ``detach()``.
 public final class ByteStream: Sendable {
