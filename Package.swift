@@ -74,21 +74,22 @@ let package = Package(
         // The base every layer may import: how to wait and keep time (the one event loop, the blocking-call
         // facility, signals, clocks and the deterministic simulation), its lock, and the shared small pieces.
         .target(name: "ModemRuntime"),
-        .target(name: "ModemDSP", dependencies: ["CFFTW"]),
-        .target(name: "ModemCodecs"),
-        .target(name: "ModemAudio", dependencies: ["CALSA", "CSndFile"]),
-        .target(name: "ModemPipelines", dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio"]),
-        .target(name: "ModemTNC", dependencies: ["ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemSockets"]),
-        .target(name: "ModemPlot", dependencies: ["ModemDSP", "ModemAudio", "CZlib"]),
-        .target(name: "ModemLinkProtocol", dependencies: ["ModemCodecs"]),
+        .target(name: "ModemDSP", dependencies: ["ModemRuntime", "CFFTW"]),
+        .target(name: "ModemCodecs", dependencies: ["ModemRuntime"]),
+        .target(name: "ModemAudio", dependencies: ["ModemRuntime", "CALSA", "CSndFile"]),
+        .target(name: "ModemPipelines", dependencies: ["ModemRuntime", "ModemDSP", "ModemCodecs", "ModemAudio"]),
+        .target(name: "ModemTNC", dependencies: ["ModemRuntime", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemSockets"]),
+        .target(name: "ModemPlot", dependencies: ["ModemRuntime", "ModemDSP", "ModemAudio", "CZlib"]),
+        .target(name: "ModemLinkProtocol", dependencies: ["ModemRuntime", "ModemCodecs"]),
         // LinkTransport: a MessageTransport over the channel protocol's duplex messages, whatever carries
         // the frames (audio in ModemLink, RFCOMM in ModemBluetooth); never DSP, audio or Bluetooth.
         .target(name: "ModemLinkTransport", dependencies: ["ModemRuntime", "ModemLinkProtocol", "ModemCodecs", "ModemTransport"]),
         .target(name: "ModemLink", dependencies: ["ModemRuntime", "ModemLinkProtocol", "ModemLinkTransport", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTransport"]),
         // Bluetooth Classic: our own host stack (HCI, GAP, L2CAP, SDP, RFCOMM) and BlueZ sockets; never DSP or audio.
-        .target(name: "ModemBluetooth", dependencies: ["ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemSockets"]),
-        // POSIX TCP wrapped once (listen, accept, connect, poll), shared by the KISS server and messaging.
-        .target(name: "ModemSockets"),
+        .target(name: "ModemBluetooth", dependencies: ["ModemRuntime", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemSockets"]),
+        // POSIX TCP wrapped once (listen, accept, connect), waiting on the runtime's event loop; shared by
+        // the KISS server, messaging, the wormhole client and H4 over TCP.
+        .target(name: "ModemSockets", dependencies: ["ModemRuntime"]),
         // The seam between messaging sessions and the lines that carry their frames (TCP, the channel
         // protocol over audio or RFCOMM): MessageTransport and its errors, nothing else.
         .target(name: "ModemTransport"),
@@ -101,15 +102,15 @@ let package = Package(
         // key derivation, transit, the file-transfer protocol, and sessions by code (no SwiftNIO).
         .target(
             name: "ModemWormhole",
-            dependencies: ["ModemMessaging", "ModemTransport", "ModemSockets", "ModemCrypto", "CZlib"]
+            dependencies: ["ModemRuntime", "ModemMessaging", "ModemTransport", "ModemSockets", "ModemCrypto", "CZlib"]
         ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
         .target(name: "ModemMessagingHarness", dependencies: ["ModemRuntime", "ModemMessaging", "ModemTransport", "ModemLink", "ModemDSP", "ModemCrypto"]),
         .target(
             name: "SwiftModem",
             dependencies: [
-                "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol", "ModemLinkTransport", "ModemLink",
-                "ModemBluetooth", "ModemSockets", "ModemTransport", "ModemMessaging", "ModemWormhole",
+                "ModemRuntime", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "ModemTNC", "ModemPlot", "ModemLinkProtocol",
+                "ModemLinkTransport", "ModemLink", "ModemBluetooth", "ModemSockets", "ModemTransport", "ModemMessaging", "ModemWormhole",
             ]
         ),
         .executableTarget(
@@ -117,8 +118,8 @@ let package = Package(
             dependencies: [
                 "SwiftModem",
                 // The layers it names in its own imports (the umbrella re-exports them too).
-                "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink", "ModemBluetooth", "ModemTransport", "ModemMessaging",
-                "ModemWormhole", "ModemMessagingHarness",
+                "ModemRuntime", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemLink", "ModemBluetooth", "ModemTransport",
+                "ModemMessaging", "ModemWormhole", "ModemMessagingHarness",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "SystemPackage", package: "swift-system"),
             ]
@@ -129,7 +130,7 @@ let package = Package(
         .target(
             name: "HubStore",
             dependencies: [
-                "HubCore",
+                "HubCore", "ModemRuntime",
                 .product(name: "SQLiteNIO", package: "sqlite-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -139,7 +140,7 @@ let package = Package(
         .target(
             name: "HubServer",
             dependencies: [
-                "HubCore", "HubStore",
+                "HubCore", "HubStore", "ModemRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdTLS", package: "hummingbird"),
@@ -174,7 +175,7 @@ let package = Package(
         .executableTarget(
             name: "modem-hub",
             dependencies: [
-                "HubCore", "HubStore", "HubServer", "HubClient",
+                "HubCore", "HubStore", "HubServer", "HubClient", "ModemRuntime",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -194,12 +195,11 @@ let package = Package(
         ),
         .target(
             name: "ModemTestSupport",
-            dependencies: ["ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "CTestSignals", "ProcessTestSupport"],
+            dependencies: ["ModemRuntime", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemPipelines", "CTestSignals", "ProcessTestSupport"],
             path: "Tests/ModemTestSupport"
         ),
-        .testTarget(name: "ModemRuntimeTests", dependencies: ["ModemRuntime"]),
-        .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP", "ModemTestSupport"]),
-        .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs", "ModemTestSupport"]),
+        .testTarget(name: "ModemDSPTests", dependencies: ["ModemDSP", "ModemRuntime", "ModemTestSupport"]),
+        .testTarget(name: "ModemCodecsTests", dependencies: ["ModemCodecs", "ModemRuntime", "ModemTestSupport"]),
         .testTarget(name: "ModemAudioTests", dependencies: ["ModemAudio", "CSndFile", "ModemTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemPipelinesTests",
@@ -207,23 +207,29 @@ let package = Package(
         ),
         .testTarget(
             name: "ModemTNCTests",
-            dependencies: ["ModemTNC", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTestSupport",
+            dependencies: ["ModemTNC", "ModemRuntime", "ModemPipelines", "ModemDSP", "ModemCodecs", "ModemAudio", "ModemTestSupport",
                            .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemPlotTests", dependencies: ["ModemPlot", "ModemDSP", "CZlib", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemLinkTests",
-            dependencies: ["ModemLink", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
-                           "ModemMessaging", "ModemMessagingHarness", "ModemTransport", "ModemPipelines", "ModemRuntime"]
+            dependencies: ["ModemLink", "ModemRuntime", "ModemCodecs", "ModemAudio", "ModemDSP", "ModemTestSupport",
+                           "ModemMessaging", "ModemMessagingHarness", "ModemTransport", "ModemPipelines"]
         ),
         .testTarget(name: "ModemBluetoothTests", dependencies: ["ModemBluetooth", "ModemLinkProtocol", "ModemLinkTransport", "ModemTransport", "ModemTestSupport", "ProcessTestSupport"]),
         .testTarget(
             name: "ModemMessagingTests",
-            dependencies: ["ModemMessaging", "ModemTransport", "ModemSockets", "ProcessTestSupport",
+            dependencies: ["ModemMessaging", "ModemRuntime", "ModemTransport", "ModemSockets", "ProcessTestSupport",
                            "ModemCrypto", .product(name: "Clocks", package: "swift-clocks")]
         ),
         .testTarget(name: "ModemCLITests", dependencies: ["ModemTestSupport", "ProcessTestSupport"]),
-        .testTarget(name: "ModemWormholeTests", dependencies: ["ModemWormhole", "ModemCrypto"]),
+        // The runtime base (event loop, blocking calls, threads, atomic files, the shared small pieces),
+        // TCP, the crypto primitives and the channel protocol's transport-neutral half, each on its own.
+        .testTarget(name: "ModemRuntimeTests", dependencies: ["ModemRuntime"]),
+        .testTarget(name: "ModemSocketsTests", dependencies: ["ModemSockets", "ModemRuntime"]),
+        .testTarget(name: "ModemCryptoTests", dependencies: ["ModemCrypto", "ModemRuntime"]),
+        .testTarget(name: "ModemLinkProtocolTests", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemRuntime", "ModemTestSupport"]),
+        .testTarget(name: "ModemWormholeTests", dependencies: ["ModemWormhole", "ModemRuntime", "ModemCrypto"]),
         .testTarget(
             name: "HubTests",
             dependencies: ["HubCore", "HubStore", .product(name: "Logging", package: "swift-log")]
@@ -258,11 +264,11 @@ let package = Package(
         // under libFuzzer); never HubServer/HubStore (too slow to build with sanitizers).
         .target(
             name: "ModemFuzzTargets",
-            dependencies: ["ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemWormhole", "ModemCrypto", "HubCore"]
+            dependencies: ["ModemRuntime", "ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemWormhole", "ModemCrypto", "HubCore"]
         ),
         // Replays the seed corpora and the kept crash inputs (Fixtures/fuzz) through every target, and
         // runs every target on seeded mutations of its seeds (the test command's fuzzing smoke).
-        .testTarget(name: "ModemFuzzTargetsTests", dependencies: ["ModemFuzzTargets", "ModemDSP"]),
+        .testTarget(name: "ModemFuzzTargetsTests", dependencies: ["ModemFuzzTargets", "ModemRuntime", "ModemDSP"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -4,6 +4,7 @@
 // joining or leaving from several nodes at once still yields one online and one offline event.
 
 import HubCore
+import ModemRuntime
 
 /// Where the groups state lives.
 public protocol GroupStore: Sendable {
@@ -348,11 +349,7 @@ public struct SQLGroupStore: GroupStore {
     public func allocateDevice(clientID: String, address: String, now: Int64) async throws -> DeviceAllocation {
         let shared = isShared, bounds = deviceBounds
         var g = SystemRandomNumberGenerator()
-        let id = "d_" + (0..<4).map { _ in
-            let v = g.next() as UInt32
-            let s = String(v, radix: 16)
-            return String(repeating: "0", count: 8 - s.count) + s
-        }.joined()
+        let id = "d_" + (0..<4).map { _ in Hex.digits(g.next() as UInt32, uppercase: false) }.joined()
         let hourAgo = now - DeviceBounds.windowMs
         return try await transaction { tx in
             // Counted and stored one allocation at a time per client and per address (PostgreSQL: locks

@@ -1,5 +1,6 @@
 import ModemCrypto
 import ModemMessaging
+import ModemRuntime
 
 /// Targets for ModemMessaging: what a peer sends over a session, and what is heard while pairing.
 enum MessagingFuzzTargets {
@@ -319,22 +320,10 @@ enum MessagingFuzzTargets {
 
     // MARK: Pairing
 
-    /// A generator with a fixed seed (SplitMix64), so pairing machines are repeatable.
-    struct FixedRandom: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     static let pairingTiming = PairingTiming(resendSeconds: 1, collectSeconds: 2, holdSeconds: 1, abortLingerSeconds: 1)
 
     static func pairingMachine(_ role: PairingRole) -> PairingStateMachine {
-        var random = FixedRandom(state: role == .announcer ? 1 : 2)
+        var random = SplitMix64(seed: role == .announcer ? 1 : 2)   // fixed: pairing machines are repeatable
         return PairingStateMachine(role: role, privateKey: key(role == .announcer ? 9 : 10), name: role == .announcer ? "alice" : "bob",
                                    seconds: 60, timing: pairingTiming, random: &random)
     }

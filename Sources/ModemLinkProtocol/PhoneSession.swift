@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ModemRuntime
 
 /// The thread that runs a phone's state machine over one transport (audio, RFCOMM, ...), as a
 /// ``PhoneSession`` needs it.
@@ -279,9 +280,8 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
 
     private func stopDriver() async {
         guard let d = shared.withLock({ s -> Driver? in defer { s.driver = nil }; return s.driver }) else { return }
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            Thread { d.stop(); c.resume() }.start()
-        }
+        // The driver's stop joins its thread: a blocking call, off the cooperative pool.
+        await BlockingCalls.run { d.stop() }
         shared.withLock { $0.state = .waitingDevice }
     }
 

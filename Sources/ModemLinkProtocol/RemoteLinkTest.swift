@@ -1,4 +1,5 @@
 import Synchronization
+import ModemRuntime
 
 /// What a ``RemoteLinkTest`` runs.
 public struct RemoteLinkTestOptions: Sendable, Hashable {
@@ -67,7 +68,7 @@ public struct RemoteLinkTest: Sendable {
                     progress: (LinkTestReport) -> Void = { _ in }) async -> LinkTestReport {
         var report = LinkTestReport()
         var ledger = DeliveryLedger()
-        var random = PayloadGenerator(seed: options.seed)
+        var random = SplitMix64(seed: options.seed)   // the payloads the audio link test draws
         let echoes = Mailbox()
         let listener: Task<Void, Never>? = options.mode == .duplex ? Task { [events = manager.events] in
             for await e in events { if case .received(_, let d) = e { echoes.post(d) } }
@@ -221,31 +222,6 @@ private final class Mailbox: Sendable {
     private let items = Mutex<[[UInt8]]>([])
     func post(_ data: [UInt8]) { items.withLock { $0.append(data) } }
     func take() -> [[UInt8]] { items.withLock { i in defer { i.removeAll() }; return i } }
-}
-
-/// Seeded random payloads (SplitMix64, as the audio link test draws them).
-private struct PayloadGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func bytes(_ count: Int) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: count)
-        var i = 0
-        while i < count {
-            var v = next()
-            for _ in 0..<8 where i < count { out[i] = UInt8(v & 0xFF); v >>= 8; i += 1 }
-        }
-        return out
-    }
 }
 
 private extension Duration {

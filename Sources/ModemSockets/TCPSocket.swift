@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ModemRuntime
 
 /// A failed socket call: the C call, its `errno` and a one-line explanation in the caller's context.
 public struct SocketError: Error, CustomStringConvertible, Sendable, Hashable {
@@ -16,6 +17,8 @@ public struct SocketError: Error, CustomStringConvertible, Sendable, Hashable {
         case refused
         /// No answer within the time allowed.
         case timedOut
+        /// The waiting task was cancelled.
+        case cancelled
         /// Any other failure of a socket call.
         case systemCallFailed
     }
@@ -65,9 +68,12 @@ public struct SocketError: Error, CustomStringConvertible, Sendable, Hashable {
 }
 
 /// The POSIX TCP calls, each wrapped once: `EINTR` retried where that is right, failures returned as
-/// `errno` values or ``SocketError``, nothing blocking except ``connect(host:port:timeoutMilliseconds:)``
-/// (bounded by its timeout) and ``poll(_:timeoutMilliseconds:)``. Descriptors are non-blocking and
-/// close-on-exec.
+/// `errno` values or ``SocketError``, nothing blocking except the synchronous
+/// ``connect(host:port:timeoutMilliseconds:)`` (bounded by its timeout) and
+/// ``poll(_:timeoutMilliseconds:)``. Descriptors are non-blocking and close-on-exec. The one TCP
+/// connect of the code base: messaging's TCP transport, the wormhole's streams and H4 over TCP all
+/// connect here (async code awaits the async ``connect(host:port:timeoutMilliseconds:)``, which
+/// resolves the name on ``BlockingCalls`` and waits for the connection on the runtime's event loop).
 public enum TCPSocket {
     /// `host` with brackets when it is an IPv6 literal, then `:port`.
     public static func hostPort(_ host: String, _ port: Int) -> String {
@@ -198,6 +204,74 @@ public enum TCPSocket {
                 let length = socklen_t(info.pointee.ai_addrlen)
                 withUnsafeMutableBytes(of: &storage) { dst in
                     dst.copyMemory(from: UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(length)))
+                }
+                return (fd, describe(&storage, length: length).text)
+            }
+            Glibc.close(fd)
+            failure = .system("connect", code: code, what: what)
+        }
+        throw failure
+    }
+
+    /// One resolved address: its family and `sockaddr` bytes.
+    private struct ResolvedAddress: Sendable {
+        var family: Int32
+        var bytes: [UInt8]
+    }
+
+    private static func resolvedAddresses(host: String, port: Int, what: String) throws(SocketError) -> [ResolvedAddress] {
+        let list = try resolve(host: host, port: port, passive: false, what: what)
+        defer { freeaddrinfo(list) }
+        var out: [ResolvedAddress] = []
+        var entry: UnsafeMutablePointer<addrinfo>? = list
+        while let info = entry {
+            entry = info.pointee.ai_next
+            out.append(ResolvedAddress(family: info.pointee.ai_family,
+                                       bytes: Array(UnsafeRawBufferPointer(start: info.pointee.ai_addr, count: Int(info.pointee.ai_addrlen)))))
+        }
+        return out
+    }
+
+    /// Connects to `host:port` (each resolved address in turn) within `timeoutMilliseconds` in all,
+    /// without holding a thread: the name is resolved on ``BlockingCalls`` (`getaddrinfo` may block on
+    /// DNS), the connection is awaited on the runtime's event loop (``SocketWaiter``). Cancelling the
+    /// task ends the attempt at once (kind ``SocketError/Kind/cancelled``).
+    /// - Returns: the connected socket (non-blocking, close-on-exec, `TCP_NODELAY`) and the peer's address.
+    public static func connect(host: String, port: Int, timeoutMilliseconds: Int) async throws(SocketError) -> (fd: Int32, peer: String) {
+        let what = "cannot connect to \(hostPort(host, port))"
+        let deadline = SystemTime.monotonicNanoseconds() + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
+        let addresses = try await BlockingCalls.run { () throws(SocketError) -> [ResolvedAddress] in
+            try resolvedAddresses(host: host, port: port, what: what)
+        }
+        var failure = SocketError(kind: .invalidAddress, operation: "getaddrinfo", code: 0, description: "\(what): no address")
+        for address in addresses {
+            let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+            guard fd >= 0 else { failure = .system("socket", code: errno, what: what); continue }
+            var code: Int32 = address.bytes.withUnsafeBytes { a in
+                Glibc.connect(fd, a.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(a.count)) == 0 ? 0 : errno
+            }
+            if code == EINPROGRESS || code == EINTR {
+                let now = SystemTime.monotonicNanoseconds()
+                let left = deadline > now ? Int((deadline - now + 999_999) / 1_000_000) : 0
+                switch await SocketWaiter.shared.wait(fd: fd, for: .writable, timeoutMilliseconds: left) {
+                case .ready:
+                    var soError: Int32 = 0
+                    var length = socklen_t(MemoryLayout<Int32>.size)
+                    _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length)
+                    code = soError
+                case .timedOut:
+                    code = ETIMEDOUT
+                case .cancelled:
+                    Glibc.close(fd)
+                    throw SocketError(kind: .cancelled, operation: "connect", code: ECANCELED, description: "\(what): cancelled")
+                }
+            }
+            if code == 0 {
+                setNoDelay(fd)
+                var storage = sockaddr_storage()
+                let length = socklen_t(address.bytes.count)
+                withUnsafeMutableBytes(of: &storage) { dst in
+                    address.bytes.withUnsafeBytes { dst.copyMemory(from: $0) }
                 }
                 return (fd, describe(&storage, length: length).text)
             }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ModemRuntime
 
 /// The Communication API's `DeviceSearchListener`: told of each device a search finds, then that it ended.
 public protocol DeviceSearchListener: AnyObject, Sendable {
@@ -58,7 +59,7 @@ public enum CommunicationManagerBase {
         let seconds = min(60, max(1, timeout))
         let opened = transport
         let useKernel = kernel
-        Thread {
+        DedicatedThread.start(name: "modem-device-search") {
             let found: @Sendable (DiscoveredDevice) -> Void = { device in
                 listener.discoverOneDevice(DeviceInfo(name: device.name, identifier: device.address.description, channel: .bluetooth))
             }
@@ -74,7 +75,7 @@ public enum CommunicationManagerBase {
                 }
             }
             listener.discoverComplete()
-        }.start()
+        }
         return 0
     }
 }

@@ -7,6 +7,7 @@ import HubClient
 #if canImport(Glibc)
 import Glibc
 #endif
+import ModemRuntime
 
 /// The login kept between runs: the hub, the OAuth client, the tokens and the device id. Secrets: the
 /// file is created 0600 and its contents are never printed.
@@ -43,7 +44,7 @@ struct ClientLogin: Codable {
         }
     }
 
-    /// Writes the file with mode 0600 (created so, never readable by others in between).
+    /// Writes the file with mode 0600 (created so, never readable by others in between), atomically.
     func save() throws {
         let p = Self.path
         let dir = (p as NSString).deletingLastPathComponent
@@ -51,13 +52,11 @@ struct ClientLogin: Codable {
         let e = JSONEncoder()
         e.outputFormatting = [.prettyPrinted, .sortedKeys]
         let data = try e.encode(self)
-        let tmp = p + ".tmp"
-        let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        guard fd >= 0 else { throw fail("cannot write \(tmp): \(String(cString: strerror(errno)))", Exit.failure) }
-        _ = fchmod(fd, 0o600)
-        let ok = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) == $0.count }
-        close(fd)
-        guard ok, rename(tmp, p) == 0 else { throw fail("cannot write \(p)", Exit.failure) }
+        do throws(AtomicFileError) {
+            try AtomicFile.write(Array(data), to: p, mode: .ownerOnly, durability: .synced)
+        } catch {
+            throw fail(error.description, Exit.failure)
+        }
     }
 
     /// A client with this login's tokens; refreshed or new tokens are saved as they come.

@@ -136,11 +136,11 @@ struct BTScanCommand: ParsableCommand {
         do {
             if controller.hci == nil {
                 try controller.requireKernelBluetooth()
-                devices = try BlueZ.scan(seconds: seconds, isInterrupted: { stopRequested.load(ordering: .relaxed) })
+                devices = try BlueZ.scan(seconds: seconds, isInterrupted: { isStopRequested })
             } else {
                 let transport = try controller.openTransport()
                 devices = try BluetoothScan.run(transport: transport, seconds: seconds, gap: controller.gap(.central),
-                                                isInterrupted: { stopRequested.load(ordering: .relaxed) })
+                                                isInterrupted: { isStopRequested })
             }
         } catch let error as BluetoothError {
             printError("modem: \(error)")
@@ -149,7 +149,7 @@ struct BTScanCommand: ParsableCommand {
         for device in devices {
             try printOutput("\(device.address)  \(device.name ?? "(no name)")")
         }
-        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if isStopRequested { throw ExitCode(interruptedStatus) }
     }
 }
 
@@ -193,7 +193,7 @@ struct BTConnectCommand: ParsableCommand {
             do {
                 stream = try BlueZSerialBridge.connect(to: device, channel: channel.map { UInt8($0) })
             } catch {
-                if stopRequested.load(ordering: .relaxed) {
+                if isStopRequested {
                     printError("modem: interrupted")
                     throw ExitCode(interruptedStatus)
                 }
@@ -207,12 +207,12 @@ struct BTConnectCommand: ParsableCommand {
                 }
             }
             outcome = BlueZSerialBridge.run(stream: stream, input: 0, output: 1, quietSeconds: wait,
-                                            isInterrupted: { stopRequested.load(ordering: .relaxed) })
+                                            isInterrupted: { isStopRequested })
         } else {
             let transport = try controller.openTransport()
             outcome = SerialPortBridge.run(transport: transport, address: device, channel: channel.map { UInt8($0) },
                                            input: 0, output: 1, quietSeconds: wait, gap: controller.gap(.central),
-                                           isInterrupted: { stopRequested.load(ordering: .relaxed) })
+                                           isInterrupted: { isStopRequested })
         }
         switch outcome {
         case .finished: return
@@ -270,6 +270,6 @@ struct BTDeviceCommand: ParsableCommand {
             printError("modem: \(failure)")
             throw ExitCode(1)
         }
-        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if isStopRequested { throw ExitCode(interruptedStatus) }
     }
 }

@@ -36,7 +36,7 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
         return try await body()
     } catch let e as ExitCode {
         throw e
-    } catch _ where stopRequested.load(ordering: .relaxed) {
+    } catch _ where isStopRequested {
         // A call cut short by SIGINT/SIGTERM fails; the signal is the news.
         printError("modem: interrupted")
         throw ExitCode(interruptedStatus)

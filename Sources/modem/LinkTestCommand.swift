@@ -102,7 +102,7 @@ struct LinkTestCommand: AsyncParsableCommand {
             }
             let options = LinkTestOptions(configuration: config, count: count, size: size, timeout: timeout, seed: seed)
             let test = try LinkTest(options: options, medium: medium)
-            let report = try test.run(shouldStop: { stopRequested.load(ordering: .relaxed) }, progress: showProgress)
+            let report = try test.run(shouldStop: { isStopRequested }, progress: showProgress)
             endProgress()
             if json {
                 try printJSON(report)
@@ -116,7 +116,7 @@ struct LinkTestCommand: AsyncParsableCommand {
                 frames sent \(report.framesSent), retransmitted \(report.retransmissions), damaged \(report.framesDamaged), coded \(report.framesCoded), lost by the channel \(report.framesLost), duplicates suppressed \(report.duplicateFramesSuppressed)
                 """)
             }
-            if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+            if isStopRequested { throw ExitCode(interruptedStatus) }
             // A test in which the line never opened, or nothing got through, failed.
             if report.openCode != 0 || (count > 0 && report.completed == 0) { throw ExitCode(3) }
         }
@@ -165,7 +165,7 @@ struct LinkTestCommand: AsyncParsableCommand {
         let perExchange = timeout ?? 10
         let test = RemoteLinkTest(options: RemoteLinkTestOptions(mode: link.mode.mode, count: count, size: size,
                                                                  timeout: .milliseconds(Int64(perExchange * 1000)), seed: seed))
-        let report = await test.run(on: manager, shouldStop: { stopRequested.load(ordering: .relaxed) }, progress: showProgress)
+        let report = await test.run(on: manager, shouldStop: { isStopRequested }, progress: showProgress)
         endProgress()
         if json {
             try printJSON(report)
@@ -177,7 +177,7 @@ struct LinkTestCommand: AsyncParsableCommand {
             mean round trip \(DecimalFormat.fixed(report.meanRoundTripMs, 1)) ms, goodput \(DecimalFormat.fixed(report.goodputBps, 0)) bit/s over \(DecimalFormat.fixed(report.channelSeconds, 1)) s
             """)
         }
-        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if isStopRequested { throw ExitCode(interruptedStatus) }
         if count > 0 && report.completed == 0 { throw ExitCode(3) }
     }
 }

@@ -7,6 +7,7 @@ import ModemMessaging
 import SwiftModem
 import Synchronization
 import SystemPackage
+import ModemRuntime
 
 /// `modem mailbox`: the two-party mailbox (the mailbox API, with Bump's names and reasons) between two `modem` processes. Each line of
 /// standard input is one chunk; each chunk received is one line of standard output; events go to
@@ -266,8 +267,7 @@ final class LineQueue: Sendable {
 
     /// Starts the reading thread.
     func startReading(fd: Int32) {
-        let thread = Thread { [self] in self.readLoop(fd: fd) }
-        thread.start()
+        DedicatedThread.start(name: "modem-mailbox-input") { [self] in self.readLoop(fd: fd) }
     }
 
     /// Records a failure and ends the input.

@@ -52,7 +52,7 @@ extension TxCommand {
         let tx = try OFDMTransmitter(profile: profile, sink: sink, peak: peak, payloadLength: length)
         var progress = ProgressLine(enabled: !quiet)
         var buf = [UInt8](repeating: 0, count: 1 << 16)
-        while !stopRequested.load(ordering: .relaxed) {
+        while !isStopRequested {
             guard let n = try readSome(fd, into: &buf) else { continue }
             if n == 0 { break }
             try tx.send(buf[0..<n])
@@ -88,7 +88,7 @@ extension RxCommand {
         var progress = ProgressLine(enabled: !quiet && !live)
         let rate = Double(source.sampleRate)
         var limitReached = false
-        let summary = try receiver.run(shouldStop: { limitReached || stopRequested.load(ordering: .relaxed) }, onBytes: { bytes in
+        let summary = try receiver.run(shouldStop: { limitReached || isStopRequested }, onBytes: { bytes in
             try out.write(bytes)
             if live { try out.flush() }
         }, onEvent: { event in
@@ -118,7 +118,7 @@ extension RxCommand {
         if stats_, !quiet {
             printError("modem rx: OFDM: \(summary.transmissions) transmission(s), \(summary.blocks) blocks checked (\(summary.blocksCorrected) corrected by the code, \(summary.bitsCorrected) bits), \(summary.bytes) bytes")
         }
-        if stopRequested.load(ordering: .relaxed) && !(live && limit == nil) { throw ExitCode(interruptedStatus) }
+        if isStopRequested && !(live && limit == nil) { throw ExitCode(interruptedStatus) }
         switch summary.failure {
         case .lostBlock(let offset, let start)?:
             throw CLIError("\(name): a block of the transmission at \(String(format2: start)) s failed its check at byte \(offset); the output ends there (\(summary.bytes) bytes written)")

@@ -63,7 +63,7 @@ struct PairCommand: ParsableCommand {
             status = try pair()
         } catch let e as ExitCode {
             throw e
-        } catch _ where stopRequested.load(ordering: .relaxed) {
+        } catch _ where isStopRequested {
             printError("modem pair: interrupted")
             throw ExitCode(interruptedStatus)
         } catch {
@@ -100,7 +100,7 @@ struct PairCommand: ParsableCommand {
         var outcome: [PairingAction] = []
         // The machine runs on the wall clock (its deadline is --seconds of real time, even when the sound
         // server falls behind); the line's own backoff runs on the sample clock.
-        try driver.run(shouldStop: { stopRequested.load(ordering: .relaxed) }) { input, lineNow in
+        try driver.run(shouldStop: { isStopRequested }) { input, lineNow in
             let now = (ContinuousClock.now - runStart) / .seconds(1)
             var actions: [PairingAction]
             switch input {
@@ -134,7 +134,7 @@ struct PairCommand: ParsableCommand {
         if verbose {
             printError("modem pair: xruns: capture \(capture.xrunCount), playback \(playback.xrunCount)")
         }
-        if stopRequested.load(ordering: .relaxed) {
+        if isStopRequested {
             printError("modem pair: interrupted")
             return interruptedStatus
         }

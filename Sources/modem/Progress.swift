@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ModemRuntime
 
 /// A one-line progress display on standard error, drawn only when it is a terminal.
 struct ProgressLine {
@@ -10,11 +11,7 @@ struct ProgressLine {
 
     init(enabled: Bool) { self.enabled = enabled && stderrIsTerminal }
 
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func now() -> Double { SystemTime.monotonicSeconds() }
 
     /// Redraws at most 5 times a second.
     mutating func update(_ text: @autoclosure () -> String) {

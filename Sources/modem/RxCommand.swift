@@ -77,7 +77,7 @@ struct RxCommand: AsyncParsableCommand {
             if let input {
                 // Opened once: a pipe or standard input cannot be opened again.
                 let header = try AudioFileReader(path: input, channel: channel,
-                                                 interruptionCheck: { stopRequested.load(ordering: .relaxed) })
+                                                 interruptionCheck: { isStopRequested })
                 reader = header
                 totalSamples = header.declaredFrameCount
                 sampleRate = header.sampleRate
@@ -127,9 +127,9 @@ struct RxCommand: AsyncParsableCommand {
                     progress.update("modem rx: \(pct)% (\(String(format1: Double(n) / rate)) of \(String(format1: Double(totalSamples) / rate)) s)")
                 }
             }
-            let shouldStop = { limitReached || stopRequested.load(ordering: .relaxed) }
+            let shouldStop = { limitReached || isStopRequested }
             // A signal is how a capture without --seconds ends; anything else it interrupts.
-            let interrupted = { stopRequested.load(ordering: .relaxed) && !(capture != nil && limit == nil) }
+            let interrupted = { isStopRequested && !(capture != nil && limit == nil) }
             if case .ax25 = settings.framing {
                 // Packet radio: one monitor-format line per frame.
                 let source: any AudioSource = capture ?? reader!

@@ -5,6 +5,7 @@ import ArgumentParser
 import ModemMessaging
 import SwiftModem
 import Synchronization
+import ModemRuntime
 
 /// `modem receive`: serves one data-connection session and stores the files it brings.
 struct ReceiveCommand: AsyncParsableCommand {
@@ -132,7 +133,7 @@ struct ReceiveCommand: AsyncParsableCommand {
                 bar.update("receiving \(formatBytes(bytes)) of \(formatBytes(total))")
             case .fileReceived(_, _, let file):
                 bar.clear()
-                try printOutput("received \(file.name) \(file.size) sha256 \(hexString(file.sha256)) in \(String(format2: file.seconds)) s from \(printable(sender))")
+                try printOutput("received \(file.name) \(file.size) sha256 \(Hex.encode(file.sha256)) in \(String(format2: file.seconds)) s from \(printable(sender))")
             case .blobReceived(_, _, let description, let data):
                 printError("modem receive: a blob \(printable(description)) of \(data.count) bytes (not stored)")
             case .channelFailed(_, _, let name, let reason, let detail):
@@ -147,7 +148,7 @@ struct ReceiveCommand: AsyncParsableCommand {
             }
         }
         // Exit 0 only when nothing failed: an interrupted receive exits 128 + the signal, a failed file 1.
-        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if isStopRequested { throw ExitCode(interruptedStatus) }
         if failed > 0 {
             printError("modem receive: \(failed) file\(failed == 1 ? "" : "s") not received")
             throw ExitCode(1)
@@ -303,7 +304,7 @@ struct SendCommand: AsyncParsableCommand {
         }
         let end = await connections.close()
         _ = await drain.value
-        if stopRequested.load(ordering: .relaxed) { throw ExitCode(interruptedStatus) }
+        if isStopRequested { throw ExitCode(interruptedStatus) }
         if failures > 0 { throw ExitCode(1) }
         if case .otherUserLost = end { printError("modem send: \(end.seedName)") }
     }
@@ -334,13 +335,6 @@ final class SharedProgress: Sendable {
 /// escapes and bidirectional overrides become `?`).
 func printable(_ text: String) -> String {
     TerminalText.safe(text)
-}
-
-func hexString(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
-    return String(decoding: out, as: UTF8.self)
 }
 
 func formatBytes(_ n: UInt64) -> String {

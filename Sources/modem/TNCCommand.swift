@@ -136,7 +136,7 @@ struct TNCCommand: AsyncParsableCommand {
             let source: any AudioSource
             if let input {
                 source = try AudioFileReader(path: input, channel: channel,
-                                             interruptionCheck: { stopRequested.load(ordering: .relaxed) })
+                                             interruptionCheck: { isStopRequested })
             } else {
                 source = try ALSACapture(device: device!, sampleRate: rate ?? 44100)
             }
@@ -183,7 +183,7 @@ struct TNCCommand: AsyncParsableCommand {
             let wake = server.interrupter
             let watch = onStop { wake() }
             defer { watch.cancel() }
-            let stats = try tnc.run(shouldStop: { stopRequested.load(ordering: .relaxed) })
+            let stats = try tnc.run(shouldStop: { isStopRequested })
             log("stopped: \(stats)")
             if let capture = source as? ALSACapture, capture.xrunCount > 0 {
                 log("\(capture.xrunCount) capture overrun(s) recovered")

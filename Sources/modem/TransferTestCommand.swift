@@ -82,7 +82,7 @@ struct TransferTestCommand: AsyncParsableCommand {
             let progress = Mutex(ProgressLine(enabled: !json))
             let total = size
             let test = TransferTest(options: options)
-            let report = try await test.run(stopWhen: { stopRequested.load(ordering: .relaxed) }) { r in
+            let report = try await test.run(stopWhen: { isStopRequested }) { r in
                 progress.withLock { p in
                     p.update("transfer-test: \(r.delivered)/\(total) bytes delivered")
                 }

@@ -119,7 +119,7 @@ struct TxCommand: AsyncParsableCommand {
             // Small reads: each is modulated before the next check for a stop request.
             var buf = [UInt8](repeating: 0, count: 1024)
             var total = 0
-            while !stopRequested.load(ordering: .relaxed) {
+            while !isStopRequested {
                 guard let n = try readSome(fd, into: &buf) else { continue }
                 if n == 0 { break }
                 try tx.send(buf[0..<n])
@@ -149,13 +149,13 @@ extension TxCommand {
     /// written at all, an existing one is kept; a sound device stops when the sink is released) and
     /// exits 130.
     func finishUnlessInterrupted(sink: any AudioSink, what: String, _ finish: () throws -> Void) throws {
-        guard stopRequested.load(ordering: .relaxed) else { return try finish() }
+        guard isStopRequested else { return try finish() }
         printError("modem tx: interrupted after \(what); \(out.map { "\($0) was left as it was" } ?? "playback stopped")")
         throw ExitCode(interruptedStatus)
     }
 
     /// One read from `fd` into `buf`: the count (0 at the end), or nil when a signal interrupted it
-    /// (the caller checks ``stopRequested`` and tries again).
+    /// (the caller checks ``isStopRequested`` and tries again).
     func readSome(_ fd: FileDescriptor, into buf: inout [UInt8]) throws -> Int? {
         do {
             return try buf.withUnsafeMutableBytes { try fd.read(into: $0, retryOnInterrupt: false) }
@@ -189,7 +189,7 @@ extension TxCommand {
                 printError("modem tx: \(name):\(lineNumber): \(error.description) (line skipped)")
             }
         }
-        while !stopRequested.load(ordering: .relaxed) {
+        while !isStopRequested {
             guard let n = try readSome(fd, into: &buf) else { continue }
             if n == 0 { break }
             pending.append(contentsOf: buf[0..<n])
@@ -204,10 +204,10 @@ extension TxCommand {
                 throw CLIError("\(name):\(lineNumber + 1): a line longer than \(Self.maximumLineBytes) bytes is not a monitor-format frame")
             }
         }
-        if !pending.isEmpty, !stopRequested.load(ordering: .relaxed) { try handle(pending[...]) }
+        if !pending.isEmpty, !isStopRequested { try handle(pending[...]) }
         // Input that held lines but not one frame is bad input, not an empty transmission: the output
         // is left as it was.
-        if tx.framesSent == 0, skipped > 0, !stopRequested.load(ordering: .relaxed) {
+        if tx.framesSent == 0, skipped > 0, !isStopRequested {
             throw CLIError("\(name): none of its \(skipped) line(s) is a monitor-format frame (SOURCE>DESTINATION:information); nothing was sent")
         }
         try finishUnlessInterrupted(sink: sink, what: "\(tx.framesSent) frame(s)") { try tx.finish() }

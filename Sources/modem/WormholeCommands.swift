@@ -4,6 +4,7 @@ import Glibc
 import ArgumentParser
 import ModemWormhole
 import Synchronization
+import ModemRuntime
 
 /// The options of the wormhole modes (`send --wormhole`, `receive --wormhole`, and `wormhole:CODE`
 /// endpoints): where the rendezvous server and the transit relay are.
@@ -143,7 +144,7 @@ func receiveByWormhole(code: String, dir: String, acceptAll: Bool, textOnly: Boo
         case .text(let text):
             try printOutput(text)
         case .file(let name, let size, let sha):
-            try printOutput("received \(name) \(size) sha256 \(hexString(sha)) in \(String(format2: ProgressLine.now() - started)) s")
+            try printOutput("received \(name) \(size) sha256 \(Hex.encode(sha)) in \(String(format2: ProgressLine.now() - started)) s")
         case .directory(let name, let files, let bytes):
             try printOutput("received folder \(name) \(files) files \(bytes) bytes in \(String(format2: ProgressLine.now() - started)) s")
         }

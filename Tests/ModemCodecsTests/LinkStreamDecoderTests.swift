@@ -1,6 +1,7 @@
 import Testing
 import ModemTestSupport
 import ModemCodecs
+import ModemRuntime
 
 /// A mix of frames: every kind, empty, small, a full fragment, the largest payload.
 private func sampleFrames(_ random: inout TestRandom) -> [LinkFrame] {

@@ -1,4 +1,5 @@
 import Foundation
+import ModemRuntime
 @testable import ModemDSP
 
 /// The analysis tests' seeded generator.

@@ -1,6 +1,7 @@
 import Foundation
 import ModemDSP
 import Testing
+import ModemRuntime
 
 private func randomBits(_ count: Int, seed: UInt64) -> [Bool] {
     var rng = SplitMix64(seed: seed)

@@ -1,4 +1,5 @@
 import Testing
+import ModemRuntime
 @testable import ModemDSP
 
 @Suite struct FSKBitDemodulatorTests {

@@ -1,6 +1,7 @@
 import ModemDSP
 import ModemFuzzTargets
 import Testing
+import ModemRuntime
 
 /// The test command's short fuzzing smoke: every target runs on inputs mutated from its own seeds the
 /// way libFuzzer mutates (bit flips, interesting bytes, insertions, deletions, truncations, splices of

@@ -8,6 +8,7 @@ import ModemRuntime
 import ModemTransport
 import Synchronization
 import Testing
+import ModemRuntime
 
 /// LinkTransport: one frame per duplex message over the in-memory medium in channel time (each test
 /// runs in the pair's simulation: its figures are the same on any machine).

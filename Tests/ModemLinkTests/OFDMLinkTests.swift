@@ -5,6 +5,7 @@ import ModemLink
 import ModemMessagingHarness
 import ModemPipelines
 import Testing
+import ModemRuntime
 
 /// The channel protocol over the OFDM modem (``OFDMLinkModem``): frames in blocks of open
 /// transmissions, the rate both ends agree from what the trainings measure.

@@ -1,6 +1,7 @@
 import ModemCrypto
 import ModemMessaging
 import Testing
+import ModemRuntime
 
 /// A seeded generator for the tests (SplitMix64).
 struct SeededRandom: RandomNumberGenerator {

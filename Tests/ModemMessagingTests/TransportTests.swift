@@ -6,6 +6,7 @@ import ModemSockets
 import ModemTransport
 import ProcessTestSupport
 import Testing
+import ModemRuntime
 
 /// A raw TCP client for the transport tests (what a foreign program would do).
 func rawConnect(port: Int) throws -> Int32 {

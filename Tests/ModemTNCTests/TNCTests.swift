@@ -5,6 +5,7 @@ import ModemAudio
 import ModemCodecs
 import ModemDSP
 import ModemPipelines
+import ModemRuntime
 @testable import ModemTNC
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import ModemDSP
+import ModemRuntime
 
 /// The tests' seeded random generator (SplitMix64 underneath), so every failure reproduces.
 public struct TestRandom: RandomNumberGenerator, Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import ModemCrypto
 import ModemWormhole
 import Testing
+import ModemRuntime
 
 /// Our SPAKE2 and key schedule against python-spake2 0.9 and magic-wormhole 0.24 on fixed inputs:
 /// Fixtures/wormhole/spake2-vectors.json, written by Tests/scripts/make_spake2_vectors.py from the
@@ -14,12 +15,12 @@ import Testing
         return JSONValue.parse(Array(data)) ?? .null
     }()
 
-    func hex(_ v: JSONValue?) -> [UInt8] { v?.string.flatMap(hexDecode) ?? [] }
+    func hex(_ v: JSONValue?) -> [UInt8] { v?.string.flatMap { Hex.decode($0) } ?? [] }
 
     @Test func blindingElementsArePythonSpake2s() {
-        #expect(hexEncode(SPAKE2Ed25519.m) == Self.vectors["M"]?.string)
-        #expect(hexEncode(SPAKE2Ed25519.n) == Self.vectors["N"]?.string)
-        #expect(hexEncode(SPAKE2Ed25519.s) == Self.vectors["S"]?.string)
+        #expect(Hex.encode(SPAKE2Ed25519.m) == Self.vectors["M"]?.string)
+        #expect(Hex.encode(SPAKE2Ed25519.n) == Self.vectors["N"]?.string)
+        #expect(Hex.encode(SPAKE2Ed25519.s) == Self.vectors["S"]?.string)
     }
 
     @Test func messagesAndKeysMatchPythonSpake2() throws {
@@ -111,8 +112,8 @@ import Testing
     }
 
     @Test func hexAndJSON() {
-        #expect(hexDecode("00ff10") == [0, 255, 16] && hexDecode("0") == nil && hexDecode("zz") == nil)
-        #expect(hexEncode([1, 171]) == "01ab")
+        #expect(Hex.decode("00ff10") == [0, 255, 16] && Hex.decode("0") == nil && Hex.decode("zz") == nil)
+        #expect(Hex.encode([1, 171]) == "01ab")
         let v: JSONValue = ["b": [1, "x"], "a": .null]
         #expect(v.text == #"{"a":null,"b":[1,"x"]}"#)
         #expect(JSONValue.parse("{") == nil && JSONValue.parse([UInt8](repeating: 0x20, count: 10), maximumBytes: 5) == nil)

@@ -26,6 +26,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ModemRuntime
 
 /// Carries events to every subscriber of their group on every node.
 public protocol GroupBus: Sendable {
@@ -205,9 +206,5 @@ public final class PostgresGroupBus: GroupBus {
 
 /// Wall-clock time in Unix milliseconds.
 enum Clock {
-    static var nowMs: Int64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-    }
+    static var nowMs: Int64 { Int64(SystemTime.wallNanoseconds() / 1_000_000) }
 }

@@ -27,12 +27,12 @@ public struct TransitHandshake: Sendable, Hashable {
         guard line.count <= maximumLength, line.last == UInt8(ascii: "\n"),
               let text = String(validating: line.dropLast(), as: UTF8.self) else { return nil }
         let words = text.split(separator: " ", omittingEmptySubsequences: false)
-        func hex(_ s: Substring, _ count: Int) -> Bool {
+        func isHexDigits(_ s: Substring, _ count: Int) -> Bool {
             s.utf8.count == count && s.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
         }
-        guard words.count == 3 || words.count == 6, words[0] == "please", words[1] == "relay", hex(words[2], 64) else { return nil }
+        guard words.count == 3 || words.count == 6, words[0] == "please", words[1] == "relay", isHexDigits(words[2], 64) else { return nil }
         if words.count == 3 { return TransitHandshake(token: String(words[2]), side: nil) }
-        guard words[3] == "for", words[4] == "side", hex(words[5], 16) else { return nil }
+        guard words[3] == "for", words[4] == "side", isHexDigits(words[5], 16) else { return nil }
         return TransitHandshake(token: String(words[2]), side: String(words[5]))
     }
 

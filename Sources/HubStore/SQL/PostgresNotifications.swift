@@ -6,13 +6,10 @@ import Darwin
 import Logging
 import NIOCore
 import PostgresNIO
+import ModemRuntime
 
 /// Wall-clock time in Unix milliseconds (the stored records' age).
-private func wallClockMs() -> Int64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_REALTIME, &ts)
-    return Int64(ts.tv_sec) * 1000 + Int64(ts.tv_nsec) / 1_000_000
-}
+private func wallClockMs() -> Int64 { Int64(SystemTime.wallNanoseconds() / 1_000_000) }
 
 extension PostgresEngine {
     /// A second pool beside this one on the same server: its own connection cap and, with

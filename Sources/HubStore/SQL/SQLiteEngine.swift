@@ -5,6 +5,7 @@ import Glibc
 import Logging
 import NIOCore
 import SQLiteNIO
+import ModemRuntime
 
 /// SQLite through sqlite-nio: one connection (WAL, `synchronous=NORMAL`), every statement and
 /// transaction serialised by a FIFO lock; the engine's blocking calls run on NIO's thread pool.

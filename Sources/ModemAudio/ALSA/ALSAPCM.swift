@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ModemRuntime
 
 /// An open, configured ALSA PCM stream with the logic ``ALSAPlayback`` and ``ALSACapture`` share:
 /// opening and format negotiation, `Float` conversion, waiting with a stall watchdog, xrun
@@ -39,6 +40,8 @@ final class ALSAPCM {
     private var emptyWakeups = 0
 
     var isOpen: Bool { stream != nil }
+    /// One period in milliseconds (at least 1), the wait after a wake-up that moved nothing.
+    private var periodMilliseconds: Int { max(1, periodFrameCount * 1000 / max(1, sampleRate)) }
     private var frameByteCount: Int { channelCount * encoding.bytesPerSample }
     private var directionName: String { direction == .playback ? "playback" : "capture" }
 
@@ -235,9 +238,14 @@ final class ALSAPCM {
         try checkStall()
         let rc = stream.wait(timeoutMilliseconds: Self.pollMilliseconds)
         if rc > 0 {
-            // "Ready" yet the transfer moved nothing: do not spin.
+            // "Ready" yet the transfer moved nothing (a plugin whose readiness runs ahead of its
+            // data): do not spin. From the second such wake-up on, wait on the runtime's event loop
+            // for the time one period takes to fill or drain; the stall timeout still bounds it all.
             emptyWakeups += 1
-            if emptyWakeups > 1 { usleep(1000) }
+            if emptyWakeups > 1 {
+                var nothing: [pollfd] = []
+                SocketWaiter.shared.block(&nothing, timeoutMilliseconds: periodMilliseconds)
+            }
             return
         }
         if rc == 0 || rc == -EINTR || rc == -EAGAIN { return }

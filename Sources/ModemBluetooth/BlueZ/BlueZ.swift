@@ -53,8 +53,8 @@ public enum BlueZ {
         let socket = try BlueZSocket.rawHCI(device: device)
         var names = BlueZNameRequests(devices: responses)
         var decoder = H4Decoder()
-        let origin = DispatchTime.now().uptimeNanoseconds
-        func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds - origin) / 1e9 }
+        let clock = Stopwatch()
+        func now() -> Double { clock.seconds }
         var actions = names.start(now: now())
         while true {
             for action in actions {
@@ -85,3 +85,4 @@ public enum BlueZ {
     }
 }
 #endif
+import ModemRuntime

@@ -32,8 +32,8 @@ public enum BlueZSerialBridge {
                            isInterrupted: @escaping @Sendable () -> Bool = { false }) -> SerialPortBridge.Outcome {
         let core = SerialBridgeCore(input: input, output: output, quietSeconds: quietSeconds,
                                     isInterrupted: isInterrupted, onFinish: {})
-        let origin = DispatchTime.now().uptimeNanoseconds
-        func now() -> Double { Double(DispatchTime.now().uptimeNanoseconds - origin) / 1e9 }
+        let clock = Stopwatch()
+        func now() -> Double { clock.seconds }
         core.opened(now: now()) { chunk in
             do {
                 try stream.write(chunk)
@@ -80,3 +80,4 @@ public enum BlueZSerialBridge {
     }
 }
 #endif
+import ModemRuntime

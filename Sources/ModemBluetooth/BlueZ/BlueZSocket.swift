@@ -274,3 +274,4 @@ public final class BlueZSocket: Sendable {
     }
 }
 #endif
+import ModemRuntime

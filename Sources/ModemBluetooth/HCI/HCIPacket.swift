@@ -1,3 +1,4 @@
+import ModemRuntime
 /// One HCI packet (Core Vol 4 Part E §5.4), as it crosses a transport: a command to the controller,
 /// ACL or SCO data either way, or an event from the controller. All fields little-endian on the wire.
 public enum HCIPacket: Sendable, Hashable {
@@ -101,14 +102,8 @@ extension HCIPacket: CustomStringConvertible {
     }
 }
 
-/// Hex formatting shared by the HCI messages ("0x13", "0x0C03").
+/// Hex formatting shared by the HCI messages ("0x13", "0x0C03"), on the runtime's ``Hex``.
 enum HCIFormat {
-    static func hex8(_ value: UInt8) -> String {
-        let s = String(value, radix: 16, uppercase: true)
-        return "0x" + (s.count < 2 ? "0" + s : s)
-    }
-    static func hex16(_ value: UInt16) -> String {
-        let s = String(value, radix: 16, uppercase: true)
-        return "0x" + String(repeating: "0", count: max(0, 4 - s.count)) + s
-    }
+    static func hex8(_ value: UInt8) -> String { "0x" + Hex.digits(value) }
+    static func hex16(_ value: UInt16) -> String { "0x" + Hex.digits(value) }
 }

@@ -1,3 +1,4 @@
+import ModemRuntime
 /// What an ``L2CAPLink`` asks its owner to do or tells it.
 public enum L2CAPAction: Sendable, Hashable {
     /// A basic frame for `GAPMachine.sendL2CAP`.
@@ -152,11 +153,11 @@ public struct L2CAPLink: Sendable {
     public mutating func send(cid: UInt16, _ sdu: [UInt8]) -> [L2CAPAction] {
         guard let channel = channels[cid], channel.state == .open else {
             statistics.refusedSends += 1
-            return [.damaged("L2CAP send on CID 0x\(Self.hex(cid)) refused: the channel is not open")]
+            return [.damaged("L2CAP send on CID 0x\(Hex.digits(cid)) refused: the channel is not open")]
         }
         guard sdu.count <= Int(channel.peerMTU) else {
             statistics.refusedSends += 1
-            return [.damaged("L2CAP send on CID 0x\(Self.hex(cid)) refused: \(sdu.count) bytes exceed the peer's MTU \(channel.peerMTU)")]
+            return [.damaged("L2CAP send on CID 0x\(Hex.digits(cid)) refused: \(sdu.count) bytes exceed the peer's MTU \(channel.peerMTU)")]
         }
         return [.transmit(L2CAPFrame(channelID: channel.remoteCID, payload: sdu).bytes)]
     }
@@ -240,7 +241,7 @@ public struct L2CAPLink: Sendable {
             return [.received(cid: channel.localCID, decoded.payload)]
         }
         statistics.unknownCIDFrames += 1
-        return [.damaged("L2CAP frame for CID 0x\(Self.hex(decoded.channelID)) with no open channel dropped (\(decoded.payload.count) bytes)")]
+        return [.damaged("L2CAP frame for CID 0x\(Hex.digits(decoded.channelID)) with no open channel dropped (\(decoded.payload.count) bytes)")]
     }
 
     private mutating func signalling(_ payload: [UInt8], now: Double) -> [L2CAPAction] {
@@ -269,7 +270,7 @@ public struct L2CAPLink: Sendable {
     private mutating func handle(_ command: L2CAPSignalCommand, now: Double) -> [L2CAPAction] {
         guard command.identifier != 0 else {
             statistics.malformedCommands += 1
-            return [.damaged("L2CAP signalling command 0x\(Self.hex(command.code)) with identifier 0 ignored")]
+            return [.damaged("L2CAP signalling command 0x\(Hex.digits(command.code)) with identifier 0 ignored")]
         }
         let signal: L2CAPSignal
         do {
@@ -314,11 +315,11 @@ public struct L2CAPLink: Sendable {
             return []
         case .unknown(let code, _):
             if signal.isRequest {
-                return [.damaged("L2CAP signalling code 0x\(Self.hex(code)) not understood"),
+                return [.damaged("L2CAP signalling code 0x\(Hex.digits(code)) not understood"),
                         reject(identifier: id, reason: 0x0000, data: [])]
             }
             statistics.malformedCommands += 1
-            return [.damaged("L2CAP signalling response code 0x\(Self.hex(code)) not understood, ignored")]
+            return [.damaged("L2CAP signalling response code 0x\(Hex.digits(code)) not understood, ignored")]
         }
     }
 
@@ -477,8 +478,8 @@ public struct L2CAPLink: Sendable {
             switch result {
             case 0x0001: text = "parameters unacceptable"
             case 0x0002: text = "rejected"
-            case 0x0003: text = "unknown options \(options.map { "0x" + Self.hex($0.type) }.joined(separator: ", "))"
-            default: text = "result 0x\(Self.hex(result))"
+            case 0x0003: text = "unknown options \(options.map { "0x" + Hex.digits($0.type) }.joined(separator: ", "))"
+            default: text = "result 0x\(Hex.digits(result))"
             }
             return startDisconnect(cid, reason: "L2CAP configuration refused: \(text)", now: now)
         }
@@ -528,7 +529,7 @@ public struct L2CAPLink: Sendable {
     private mutating func commandRejected(identifier: UInt8, reason: UInt16, now: Double) -> [L2CAPAction] {
         statistics.commandRejectsReceived += 1
         guard let request = pending.removeValue(forKey: identifier) else { return [] }
-        let text = "L2CAP request rejected by the peer (reason 0x\(Self.hex(reason)))"
+        let text = "L2CAP request rejected by the peer (reason 0x\(Hex.digits(reason)))"
         switch request.kind {
         case .connect(let cid):
             return channels.removeValue(forKey: cid) == nil ? [] : [.closed(cid: cid, reason: text)]
@@ -593,14 +594,5 @@ public struct L2CAPLink: Sendable {
             if channels[cid] == nil { return cid }
         }
         return nil
-    }
-}
-
-extension L2CAPLink {
-    /// `value` in upper-case hex, zero-padded to its width.
-    fileprivate static func hex<T: BinaryInteger>(_ value: T) -> String {
-        let text = String(value, radix: 16, uppercase: true)
-    let width = MemoryLayout<T>.size * 2
-        return text.count < width ? String(repeating: "0", count: width - text.count) + text : text
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 import Foundation
 import Synchronization
 import ModemSockets
+import ModemRuntime
 
 /// What a serial port over Bluetooth (`modem bt connect`) does whatever the way down (our own host
 /// stack in ``SerialPortBridge``, the kernel's RFCOMM socket in ``BlueZSerialBridge``): reads
@@ -81,7 +82,7 @@ final class SerialBridgeCore: @unchecked Sendable {
     /// reader's thread), which must later be matched by ``sent(_:)`` or end in ``sendFailed(_:)``.
     func opened(now: Double, send: @escaping @Sendable ([UInt8]) -> Void) {
         lastActivity = now
-        let thread = Thread { [self] in
+        DedicatedThread.start(name: "modem-bt-input") { [self] in
             var buffer = [UInt8](repeating: 0, count: 16 * 1024)
             while true {
                 flow.lock()
@@ -103,8 +104,6 @@ final class SerialBridgeCore: @unchecked Sendable {
                 send(Array(buffer[0..<n]))
             }
         }
-        thread.name = "modem-bt-input"
-        thread.start()
     }
 
     /// `count` bytes of input left for the device (any thread).

@@ -1,3 +1,4 @@
+import ModemRuntime
 /// One RFCOMM frame (RFCOMM §5.1 on 07.10 §5.2, basic option, no flags or transparency):
 /// `address, control, length (1 or 2 bytes), [credits], information, FCS`. One frame is one
 /// L2CAP SDU.
@@ -116,8 +117,5 @@ public struct RFCOMMFrame: Sendable, Hashable {
     }
 }
 
-/// Two hex digits.
-func rfcommHex(_ byte: UInt8) -> String {
-    let text = String(byte, radix: 16, uppercase: true)
-    return byte < 16 ? "0" + text : text
-}
+/// Two hex digits (upper case).
+func rfcommHex(_ byte: UInt8) -> String { Hex.digits(byte) }

@@ -1,3 +1,4 @@
+import ModemRuntime
 /// A Bluetooth device address (BD_ADDR): six bytes, printed most significant first
 /// ("00:1B:DC:00:00:0B") and sent on the wire least significant first (`0B 00 00 DC 1B 00`).
 public struct BDAddress: Sendable, Hashable, Comparable, CustomStringConvertible, LosslessStringConvertible {
@@ -40,10 +41,7 @@ public struct BDAddress: Sendable, Hashable, Comparable, CustomStringConvertible
 
     /// "00:1B:DC:00:00:0B".
     public var description: String {
-        bytes.map { byte in
-            let hex = String(byte, radix: 16, uppercase: true)
-            return byte < 16 ? "0" + hex : hex
-        }.joined(separator: ":")
+        bytes.map { Hex.digits($0) }.joined(separator: ":")
     }
 
     public static func < (lhs: BDAddress, rhs: BDAddress) -> Bool {

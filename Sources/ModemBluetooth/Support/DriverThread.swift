@@ -1,49 +1,37 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import Foundation
-import ModemSockets
+import ModemRuntime
 import Synchronization
 
-/// The thread under a driver (``HostDriver``, the BlueZ phone driver): one named thread, a queue of
-/// calls from other threads that wake it, a stop flag, a monotonic clock, and a wait for the
-/// thread's end. The thread sleeps on its descriptor through the process's one descriptor loop
-/// (``SocketWaiter``); what it does is the driver's.
+/// The thread under a driver (``HostDriver``, the BlueZ phone driver): one named thread of the
+/// runtime (``DedicatedThread``), a queue of calls from other threads that wake it, a stop flag, a
+/// monotonic clock, and a wait for the thread's end. The thread sleeps on its descriptor through the
+/// runtime's event loop (``SocketWaiter``); what it does is the driver's.
 final class DriverThread<Request: Sendable>: Sendable {
     private let name: String
     private let requests = Mutex<[Request]>([])
     private let stopFlag = Atomic<Bool>(false)
     private let sleeper = SocketWaiter.Sleeper()
-    private let lifecycle = Mutex<(started: Bool, done: Bool)>((false, false))
-    private let finished = NSCondition()
-    private let origin = DispatchTime.now().uptimeNanoseconds
+    private let thread = Mutex<DedicatedThread?>(nil)
+    private let clock = Stopwatch()
 
     init(name: String) {
         self.name = name
     }
 
     /// Seconds since the thread's driver was created.
-    var now: Double { Double(DispatchTime.now().uptimeNanoseconds - origin) / 1e9 }
+    var now: Double { clock.seconds }
 
     /// Whether a stop was asked for.
     var stopRequested: Bool { stopFlag.load(ordering: .relaxed) }
 
     /// Starts the thread running `body` (once; later calls do nothing).
     func start(_ body: @escaping @Sendable () -> Void) {
-        let first = lifecycle.withLock { l in
-            defer { l.started = true }
-            return !l.started
+        thread.withLock { t in
+            guard t == nil else { return }
+            t = DedicatedThread.start(name: name, body)
         }
-        guard first else { return }
-        let thread = Thread { [self] in
-            body()
-            finished.lock()
-            lifecycle.withLock { $0.done = true }
-            finished.broadcast()
-            finished.unlock()
-        }
-        thread.name = name
-        thread.start()
     }
 
     /// Queues a call for the thread and wakes it.
@@ -71,9 +59,7 @@ final class DriverThread<Request: Sendable>: Sendable {
 
     /// Waits until the thread has ended (returns at once when it never started).
     func waitUntilStopped() {
-        finished.lock()
-        while lifecycle.withLock({ $0.started && !$0.done }) { finished.wait() }
-        finished.unlock()
+        thread.withLock { $0 }?.join()
     }
 
     /// Waits (on the thread) until `fd` is readable, a call or stop arrives, or `milliseconds` pass.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import ModemSockets
+import ModemRuntime
 
 /// A byte-stream file descriptor (a TCP socket, a tty) carrying H4: the system calls of
 /// ``H4TCPTransport`` and ``H4SerialTransport``, wrapped once. Non-blocking reads go through an

@@ -20,55 +20,19 @@ public final class H4TCPTransport: HCITransport {
         let name = HCITransportAddress.tcp(host: host, port: port).description
         func failure(_ why: String) -> BluetoothError { .noBluetooth("no controller at \(name): \(why)") }
 
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        let rc = getaddrinfo(host, String(port), &hints, &list)
-        guard rc == 0, list != nil else {
-            throw failure("cannot resolve \(host): \(String(cString: gai_strerror(rc)))")
+        // ModemSockets' one TCP connect (each address in turn, non-blocking, TCP_NODELAY).
+        let fd: Int32
+        do throws(SocketError) {
+            fd = try TCPSocket.connect(host: host, port: Int(port), timeoutMilliseconds: Int(timeout * 1000)).fd
+        } catch {
+            switch error.kind {
+            case .refused: throw failure("connection refused")
+            case .timedOut: throw failure("no answer in \(Int(timeout)) s")
+            case .invalidAddress where error.operation == "getaddrinfo": throw failure("cannot resolve \(host)")
+            default: throw failure(error.code != 0 ? String(cString: strerror(error.code)).lowercased() : error.description)
+            }
         }
-        defer { freeaddrinfo(list) }
-
-        var lastError = failure("no address")
-        var entry = list
-        while let ai = entry {
-            entry = ai.pointee.ai_next
-            let fd = socket(ai.pointee.ai_family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-                            | Int32(SOCK_NONBLOCK.rawValue), 0)
-            guard fd >= 0 else {
-                lastError = failure("socket: \(String(cString: strerror(errno)))")
-                continue
-            }
-            var code: Int32 = 0
-            if connect(fd, ai.pointee.ai_addr, ai.pointee.ai_addrlen) != 0 {
-                code = errno
-                if code == EINPROGRESS {
-                    var p = [pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)]
-                    if SocketWaiter.shared.block(&p, timeoutMilliseconds: Int(timeout * 1000)) == 0 {
-                        code = ETIMEDOUT
-                    } else {
-                        var length = socklen_t(MemoryLayout<Int32>.size)
-                        _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &code, &length)
-                    }
-                }
-            }
-            guard code == 0 else {
-                Glibc.close(fd)
-                switch code {
-                case ECONNREFUSED: lastError = failure("connection refused")
-                case ETIMEDOUT: lastError = failure("no answer in \(Int(timeout)) s")
-                default: lastError = failure(String(cString: strerror(code)).lowercased())
-                }
-                continue
-            }
-            var one: Int32 = 1
-            _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-            channel = H4StreamChannel(fd: fd, isSocket: true, name: name)
-            return
-        }
-        throw lastError
+        channel = H4StreamChannel(fd: fd, isSocket: true, name: name)
     }
 
     /// The socket.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Synchronization
 import ModemSockets
+import ModemRuntime
 
 /// The Linux kernel's HCI user channel (`--hci hciN`): exclusive, raw use of a controller the kernel
 /// knows, `socket(AF_BLUETOOTH, SOCK_RAW, BTPROTO_HCI)` bound to `{dev N, HCI_CHANNEL_USER}`. Each

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Synchronization
+import ModemRuntime
 
 /// Writes HCI traffic to a pcap file that Wireshark and tshark read
 /// (LINKTYPE_BLUETOOTH_HCI_H4_WITH_PHDR, 201): a 24-byte global header, then per packet a record
@@ -71,11 +72,7 @@ public final class PcapWriter: Sendable {
         }
     }
 
-    private static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_REALTIME, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    private static func now() -> Double { Double(SystemTime.wallNanoseconds()) / 1e9 }
 
     private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         var offset = 0

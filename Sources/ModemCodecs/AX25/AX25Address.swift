@@ -1,3 +1,4 @@
+import ModemRuntime
 /// One address of an AX.25 frame: a callsign, an SSID and the bits that travel with them.
 ///
 /// On the air an address is 7 bytes: the callsign's 6 characters (padded with spaces), each shifted left
@@ -176,7 +177,4 @@ public struct AX25Address: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// Two lower-case hexadecimal digits.
-func ax25HexByte(_ byte: UInt8) -> String {
-    let digits = Array("0123456789abcdef")
-    return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
-}
+func ax25HexByte(_ byte: UInt8) -> String { Hex.encode(CollectionOfOne(byte)) }

@@ -1,3 +1,4 @@
+import ModemRuntime
 /// Bytes in blocks of one ``LDPCCode`` word each, every block checked by a CRC-32: the framing of the
 /// OFDM modem's data (and of anything else that sends whole code words).
 ///
@@ -39,14 +40,14 @@ public struct LDPCBlockCodec: ~Copyable {
     /// The fixed interleaver of `length` bits: position i of the sent bits carries code bit `p[i]`.
     static func permutation(length: Int) -> [Int32] {
         var p = (0..<length).map { Int32($0) }
-        var rng = FECRandom(seed: 0x1A7E_81EA_7E00_0000 ^ UInt64(length))
+        var rng = SplitMix64(seed: 0x1A7E_81EA_7E00_0000 ^ UInt64(length))
         for i in stride(from: length - 1, to: 0, by: -1) { p.swapAt(i, Int(rng.next() % UInt64(i + 1))) }
         return p
     }
 
     /// The scrambling bits of block `index` (``LDPCCode/informationLength`` of them).
     private func scrambler(index: Int) -> [UInt8] {
-        var rng = FECRandom(seed: 0x5C2A_3B1E_0000_0000 &+ UInt64(truncatingIfNeeded: index))
+        var rng = SplitMix64(seed: 0x5C2A_3B1E_0000_0000 &+ UInt64(truncatingIfNeeded: index))
         var out = [UInt8](repeating: 0, count: code.informationLength)
         var w: UInt64 = 0
         for i in 0..<out.count {

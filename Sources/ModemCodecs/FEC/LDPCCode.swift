@@ -1,4 +1,5 @@
 import Synchronization
+import ModemRuntime
 
 /// A code rate of the LDPC family ``LDPCCode``: information bits per code bit.
 public enum LDPCRate: String, CaseIterable, Sendable, Hashable, Codable {
@@ -139,7 +140,7 @@ public final class LDPCCode: Sendable {
     /// (a shuffled list of sockets), no check twice in a column, and no two columns sharing two
     /// checks (the staircase's pairs included) where a swap with a later socket can avoid it.
     private static func draw(degrees: [Int], checks m: Int, seed: UInt64) -> [[Int]] {
-        var rng = FECRandom(seed: seed)
+        var rng = SplitMix64(seed: seed)
         let edges = degrees.reduce(0, +)
         var sockets = (0..<edges).map { $0 % m }
         for i in stride(from: sockets.count - 1, to: 0, by: -1) {
@@ -217,19 +218,5 @@ public final class LDPCCode: Sendable {
             if x & 1 != 0 { return false }
         }
         return true
-    }
-}
-
-/// The FEC module's own small generator (SplitMix64), so the codes and interleavers drawn here do
-/// not depend on any other module's choice of generator.
-struct FECRandom {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

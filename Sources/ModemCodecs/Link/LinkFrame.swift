@@ -1,3 +1,4 @@
+import ModemRuntime
 /// The native frame of the channel protocol (`ModemLink`), as bytes; the HDLC byte codec below it
 /// adds flags, bit stuffing and its own FCS-16 on the line. Wire format: `docs/link-protocol.md`.
 ///

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ModemRuntime
 
 /// Impairments a channel simulator applies, in the order listed.
 public struct ChannelImpairments: Sendable, Hashable {

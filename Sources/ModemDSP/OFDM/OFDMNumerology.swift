@@ -1,3 +1,4 @@
+import ModemRuntime
 /// The time and frequency grid of one kind of OFDM symbol at 48 kHz: the transform size, the
 /// cyclic prefix, the band of carriers used and where the pilots sit.
 ///

@@ -1,5 +1,6 @@
 import Foundation
 import ModemDSP
+import ModemRuntime
 
 /// What carries the audio between the two stations of a ``LinkTest``: one step plays a block from
 /// each and feeds each what it hears.

@@ -1,6 +1,7 @@
 import Foundation
 import ModemCodecs
 import ModemDSP
+import ModemRuntime
 
 /// What a ``LinkTest`` runs.
 public struct LinkTestOptions: Sendable, Hashable {
@@ -132,15 +133,7 @@ public final class LinkTest {
 
     private var deviceEvents: [LinkEvent] = []
 
-    private func payload() -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: options.size)
-        var i = 0
-        while i < out.count {
-            var v = rng.next()
-            for _ in 0..<8 where i < out.count { out[i] = UInt8(v & 0xFF); v >>= 8; i += 1 }
-        }
-        return out
-    }
+    private func payload() -> [UInt8] { rng.bytes(options.size) }
 
     private static func hash(_ d: [UInt8]) -> UInt64 {
         var h: UInt64 = 0xcbf2_9ce4_8422_2325

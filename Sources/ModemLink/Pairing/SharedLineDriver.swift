@@ -1,5 +1,6 @@
 import ModemAudio
 import ModemDSP
+import ModemRuntime
 
 /// Runs one ``SharedLineFrameLine`` over real audio (an ALSA device on which this end both plays and
 /// records, such as a sound server's null sink), blocking the calling thread: reads a block of what

@@ -1,6 +1,7 @@
 import ModemAudio
 import ModemCodecs
 import ModemDSP
+import ModemRuntime
 
 /// Short messages (such as pairing messages) on a shared audio line, over the link's ``LinkModem``:
 /// every end plays into and hears the same line, itself included. A message is the payload of one

@@ -1,6 +1,7 @@
 import Foundation
 import ModemAudio
 import Synchronization
+import ModemRuntime
 
 /// Runs a ``LinkStation`` on its own thread over real audio: reads what the input hears (which paces
 /// the loop: real time for a sound card, lockstep for an ``AudioPipe``), feeds it to the station and
@@ -63,9 +64,7 @@ public final class LinkDriver<Machine: LinkMachine>: @unchecked Sendable {
         defer { finished.unlock() }
         guard !started, !stopFlag.load(ordering: .relaxed) else { return }
         started = true
-        let t = Thread { [self] in self.loop() }
-        t.name = "modem-link"
-        t.start()
+        DedicatedThread.start(name: "modem-link") { [self] in self.loop() }
     }
 
     /// Runs `body` on the driver thread before the next block, with the station and its clock.

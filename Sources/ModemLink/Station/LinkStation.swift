@@ -1,5 +1,6 @@
 import ModemCodecs
 import ModemDSP
+import ModemRuntime
 
 /// One end of the link, without I/O: a state machine and a modem (``LinkAudioModem``: ``LinkModem``
 /// or ``OFDMLinkModem``). A driver feeds it blocks of

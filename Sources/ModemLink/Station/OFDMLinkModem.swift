@@ -2,6 +2,7 @@ import ModemAudio
 import ModemCodecs
 import ModemDSP
 import ModemPipelines
+import ModemRuntime
 
 /// The channel protocol's frames over the OFDM modem, for one end of the link: frames become records
 /// (`[length: 2 bytes][frame]`) in a byte stream cut into CRC-checked LDPC blocks, sent as one OFDM

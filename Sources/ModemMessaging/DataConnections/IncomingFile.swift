@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ModemRuntime
 
 /// One file being received: `.part` and `.state` in `DIR/.modem-partial/`, written with `pwrite`,
 /// hashed as written. The state file holds a header (`SMPART02`, size u64, block size u32, verified
@@ -32,21 +33,10 @@ final class IncomingFile {
     private static let magic = Array("SMPART02".utf8)
     private static let header = 24
 
-    static func now() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-
-    static func hex<S: Sequence>(_ bytes: S) -> String where S.Element == UInt8 {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func now() -> Double { SystemTime.monotonicSeconds() }
 
     static func base(peerKey: [UInt8], fileKey: [UInt8]) -> String {
-        hex(SHA256Hasher.hash(peerKey).prefix(8)) + "-" + hex(fileKey.prefix(16))
+        Hex.encode(SHA256Hasher.hash(peerKey).prefix(8)) + "-" + Hex.encode(fileKey.prefix(16))
     }
 
     init(folder: ReceiveFolder, peerKey: [UInt8], fileKey: [UInt8], size: UInt64, blockSize: Int, name: String,

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ModemRuntime
 
 /// The file system calls of the key store: private folders and files, atomic replacement, a lock.
 enum FileOps {
@@ -83,60 +84,49 @@ enum FileOps {
         return out
     }
 
-    /// Replaces `path` atomically: a temporary file created with `O_EXCL` and mode 0600, written,
-    /// `fsync`ed, renamed over `path`; then the folder is `fsync`ed.
+    /// Replaces `path` atomically, readable by the owner only, synced (the runtime's ``AtomicFile``).
     static func writeAtomically(_ path: String, _ bytes: [UInt8]) throws(KeyStoreError) {
-        let temporary = path + ".tmp-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw KeyStoreError(.io, "cannot create \(temporary): \(errorText(errno))") }
-        var ok = true
-        var code: Int32 = 0
-        var done = 0
-        while done < bytes.count {
-            let n = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + done, bytes.count - done) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                ok = false; code = errno; break
-            }
-            done += n
-        }
-        if ok && fsync(fd) != 0 { ok = false; code = errno }
-        close(fd)
-        if ok && rename(temporary, path) != 0 { ok = false; code = errno }
-        guard ok else {
-            unlink(temporary)
-            throw KeyStoreError(.io, "cannot write \(path): \(errorText(code))")
-        }
-        let folder = path.split(separator: "/", omittingEmptySubsequences: false).dropLast().joined(separator: "/")
-        let dirfd = open(folder.isEmpty ? (path.hasPrefix("/") ? "/" : ".") : folder, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dirfd >= 0 {
-            _ = fsync(dirfd)
-            close(dirfd)
+        do throws(AtomicFileError) {
+            try AtomicFile.write(bytes, to: path, mode: .ownerOnly, durability: .synced)
+        } catch {
+            throw KeyStoreError(.io, error.description)
         }
     }
 
-    /// How long ``locked(_:_:)`` waits for another process's lock before it gives up, in seconds.
+    /// How long ``locked(_:patience:_:)`` waits for another process's lock before it gives up, in seconds.
     static let lockPatience = 10.0
 
     /// Runs `body` holding an exclusive `flock` on `folder/.lock`; another process holding it longer
-    /// than ``lockPatience`` is an error naming the lock (not a silent wait).
-    static func locked<T>(_ folder: String, _ body: () throws(KeyStoreError) -> T) throws(KeyStoreError) -> T {
+    /// than `patience` seconds is an error naming the lock (not a silent wait).
+    ///
+    /// A free lock is taken at once. A held one is waited for with a blocking `flock` on the runtime's
+    /// blocking facility (``BlockingCalls/waitAtMost(seconds:_:whenLate:)``), so the lock is taken the
+    /// moment the other process lets go, with no polling; when the patience runs out first, the late
+    /// lock is dropped (its descriptor closed) whenever it comes.
+    static func locked<T>(_ folder: String, patience: Double = lockPatience,
+                          _ body: () throws(KeyStoreError) -> T) throws(KeyStoreError) -> T {
         let fd = open(folder + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else { throw KeyStoreError(.io, "cannot open the lock \(folder)/.lock: \(errorText(errno))") }
-        defer { close(fd) }
-        // flock has no timeout: try, and try again every 50 ms while another process holds it.
-        var waited = 0.0
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            let code = errno
-            if code == EINTR { continue }
-            guard code == EWOULDBLOCK else { throw KeyStoreError(.io, "cannot lock \(folder)/.lock: \(errorText(code))") }
-            guard waited < lockPatience else {
-                throw KeyStoreError(.io, "the keys folder \(folder) is locked by another process (\(folder)/.lock held for \(Int(lockPatience)) s); try again when it is done")
+        var code = lock(fd, blocking: false)
+        if code == EWOULDBLOCK {
+            guard let waited = BlockingCalls.waitAtMost(seconds: patience, { lock(fd, blocking: true) },
+                                                        whenLate: { _ in close(fd) }) else {
+                // The blocked flock owns the descriptor now and closes it when it returns.
+                throw KeyStoreError(.io, "the keys folder \(folder) is locked by another process (\(folder)/.lock held for \(Int(patience)) s); try again when it is done")
             }
-            var step = timespec(tv_sec: 0, tv_nsec: 50_000_000)
-            nanosleep(&step, nil)
-            waited += 0.05
+            code = waited
         }
+        defer { close(fd) }
+        guard code == 0 else { throw KeyStoreError(.io, "cannot lock \(folder)/.lock: \(errorText(code))") }
         return try body()
+    }
+
+    /// `flock(LOCK_EX)` on `fd`, retried on `EINTR`: 0, or the `errno` (`EWOULDBLOCK`: held elsewhere).
+    private static func lock(_ fd: Int32, blocking: Bool) -> Int32 {
+        while flock(fd, LOCK_EX | (blocking ? 0 : LOCK_NB)) != 0 {
+            let code = errno
+            if code != EINTR { return code }
+        }
+        return 0
     }
 }

@@ -4,6 +4,7 @@ import Glibc
 import ModemSockets
 import ModemTransport
 import Synchronization
+import ModemRuntime
 
 /// A listening TCP socket that hands out ``TCPTransport``s at once: the transport checks the `SMsg`
 /// preamble (HTTP, a port scan or junk ends it as `.malformed` or `.peerClosed` before any

@@ -5,6 +5,7 @@ import Dispatch
 import ModemSockets
 import ModemTransport
 import Synchronization
+import ModemRuntime
 
 /// One TCP connection under a session: its descriptor, its frame decoder, how it ended. The
 /// descriptor is closed when the last reference goes (so a waiting poll never sees a reused number).
@@ -32,7 +33,7 @@ final class TCPConnection: Sendable {
 }
 
 /// A ``MessageTransport`` over one TCP connection: frames as `length u32 BE | frame`, the dialer's
-/// `SMsg` preamble first. Non-blocking sockets; waits go through ModemSockets' ``SocketWaiter``, so
+/// `SMsg` preamble first. Non-blocking sockets; waits go through the runtime's ``SocketWaiter``, so
 /// no Swift thread ever blocks. Reads happen only inside ``receive()`` (pull-based), so a peer that
 /// sends faster than we consume fills the kernel's buffers, not our memory.
 public struct TCPTransport: MessageTransport {
@@ -59,15 +60,11 @@ public struct TCPTransport: MessageTransport {
     /// Connects to `host:port` (a name, an IPv4 or IPv6 literal) and writes the `SMsg` preamble.
     /// - Throws: ``TransportError`` naming the address and the reason (refused, unreachable, timed out).
     public static func dial(host: String, port: Int, timeout: Double = 10) async throws(TransportError) -> TCPTransport {
-        let result: Result<(fd: Int32, peer: String), SocketError> = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                do throws(SocketError) {
-                    continuation.resume(returning: .success(try TCPSocket.connect(host: host, port: port,
-                                                                                  timeoutMilliseconds: Int(timeout * 1000))))
-                } catch {
-                    continuation.resume(returning: .failure(error))
-                }
-            }
+        let result: Result<(fd: Int32, peer: String), SocketError>
+        do throws(SocketError) {
+            result = .success(try await TCPSocket.connect(host: host, port: port, timeoutMilliseconds: Int(timeout * 1000)))
+        } catch {
+            result = .failure(error)
         }
         switch result {
         case .failure(let error):

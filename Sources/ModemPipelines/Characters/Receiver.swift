@@ -1,8 +1,8 @@
-import Dispatch
 import ModemAudio
 import ModemCodecs
 import ModemDSP
 import Synchronization
+import ModemRuntime
 
 /// Something the receiver noticed besides data, for diagnostics.
 public enum ReceiverEvent: Sendable {
@@ -159,8 +159,8 @@ public final class Receiver {
         }
         let mid = total / 2
         let second = SecondHalf()
-        let group = DispatchGroup()
-        DispatchQueue.global().async(group: group) {
+        // The second half decodes on a thread of its own (the runtime's), joined below.
+        let secondHalf = DedicatedThread.start(name: "modem-rx-second-half") {
             second.decode(path: path, channel: channel, from: mid, configuration: config, shape: shape)
         }
 
@@ -191,7 +191,7 @@ public final class Receiver {
             onProgress(readA + second.samplesRead.load(ordering: .relaxed))
         }
         if stopped { second.stop.store(true, ordering: .relaxed) }
-        group.wait()
+        secondHalf.join()
         if let error = second.error { throw error }
 
         if !stopped, readA == limit, let join = Self.joinPoint(first: pending, second: second.characters,

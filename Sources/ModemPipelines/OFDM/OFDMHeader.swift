@@ -1,5 +1,6 @@
 import ModemCodecs
 import ModemDSP
+import ModemRuntime
 
 /// The header every OFDM transmission starts with, on the one BPSK symbol after the preamble: the
 /// format's version, the configuration's id and the payload's length (or none, for a stream that

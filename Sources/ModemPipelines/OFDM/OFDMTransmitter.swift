@@ -1,6 +1,7 @@
 import ModemAudio
 import ModemCodecs
 import ModemDSP
+import ModemRuntime
 
 /// Errors of the OFDM transmitter and receiver.
 public struct OFDMError: Error, CustomStringConvertible, Sendable, Equatable {

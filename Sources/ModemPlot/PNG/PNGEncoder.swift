@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import ModemRuntime
 
 /// Why a PNG file could not be written.
 public struct PNGWriteError: Error, CustomStringConvertible, Sendable, Equatable {
@@ -65,28 +66,24 @@ public enum PNGEncoder {
         if direct && (st.st_mode & S_IFMT) == S_IFDIR {
             throw PNGWriteError(path: path, message: "is a directory", code: EISDIR)
         }
-        var target = path
-        let fd: Int32
-        if direct {
-            fd = open(path, O_WRONLY | O_CLOEXEC)
-        } else {
-            var template = Array("\(path).XXXXXX".utf8CString)
-            fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            target = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            if fd >= 0 {
-                let mask = umask(0)
-                umask(mask)
-                fchmod(fd, 0o666 & ~mask)
+        guard direct else {
+            // A regular file (or none yet): replaced whole, through the runtime's atomic write.
+            do throws(AtomicFileError) {
+                try AtomicFile.write(bytes, to: path, mode: .umask, durability: .unsynced)
+            } catch {
+                let why = error.code == ENOENT ? "the folder does not exist" : String(cString: strerror(error.code))
+                let what = error.step.hasPrefix("cannot create") ? "cannot create" : error.step
+                throw PNGWriteError(path: path, message: "\(what): \(why)", code: error.code)
             }
+            return
         }
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
         guard fd >= 0 else {
             let e = errno
-            let why = e == ENOENT ? "the folder does not exist" : String(cString: strerror(e))
-            throw PNGWriteError(path: path, message: "cannot create: \(why)", code: e)
+            throw PNGWriteError(path: path, message: "cannot open: \(String(cString: strerror(e)))", code: e)
         }
         func fail(_ what: String, _ e: Int32) -> PNGWriteError {
-            if !direct { unlink(target) }
-            return PNGWriteError(path: path, message: "\(what): \(String(cString: strerror(e)))", code: e)
+            PNGWriteError(path: path, message: "\(what): \(String(cString: strerror(e)))", code: e)
         }
         var written = 0
         while written < bytes.count {
@@ -102,7 +99,6 @@ public enum PNGEncoder {
             written += n
         }
         if close(fd) != 0 { throw fail("closing failed", errno) }
-        if !direct && rename(target, path) != 0 { throw fail("cannot replace the file", errno) }
     }
 
     /// Each row prefixed by its filter type byte and filtered (None, Sub, Up, Average or Paeth,
@@ -158,7 +154,7 @@ public enum PNGEncoder {
 
     /// zlib's CRC-32 (ISO-HDLC, as PNG chunks use).
     static func crc32(_ bytes: [UInt8]) -> UInt32 {
-        bytes.withUnsafeBufferPointer { UInt32(CZlib.crc32(0, $0.baseAddress, uInt($0.count))) }
+        CRC32.checksum(bytes)
     }
 
     /// A zlib stream (RFC 1950) of `data`, by zlib's `compress2`.

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ModemCodecs
 import ModemSockets
+import ModemRuntime
 
 /// A KISS-over-TCP server, the protocol of Dire Wolf's port 8001: each connection is a byte stream
 /// of KISS frames both ways (``KISSDecoder``, ``KISSEncoder``).

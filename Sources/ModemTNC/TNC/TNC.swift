@@ -5,6 +5,7 @@ import ModemAudio
 import ModemCodecs
 import ModemPipelines
 import ModemDSP
+import ModemRuntime
 
 /// A KISS TNC: a packet receiver and transmitter behind a ``KISSServer``, all in one thread.
 ///
@@ -183,11 +184,7 @@ public final class TNC {
         return currentStatistics
     }
 
-    static func monotonicSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
+    static func monotonicSeconds() -> Double { SystemTime.monotonicSeconds() }
 
     // MARK: - Network
 

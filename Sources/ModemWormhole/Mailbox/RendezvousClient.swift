@@ -1,6 +1,7 @@
 import Foundation
 import ModemMessaging
 import Synchronization
+import ModemRuntime
 
 /// A message of the mailbox, as the server relays it: the sending side, its phase and its body.
 public struct MailboxMessage: Sendable, Equatable {
@@ -92,7 +93,7 @@ public final class RendezvousClient: Sendable {
             waiter?.resume(returning: w)
         case "message":
             guard let side = m["side"]?.string, let phase = m["phase"]?.string, let hex = m["body"]?.string,
-                  let body = hexDecode(hex) else {
+                  let body = Hex.decode(hex) else {
                 throw WormholeError(.server, "the rendezvous server relayed a message without side, phase or hex body")
             }
             let message = MailboxMessage(side: side, phase: phase, body: body)
@@ -134,7 +135,7 @@ public final class RendezvousClient: Sendable {
     func send(_ type: String, _ fields: [String: JSONValue] = [:]) async throws(WormholeError) {
         var f = fields
         f["type"] = .string(type)
-        f["id"] = .string(hexEncode((0..<2).map { _ in UInt8.random(in: 0...255) }))
+        f["id"] = .string(Hex.encode((0..<2).map { _ in UInt8.random(in: 0...255) }))
         try await socket.send(text: JSONValue.object(f).text)
     }
 
@@ -188,7 +189,7 @@ public final class RendezvousClient: Sendable {
 
     /// `add`: leaves a message in the open mailbox.
     public func add(phase: String, body: [UInt8]) async throws(WormholeError) {
-        try await send("add", ["phase": .string(phase), "body": .string(hexEncode(body))])
+        try await send("add", ["phase": .string(phase), "body": .string(Hex.encode(body))])
     }
 
     /// `release`: gives the nameplate back.
@@ -229,37 +230,6 @@ public final class RendezvousClient: Sendable {
 /// Whether `text` is a nameplate: 1 to 64 ASCII digits.
 func isNameplate(_ text: String) -> Bool {
     !text.isEmpty && text.utf8.count <= 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
-}
-
-/// Lowercase hex of bytes.
-public func hexEncode(_ bytes: some Sequence<UInt8>) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out: [UInt8] = []
-    for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
-    return String(decoding: out, as: UTF8.self)
-}
-
-/// Bytes of a hex string (either case), or nil when it is not hex of whole bytes.
-public func hexDecode(_ text: String) -> [UInt8]? {
-    let u = Array(text.utf8)
-    guard u.count % 2 == 0 else { return nil }
-    func v(_ c: UInt8) -> UInt8? {
-        switch c {
-        case 0x30...0x39: c - 0x30
-        case 0x61...0x66: c - 0x57
-        case 0x41...0x46: c - 0x37
-        default: nil
-        }
-    }
-    var out: [UInt8] = []
-    out.reserveCapacity(u.count / 2)
-    var i = 0
-    while i < u.count {
-        guard let hi = v(u[i]), let lo = v(u[i + 1]) else { return nil }
-        out.append(hi << 4 | lo)
-        i += 2
-    }
-    return out
 }
 
 /// Text from the other end made safe for a terminal (``TerminalText/safe(_:maximumScalars:)``), at most 300 scalars.

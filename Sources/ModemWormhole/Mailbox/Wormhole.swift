@@ -1,5 +1,6 @@
 import ModemCrypto
 import Synchronization
+import ModemRuntime
 
 /// A wormhole code, `NAMEPLATE-WORD-WORD...`: the nameplate (digits) the rendezvous server knows,
 /// and the whole text, which is the PAKE's password and never leaves this process otherwise.
@@ -82,7 +83,7 @@ public final class Wormhole: Sendable {
     public static func open(relay: WebSocketURL, appID: String, code: WormholeCode?, timeout: Double = 15) async throws(WormholeError) -> Wormhole {
         let client = try await RendezvousClient.connect(relay, timeout: timeout)
         do throws(WormholeError) {
-            let side = hexEncode(secureRandomBytes(5))
+            let side = Hex.encode(secureRandomBytes(5))
             try await client.bind(appID: appID, side: side)
             var chosen: WormholeCode
             if let code { chosen = code } else { chosen = WormholeCode.random(nameplate: try await client.allocate()) }
@@ -125,14 +126,14 @@ public final class Wormhole: Sendable {
         } catch {
             throw WormholeError(.local, error.description)
         }
-        try await client.add(phase: "pake", body: JSONValue.object(["pake_v1": .string(hexEncode(pake.outboundMessage))]).bytes)
+        try await client.add(phase: "pake", body: JSONValue.object(["pake_v1": .string(Hex.encode(pake.outboundMessage))]).bytes)
         var key: [UInt8]?
         var peerVersion: [UInt8]?
         while key == nil || peerVersion == nil {
             let m = try await nextFromPeer()
             switch m.phase {
             case "pake" where key == nil:
-                guard let hex = JSONValue.parse(m.body)?["pake_v1"]?.string, let message = hexDecode(hex) else {
+                guard let hex = JSONValue.parse(m.body)?["pake_v1"]?.string, let message = Hex.decode(hex) else {
                     await close(mood: "errory")
                     throw WormholeError(.peer, "the peer's PAKE message is not {\"pake_v1\": HEX}")
                 }

@@ -1,6 +1,7 @@
 import ModemCrypto
 import ModemMessaging
 import ModemTransport
+import ModemRuntime
 
 /// A messaging session's line made by a wormhole code (`wormhole:CODE` endpoints): both peers meet on
 /// the rendezvous server under this project's application id, run the PAKE on the code, trade their
@@ -40,7 +41,7 @@ public struct WormholeSessionLink: Sendable {
             guard let key = w.key else { throw WormholeError(.local, "no key") }
             let connector = try TransitConnector(role: dialer ? .sender : .receiver, transitKey: WormholeKeys.derive(key, purpose: appID + "/transit-key"),
                                                  relays: transit.relays, listen: transit.listen)
-            try await w.send(["session": ["service": .string(service), "identity": .string(hexEncode(identity))],
+            try await w.send(["session": ["service": .string(service), "identity": .string(Hex.encode(identity))],
                               "transit": connector.hints.message])
             let theirs = try await w.receiveJSON()
             guard let s = theirs["session"], let peerService = s["service"]?.string else {
@@ -49,7 +50,7 @@ public struct WormholeSessionLink: Sendable {
             guard peerService == service else {
                 throw WormholeError(.peer, "the peer wants a \(printableText(peerService)) session, this side a \(service) session")
             }
-            guard let hex = s["identity"]?.string, let peerKey = hexDecode(hex), peerKey.count == 32 else {
+            guard let hex = s["identity"]?.string, let peerKey = Hex.decode(hex), peerKey.count == 32 else {
                 throw WormholeError(.peer, "the peer's identity key is not 32 bytes of hex")
             }
             let connection = try await connector.connect(to: TransitHints(message: theirs["transit"] ?? [:]), timeout: transit.timeout)

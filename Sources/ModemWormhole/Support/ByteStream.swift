@@ -1,19 +1,20 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import ModemRuntime
 import ModemSockets
 import Synchronization
 
 /// One connected TCP socket for the wormhole's protocols (WebSocket, transit): reads of what is there
-/// or of an exact count, writes of whole buffers, every wait through ModemSockets' ``SocketWaiter``
+/// or of an exact count, writes of whole buffers, every wait through the runtime's ``SocketWaiter``
 /// (no thread blocks), with an optional deadline. One reader and one writer at a time (a lock each).
 /// The descriptor is closed when the stream goes, unless it was handed on with ``detach()``.
 public final class ByteStream: Sendable {
     private let fdBox: Atomic<Int32>
     /// The peer's address (`127.0.0.1:4000`).
     public let peer: String
-    private let readLock = WormholeLock()
-    private let writeLock = WormholeLock()
+    private let readLock = AsyncLock()
+    private let writeLock = AsyncLock()
     private let closed = Atomic<Bool>(false)
 
     /// A stream over a connected, non-blocking socket.
@@ -30,57 +31,18 @@ public final class ByteStream: Sendable {
     /// The descriptor (-1 once detached).
     public var fd: Int32 { fdBox.load(ordering: .acquiring) }
 
-    /// Connects to `host:port` within `timeout` seconds, each resolved address in turn. The connection
-    /// is made without blocking a thread (non-blocking `connect`, then a wait for the socket to become
-    /// writable through ``SocketWaiter``), so a cancelled attempt (a transit route that lost the race,
-    /// an address behind a NAT that never answers) ends at once.
+    /// Connects to `host:port` within `timeout` seconds, each resolved address in turn, through
+    /// ModemSockets' one TCP connect (``TCPSocket/connect(host:port:timeoutMilliseconds:)``, async): no
+    /// thread blocks, so a cancelled attempt (a transit route that lost the race, an address behind a
+    /// NAT that never answers) ends at once.
     /// - Throws: ``WormholeError`` (`.network`) naming the address and the reason.
     public static func connect(host: String, port: Int, timeout: Double) async throws(WormholeError) -> ByteStream {
-        let what = "cannot connect to \(TCPSocket.hostPort(host, port))"
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        hints.ai_flags = AI_NUMERICSERV
-        var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else {
-            throw WormholeError(.network, "\(what): '\(host)' does not resolve")
+        do throws(SocketError) {
+            let connected = try await TCPSocket.connect(host: host, port: port, timeoutMilliseconds: Int(timeout * 1000))
+            return ByteStream(fd: connected.fd, peer: TCPSocket.hostPort(host, port))
+        } catch {
+            throw WormholeError(.network, error.description)
         }
-        defer { freeaddrinfo(list) }
-        var addresses: [(family: Int32, address: [UInt8])] = []
-        var entry: UnsafeMutablePointer<addrinfo>? = first
-        while let e = entry {
-            entry = e.pointee.ai_next
-            addresses.append((e.pointee.ai_family, Array(UnsafeRawBufferPointer(start: e.pointee.ai_addr, count: Int(e.pointee.ai_addrlen)))))
-        }
-        var failure = WormholeError(.network, "\(what): no address")
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
-        for (family, address) in addresses {
-            let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-            guard fd >= 0 else { failure = WormholeError(.network, "\(what): socket: \(String(cString: strerror(errno)))"); continue }
-            var code: Int32 = address.withUnsafeBytes { a in
-                Glibc.connect(fd, a.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(a.count)) == 0 ? 0 : errno
-            }
-            if code == EINPROGRESS || code == EINTR {
-                switch await SocketWaiter.shared.wait(fd: fd, for: .writable, timeoutMilliseconds: remaining(deadline)) {
-                case .ready:
-                    var soError: Int32 = 0
-                    var length = socklen_t(MemoryLayout<Int32>.size)
-                    _ = getsockopt(fd, SOL_SOCKET, SO_ERROR, &soError, &length)
-                    code = soError
-                case .timedOut: code = ETIMEDOUT
-                case .cancelled:
-                    TCPSocket.close(fd)
-                    throw WormholeError(.network, "\(what): cancelled")
-                }
-            }
-            if code == 0 {
-                TCPSocket.setNoDelay(fd)
-                return ByteStream(fd: fd, peer: TCPSocket.hostPort(host, port))
-            }
-            TCPSocket.close(fd)
-            failure = WormholeError(.network, "\(what): \(code == ECONNREFUSED ? "connection refused (nothing listens there)" : String(cString: strerror(code)))")
-        }
-        throw failure
     }
 
     /// Milliseconds left until `deadline` (nil: no limit).
@@ -181,30 +143,3 @@ public final class ByteStream: Sendable {
     }
 }
 
-/// A first-come-first-served lock for async code (waiters suspend, never block a thread).
-final class WormholeLock: Sendable {
-    private struct State {
-        var locked = false
-        var waiters: [CheckedContinuation<Void, Never>] = []
-    }
-    private let state = Mutex(State())
-
-    func lock() async {
-        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { s in
-                if !s.locked { s.locked = true; return true }
-                s.waiters.append(c)
-                return false
-            }
-            if now { c.resume() }
-        }
-    }
-
-    func unlock() {
-        let next: CheckedContinuation<Void, Never>? = state.withLock { s in
-            if s.waiters.isEmpty { s.locked = false; return nil }
-            return s.waiters.removeFirst()
-        }
-        next?.resume()
-    }
-}

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ModemMessaging
+import ModemRuntime
 
 /// The folder a wormhole receive writes into, held open by descriptor: everything arrives under a
 /// hidden partial name (`.NAME.modem-partial-XXXX`, created with `O_EXCL | O_NOFOLLOW`) and is put
@@ -45,7 +46,7 @@ public final class WormholeFolder: Sendable {
     /// never by characters, which may be 4 bytes each) + `.modem-partial-` + 8 hex digits: at most 224
     /// bytes, within the 255 bytes a file name may have.
     static func partialName(for name: String) -> String {
-        "." + NameCleaner.cut(name, maximumBytes: 200) + ".modem-partial-" + hexEncode((0..<4).map { _ in UInt8.random(in: 0...255) })
+        "." + NameCleaner.cut(name, maximumBytes: 200) + ".modem-partial-" + Hex.encode((0..<4).map { _ in UInt8.random(in: 0...255) })
     }
 
     /// Puts a finished partial file or folder in place under `cleaned` (` (2)`, ` (3)`... while taken;

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ModemCrypto
 import ModemMessaging
+import ModemRuntime
 
 extension WormholeTransfer {
     /// How the receiver treats offers.
@@ -138,7 +139,7 @@ extension WormholeTransfer {
             kept = true
             result = .file(name: final, size: size, sha256: digest)
         }
-        try await records.send(JSONValue.object(["ack": "ok", "sha256": .string(hexEncode(digest))]).bytes)
+        try await records.send(JSONValue.object(["ack": "ok", "sha256": .string(Hex.encode(digest))]).bytes)
         // The sender closes once it has the ack; wait for that (bounded), so the ack is not cut off.
         _ = try? await records.receive(deadline: .now + .seconds(10))
         return result

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import ModemCrypto
 import ModemMessaging
+import ModemRuntime
 
 /// What the peer offers, as magic-wormhole's file-transfer protocol (v1) describes it.
 public enum WormholeOffer: Sendable, Equatable {
@@ -133,7 +134,7 @@ public enum WormholeTransfer {
             throw WormholeError(.peer, "the receiver closed without confirming the file")
         }
         guard ack["ack"]?.string == "ok" else { throw WormholeError(.peer, "the receiver did not confirm the file") }
-        if let theirs = ack["sha256"]?.string, theirs.lowercased() != hexEncode(hasher.finalize()) {
+        if let theirs = ack["sha256"]?.string, theirs.lowercased() != Hex.encode(hasher.finalize()) {
             throw WormholeError(.peer, "the receiver's SHA-256 differs: the file was changed on the way")
         }
         _ = connection

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CZlib
 import ModemMessaging
+import ModemRuntime
 
 /// Writes a folder as a zip file (what magic-wormhole's folder offers carry): every regular file and
 /// folder under it, stored (uncompressed; the stock receiver's zipfile reads any method), paths
@@ -73,7 +74,7 @@ enum ZipWriter {
                 files += 1
                 bytes += UInt64(content.count)
             }
-            let crc = content.withUnsafeBufferPointer { UInt32(crc32(0, $0.baseAddress, uInt($0.count))) }
+            let crc = CRC32.checksum(content)
             let n = Array(name.utf8)
             let here = UInt32(offset)
             var local: [UInt8] = le32(0x0403_4b50) + le16(20) + le16(0x0800) + le16(0) + le16(0) + le16(0x21)
@@ -306,14 +307,14 @@ public enum ZipReader {
     /// - Returns: the bytes it made.
     static func copy(_ e: Entry, from source: Source, into sink: ([UInt8]) throws(WormholeError) -> Void) throws(WormholeError) -> UInt64 {
         let what = "the zip's entry \(printableText(e.rawName))"
-        var crc = crc32(0, nil, 0)
+        var crc = CRC32()
         var produced: UInt64 = 0
         func emit(_ piece: [UInt8]) throws(WormholeError) {
             produced += UInt64(piece.count)
             guard produced <= e.size else {
                 throw WormholeError(.peer, "\(what) inflates to more than the \(e.size) bytes it declares (refused)")
             }
-            crc = piece.withUnsafeBufferPointer { crc32(crc, $0.baseAddress, uInt($0.count)) }
+            crc.update(piece)
             try sink(piece)
         }
         if e.method == 0 {
@@ -362,7 +363,7 @@ public enum ZipReader {
             }
         }
         guard produced == e.size else { throw WormholeError(.peer, "\(what) unpacks to \(produced) bytes, not the \(e.size) it declares") }
-        guard UInt32(truncatingIfNeeded: crc) == e.crc else { throw WormholeError(.peer, "\(what) fails its CRC-32 check") }
+        guard crc.value == e.crc else { throw WormholeError(.peer, "\(what) fails its CRC-32 check") }
         return produced
     }
 

@@ -4,6 +4,7 @@ import Glibc
 import ModemCrypto
 import ModemSockets
 import Synchronization
+import ModemRuntime
 
 /// The keys and handshake lines of magic-wormhole's transit, from the transit key (itself derived from
 /// the wormhole's key for the application's purpose): each line and record key is HKDF-SHA256 of the
@@ -14,13 +15,13 @@ public struct TransitKeys: Sendable {
     /// Creates the keys of a transit key.
     public init(key: [UInt8]) { self.key = key }
 
-    private func hex(_ info: String) -> String { hexEncode(WormholeKeys.derive(key, purpose: info)) }
+    private func derivedHex(_ info: String) -> String { Hex.encode(WormholeKeys.derive(key, purpose: info)) }
     /// `transit sender HEX ready\n\n`.
-    public var senderHandshake: [UInt8] { Array("transit sender \(hex("transit_sender")) ready\n\n".utf8) }
+    public var senderHandshake: [UInt8] { Array("transit sender \(derivedHex("transit_sender")) ready\n\n".utf8) }
     /// `transit receiver HEX ready\n\n`.
-    public var receiverHandshake: [UInt8] { Array("transit receiver \(hex("transit_receiver")) ready\n\n".utf8) }
+    public var receiverHandshake: [UInt8] { Array("transit receiver \(derivedHex("transit_receiver")) ready\n\n".utf8) }
     /// `please relay TOKEN for side SIDE\n`.
-    public func relayHandshake(side: String) -> [UInt8] { Array("please relay \(hex("transit_relay_token")) for side \(side)\n".utf8) }
+    public func relayHandshake(side: String) -> [UInt8] { Array("please relay \(derivedHex("transit_relay_token")) for side \(side)\n".utf8) }
     /// The key of the records the sender sends.
     public var senderRecordKey: [UInt8] { WormholeKeys.derive(key, purpose: "transit_record_sender_key") }
     /// The key of the records the receiver sends.
@@ -53,7 +54,7 @@ public final class TransitConnector: Sendable {
     /// Our relays.
     public let relays: [TransitHint]
     /// Our transit side (16 hex digits), for the relay handshake.
-    public let side = hexEncode(secureRandomBytes(8))
+    public let side = Hex.encode(secureRandomBytes(8))
     private let listener: Int32?
     private let listenPort: Int
     /// The most connections to our listener whose handshake is under way at once (default 32). More

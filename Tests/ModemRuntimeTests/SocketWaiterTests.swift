@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import ModemSockets
+import ModemRuntime
 import Testing
 
 /// The blocking side of the one descriptor loop: what driver threads (Bluetooth, the KISS server)
@@ -61,5 +61,43 @@ struct SocketWaiterSleeperTests {
         var byte: UInt8 = 1
         #expect(write(b, &byte, 1) == 1)
         #expect(sleeper.wait(&fds, timeoutMilliseconds: 60_000) == .init(ready: 1, interrupted: false))
+    }
+}
+
+/// The async side of the event loop: what tasks await.
+@Suite("SocketWaiter's async wait")
+struct SocketWaiterAsyncTests {
+    private func pipePair() -> (read: Int32, write: Int32) {
+        var fds: [Int32] = [-1, -1]
+        #expect(pipe(&fds) == 0)
+        _ = fcntl(fds[0], F_SETFL, O_NONBLOCK)
+        return (fds[0], fds[1])
+    }
+
+    @Test("data makes the wait ready; 0 ms with nothing there times out at once")
+    func readyAndTimedOut() async {
+        let p = pipePair()
+        defer { close(p.read); close(p.write) }
+        #expect(await SocketWaiter.shared.wait(fd: p.read, for: .readable, timeoutMilliseconds: 0) == .timedOut)
+        var byte: UInt8 = 1
+        #expect(write(p.write, &byte, 1) == 1)
+        #expect(await SocketWaiter.shared.wait(fd: p.read, for: .readable, timeoutMilliseconds: 60_000) == .ready)
+        #expect(await SocketWaiter.shared.wait(fd: p.write, for: .writable) == .ready)
+    }
+
+    @Test("a cancelled task's wait ends cancelled, with no time limit and nothing to read")
+    func cancelled() async {
+        let p = pipePair()
+        defer { close(p.read); close(p.write) }
+        let task = Task { await SocketWaiter.shared.wait(fd: p.read, for: .readable) }
+        task.cancel()
+        #expect(await task.value == .cancelled)
+    }
+
+    @Test("a block on no descriptors is a wait for the time alone (0: none)")
+    func timeAlone() {
+        var nothing: [pollfd] = []
+        #expect(SocketWaiter.shared.block(&nothing, timeoutMilliseconds: 0) == 0)
+        #expect(SocketWaiter.shared.block(&nothing, timeoutMilliseconds: 5) == 0)
     }
 }

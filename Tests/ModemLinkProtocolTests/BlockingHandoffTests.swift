@@ -1,5 +1,5 @@
 import Foundation
-import ModemLink
+import ModemLinkProtocol
 import Synchronization
 import Testing
 

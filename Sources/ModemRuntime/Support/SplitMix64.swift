@@ -6,8 +6,10 @@ import Darwin
 
 /// A small, fast, seedable random number generator (SplitMix64), with Gaussian samples.
 ///
-/// The same seed gives the same sequence on every platform, which is what tests, benchmarks and
-/// the channel simulator need. Not for cryptography.
+/// The same seed gives the same sequence on every platform, which is what tests, benchmarks, the
+/// channel simulator, the link's back-off and every seeded run need: the one seeded generator of the
+/// code base (for random bytes that must not be guessed, use `SystemRandomNumberGenerator`). Not for
+/// cryptography.
 public struct SplitMix64: RandomNumberGenerator, Sendable {
     private var state: UInt64
     private var spare: Double?
@@ -22,6 +24,21 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
         z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
         return z ^ (z >> 31)
+    }
+
+    /// `count` random bytes: each 64-bit draw gives eight, lowest byte first (the link tests' payloads).
+    public mutating func bytes(_ count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: max(0, count))
+        var i = 0
+        while i < out.count {
+            var v = next()
+            for _ in 0..<8 where i < out.count {
+                out[i] = UInt8(v & 0xFF)
+                v >>= 8
+                i += 1
+            }
+        }
+        return out
     }
 
     /// A uniform value in [0, 1).

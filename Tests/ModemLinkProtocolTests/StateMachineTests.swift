@@ -1,7 +1,7 @@
 import Testing
 import ModemTestSupport
 import ModemCodecs
-import ModemLink
+import ModemLinkProtocol
 
 /// A link whose handshake has completed (checked), with a device application that answers each
 /// request with its bytes reversed followed by 0xEE (so a reply is never mistaken for an echo).

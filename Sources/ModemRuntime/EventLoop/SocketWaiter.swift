@@ -4,8 +4,10 @@ import Glibc
 import Foundation
 import Synchronization
 
-/// The one loop that waits on file descriptors (sockets, serial lines, HCI and RFCOMM sockets):
-/// one background thread runs `poll(2)` over every registered descriptor and wakes whoever waits.
+/// The runtime's event loop: the one loop that waits on file descriptors (sockets, serial lines, HCI
+/// and RFCOMM sockets, pipes) and on time: one background thread runs `poll(2)` over every registered
+/// descriptor and the nearest deadline, and wakes whoever waits. Nothing else in the process calls
+/// `poll(2)`.
 ///
 /// Async code calls ``wait(fd:for:timeoutMilliseconds:)`` after `EAGAIN` and suspends without
 /// holding a cooperative thread. Code that owns a thread of its own (a protocol driver, a KISS
@@ -264,23 +266,21 @@ public final class SocketWaiter: Sendable {
             return true
         }
         guard start else { return }
-        let thread = Thread { [self] in run() }
-        thread.name = "SocketWaiter"
-        thread.start()
+        DedicatedThread.start(name: "modem-event-loop") { [self] in run() }
     }
 
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
+    static func now() -> UInt64 { SystemTime.monotonicNanoseconds() }
 
     static func deadline(_ timeoutMilliseconds: Int?) -> UInt64? {
         timeoutMilliseconds.map { now() + UInt64(max(0, $0)) * 1_000_000 }
     }
 
+    /// How many failed `poll(2)` calls in a row (not `EINTR`) the loop retries before it stops the process.
+    static let failedPollLimit = 3
+
     private func run() {
         var drain = [UInt8](repeating: 0, count: 256)
+        var failedPolls = 0
         while true {
             var owners: [(id: UInt64, first: Int, count: Int)] = []
             var fds: [pollfd] = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
@@ -299,9 +299,22 @@ public final class SocketWaiter: Sendable {
                 timeout = nearest <= now ? 0 : Int32(clamping: (nearest - now + 999_999) / 1_000_000)
             }
             let n = fds.withUnsafeMutableBufferPointer { Glibc.poll($0.baseAddress, nfds_t($0.count), timeout) }
-            if n < 0 && errno != EINTR {
-                // Should not happen (EINVAL/ENOMEM): wait a little and rebuild the set.
-                usleep(1000)
+            if n < 0 {
+                let code = errno
+                if code == EINTR {
+                    failedPolls = 0
+                } else {
+                    // EINVAL (more descriptors than RLIMIT_NOFILE) or ENOMEM: no wait can work any
+                    // more. Try the rebuilt set again at once a few times (ENOMEM may pass), then stop
+                    // with the reason rather than spin or sleep.
+                    failedPolls += 1
+                    if failedPolls > Self.failedPollLimit {
+                        fatalError("SocketWaiter: poll(2) over \(fds.count) descriptors failed \(failedPolls) times in a row: \(String(cString: strerror(code))) (errno \(code))\(code == EINVAL ? "; more descriptors than the open-file limit (ulimit -n)" : "")")
+                    }
+                    continue
+                }
+            } else {
+                failedPolls = 0
             }
             if fds[0].revents != 0 {
                 while drain.withUnsafeMutableBytes({ read(wakeRead, $0.baseAddress, $0.count) }) > 0 {}

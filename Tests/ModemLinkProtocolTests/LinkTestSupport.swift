@@ -1,5 +1,5 @@
 import ModemCodecs
-import ModemLink
+import ModemLinkProtocol
 import ModemTestSupport
 
 /// Which way a frame travels in a ``FrameLevelLink``.
