@@ -143,7 +143,7 @@ func parseSessionEndpoint(listen: String?, to: String?, hci: String?) throws -> 
 }
 
 /// Dials, retrying for up to 3 s while nothing listens yet (the peer's `--listen` may still be
-/// starting).
+/// starting): the decision is ``ModemTransport/TransportError/mayRetryDial``, by the error's case.
 private func dialWithPatience(host: String, port: Int) async throws -> TCPTransport {
     let deadline = ContinuousClock.now + .seconds(3)
     while true {
@@ -151,7 +151,7 @@ private func dialWithPatience(host: String, port: Int) async throws -> TCPTransp
             return try await TCPTransport.dial(host: host, port: port)
         } catch {
             if Task.isCancelled { throw SessionFailure.userCanceled }
-            guard error.description.contains("refused"), ContinuousClock.now < deadline else {
+            guard error.mayRetryDial, ContinuousClock.now < deadline else {
                 throw SessionFailure.networkUnavailable(error.description)
             }
             try? await Task.sleep(for: .milliseconds(100))
