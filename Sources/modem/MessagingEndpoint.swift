@@ -224,12 +224,10 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
         do {
             if listening {
                 let any = address == BDAddress.any
-                // Its one log line when the controller is ready (discoverable, connectable, the Serial
-                // Port record published) becomes `listening on bt:ADDR` with the controller's address.
-                let end = BluetoothLinkDevice(transport: transport, expectedAddress: any ? nil : address, log: { line in
-                    guard let colon = line.range(of: ": discoverable"),
-                          let at = line.range(of: " at ", options: .backwards, range: line.startIndex..<colon.lowerBound) else { return }
-                    printError("listening on bt:\(line[at.upperBound..<colon.lowerBound])")
+                // Its ready event (discoverable, connectable, the Serial Port record published) becomes
+                // `listening on bt:ADDR` with the controller's address.
+                let end = BluetoothLinkDevice(transport: transport, expectedAddress: any ? nil : address, events: { event in
+                    if case .ready(_, let own, _) = event { printError("listening on bt:\(own)") }
                 })
                 openLinkEnds.withLock { $0.append(end) }
                 end.start()
