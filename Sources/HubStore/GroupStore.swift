@@ -124,8 +124,7 @@ public struct SQLGroupStore: GroupStore {
         while true {
             do {
                 return try await db.transaction(body)
-            } catch StoreError.engine(let message) where attempt < 3
-                && (message.contains("deadlock detected") || message.contains("could not serialize")) {
+            } catch StoreError.transactionConflict where attempt < 3 {
                 attempt += 1
             }
         }

@@ -117,8 +117,8 @@ package final class PhoneLinkHost: Sendable {
     package func dial(session: UInt8) async throws(TransportError) -> LinkTransport {
         let r = await withCheckedContinuation { (c: CheckedContinuation<Result<LinkTransport, TransportError>, Never>) in
             let refusal = state.withLock { s -> TransportError? in
-                if s.stopped { return TransportError("the link has stopped") }
-                if s.openWaiter != nil { return TransportError("a dial is already under way on this link") }
+                if s.stopped { return .stopped(nil) }
+                if s.openWaiter != nil { return .dialUnderWay }
                 s.openWaiter = c
                 return nil
             }
@@ -143,8 +143,7 @@ package final class PhoneLinkHost: Sendable {
             if let core {
                 waiter?.resume(returning: .success(LinkTransport(role: .phone, engine: core)))
             } else {
-                let why = code == ReturnCode.noDevice ? "no device answered" : "the handshake failed (another protocol or version answered)"
-                waiter?.resume(returning: .failure(TransportError("cannot open the link: \(why)")))
+                waiter?.resume(returning: .failure(code == ReturnCode.noDevice ? .noDevice : .handshakeFailed))
             }
             return
         }
@@ -163,7 +162,7 @@ package final class PhoneLinkHost: Sendable {
             return (s.current, s.openWaiter)
         }
         core?.finish(end)
-        waiter?.resume(returning: .failure(TransportError("the link stopped: \(stopReason(end))")))
+        waiter?.resume(returning: .failure(.stopped(end)))
     }
 
     package var current: LinkTransportCore<PhoneStateMachine>? { state.withLock { $0.current } }
@@ -195,8 +194,8 @@ package final class DeviceLinkHost: Sendable {
         let r = await withCheckedContinuation { (c: CheckedContinuation<Result<LinkTransport, TransportError>, Never>) in
             let ready = state.withLock { s -> Result<LinkTransport, TransportError>? in
                 if let p = s.pending { s.pending = nil; return .success(p) }
-                if let end = s.stopped { return .failure(TransportError("the link stopped: \(stopReason(end))")) }
-                if s.acceptWaiter != nil { return .failure(TransportError("an accept is already waiting on this link")) }
+                if let end = s.stopped { return .failure(.stopped(end)) }
+                if s.acceptWaiter != nil { return .failure(.acceptUnderWay) }
                 s.acceptWaiter = c
                 return nil
             }
@@ -250,18 +249,8 @@ package final class DeviceLinkHost: Sendable {
         }
         core?.finish(end)
         if let pending { ModemRuntime.spawn { await pending.close() } }
-        waiter?.resume(returning: .failure(TransportError("the link stopped: \(stopReason(end))")))
+        waiter?.resume(returning: .failure(.stopped(end)))
     }
 
     package var current: LinkTransportCore<DeviceStateMachine>? { state.withLock { $0.current } }
-}
-
-/// An end in words, for the error of a dial or accept that the link's stop cut short.
-func stopReason(_ end: TransportEnd) -> String {
-    switch end {
-    case .localFailure(let why), .malformed(let why): why
-    case .peerClosed: "the peer closed it"
-    case .reset: "a new session replaced it"
-    case .localClose: "it was closed here"
-    }
 }

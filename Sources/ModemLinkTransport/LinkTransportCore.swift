@@ -129,9 +129,9 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
     // MARK: Application side
 
     package func sendMessage(_ frame: [UInt8]) async throws(TransportError) -> UInt16 {
-        guard !frame.isEmpty else { throw TransportError("a frame is never empty (an empty link message is only a sign of life)") }
+        guard !frame.isEmpty else { throw .emptyFrame }
         guard frame.count <= maximumFrameSize else {
-            throw TransportError("frame of \(frame.count) bytes is larger than the link's \(maximumFrameSize)")
+            throw .frameTooLarge(size: frame.count, maximum: maximumFrameSize)
         }
         let result = await withCheckedContinuation { (c: CheckedContinuation<Result<UInt16, TransportError>, Never>) in
             let refused = state.withLock { s -> TransportEnd? in
@@ -140,7 +140,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
                 s.nextID += 1
                 return nil
             }
-            if let refused { c.resume(returning: .failure(TransportError("the link has ended: \(refused)"))) }
+            if let refused { c.resume(returning: .failure(.ended(refused))) }
         }
         return try result.get()
     }
@@ -180,7 +180,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             if r != nil { s.receiver = nil }
             return (true, w, r)
         }
-        for w in waiters { w.continuation?.resume(returning: .failure(TransportError("the link has ended: \(end)"))) }
+        for w in waiters { w.continuation?.resume(returning: .failure(.ended(end))) }
         receiver?.resume(returning: .ended(end))
         return ended
     }
@@ -272,7 +272,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
                 s.lastSent = now
                 actions += a
             } else if code == ReturnCode.handshakeFailedOrCancelling {
-                failure = (w, TransportError("frame of \(w.data.count) bytes is larger than the link's maximum"))
+                failure = (w, .frameTooLarge(size: w.data.count, maximum: maximumFrameSize))
             } else {
                 s.outbox.insert(w, at: 0)
                 notOpen = code == ReturnCode.notOpenedOrInput || code == ReturnCode.noDevice

@@ -143,7 +143,7 @@ func parseSessionEndpoint(listen: String?, to: String?, hci: String?) throws -> 
 }
 
 /// Dials, retrying for up to 3 s while nothing listens yet (the peer's `--listen` may still be
-/// starting).
+/// starting): the decision is ``ModemTransport/TransportError/mayRetryDial``, by the error's case.
 private func dialWithPatience(host: String, port: Int) async throws -> TCPTransport {
     let deadline = ContinuousClock.now + .seconds(3)
     while true {
@@ -151,7 +151,7 @@ private func dialWithPatience(host: String, port: Int) async throws -> TCPTransp
             return try await TCPTransport.dial(host: host, port: port)
         } catch {
             if Task.isCancelled { throw SessionFailure.userCanceled }
-            guard error.description.contains("refused"), ContinuousClock.now < deadline else {
+            guard error.mayRetryDial, ContinuousClock.now < deadline else {
                 throw SessionFailure.networkUnavailable(error.description)
             }
             try? await Task.sleep(for: .milliseconds(100))
@@ -224,12 +224,10 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
         do {
             if listening {
                 let any = address == BDAddress.any
-                // Its one log line when the controller is ready (discoverable, connectable, the Serial
-                // Port record published) becomes `listening on bt:ADDR` with the controller's address.
-                let end = BluetoothLinkDevice(transport: transport, expectedAddress: any ? nil : address, log: { line in
-                    guard let colon = line.range(of: ": discoverable"),
-                          let at = line.range(of: " at ", options: .backwards, range: line.startIndex..<colon.lowerBound) else { return }
-                    printError("listening on bt:\(line[at.upperBound..<colon.lowerBound])")
+                // Its ready event (discoverable, connectable, the Serial Port record published) becomes
+                // `listening on bt:ADDR` with the controller's address.
+                let end = BluetoothLinkDevice(transport: transport, expectedAddress: any ? nil : address, events: { event in
+                    if case .ready(_, let own, _) = event { printError("listening on bt:\(own)") }
                 })
                 openLinkEnds.withLock { $0.append(end) }
                 end.start()

@@ -15,13 +15,13 @@ import Testing
         #expect(r.nameplates(app: "app") == ["1", "2"])
         let m = try r.claim(app: "app", nameplate: n1, side: "b", now: 1)
         #expect(try r.claim(app: "app", nameplate: n1, side: "a", now: 1) == m)  // the allocator's claim: same mailbox
-        #expect(throws: WormholeError("crowded")) { try r.claim(app: "app", nameplate: n1, side: "c", now: 1) }
-        #expect(throws: WormholeError("nameplate must be digits")) { try r.claim(app: "app", nameplate: "x1", side: "c", now: 1) }
-        #expect(throws: WormholeError("the server has no room for another nameplate")) {
+        #expect(throws: RendezvousRefusal.crowded) { try r.claim(app: "app", nameplate: n1, side: "c", now: 1) }
+        #expect(throws: RendezvousRefusal.badRequest("nameplate must be digits")) { try r.claim(app: "app", nameplate: "x1", side: "c", now: 1) }
+        #expect(throws: RendezvousRefusal.serverFull("the server has no room for another nameplate")) {
             try r.claim(app: "app", nameplate: "77", side: "c", now: 1)
         }
         r.release(app: "app", nameplate: n1, side: "a", now: 2)
-        #expect(throws: WormholeError("reclaimed")) { try r.claim(app: "app", nameplate: n1, side: "a", now: 2) }
+        #expect(throws: RendezvousRefusal.reclaimed) { try r.claim(app: "app", nameplate: n1, side: "a", now: 2) }
         r.release(app: "app", nameplate: n1, side: "b", now: 2)
         #expect(r.nameplates(app: "app") == ["2"])                              // freed when both released
 
@@ -31,22 +31,22 @@ import Testing
         let h = try r.open(app: "app", mailbox: m, side: "b", now: 3) { msg in seen.withLock { $0.append(msg.side + msg.phase) } }
         try r.add(app: "app", mailbox: m, message: WormholeMessage(side: "b", phase: "pake", body: "01", serverRx: 4, id: nil))
         #expect(seen.withLock { $0 } == ["apake", "bpake"])
-        #expect(throws: WormholeError("this mailbox holds 2 messages already")) {
+        #expect(throws: RendezvousRefusal.mailboxFull("this mailbox holds 2 messages already")) {
             try r.add(app: "app", mailbox: m, message: WormholeMessage(side: "a", phase: "0", body: "", serverRx: 5, id: nil))
         }
-        #expect(throws: WormholeError("crowded")) { try r.open(app: "app", mailbox: m, side: "c", now: 5) { _ in } }
+        #expect(throws: RendezvousRefusal.crowded) { try r.open(app: "app", mailbox: m, side: "c", now: 5) { _ in } }
         r.stopListening(app: "app", mailbox: m, handle: h)
         // The mailbox goes when both sides that opened it closed it.
         try r.close(app: "app", mailbox: m, side: "a", now: 6)
         try r.close(app: "app", mailbox: m, side: "b", now: 6)
-        #expect(throws: WormholeError("no such mailbox")) {
+        #expect(throws: RendezvousRefusal.noSuchMailbox) {
             try r.add(app: "app", mailbox: m, message: WormholeMessage(side: "a", phase: "0", body: "", serverRx: 7, id: nil))
         }
         // At most maximumMailboxBytes of bodies per mailbox.
         let small = WormholeRendezvous(maximumMailboxBytes: 10)
         let mb = try small.claim(app: "app", nameplate: "5", side: "a", now: 0)
         try small.add(app: "app", mailbox: mb, message: WormholeMessage(side: "a", phase: "pake", body: "0123456789", serverRx: 1, id: nil))
-        #expect(throws: WormholeError("this mailbox holds 10 bytes of messages already")) {
+        #expect(throws: RendezvousRefusal.mailboxFull("this mailbox holds 10 bytes of messages already")) {
             try small.add(app: "app", mailbox: mb, message: WormholeMessage(side: "a", phase: "version", body: "0", serverRx: 2, id: nil))
         }
         // Idle nameplates and mailboxes expire.
@@ -58,6 +58,22 @@ import Testing
         WormholeMessage(side: "a", phase: "p", body: body, serverRx: t, id: nil)
     }
 
+    @Test("each refusal is a case with the protocol's error text: the reference server's words, or one naming the bound")
+    func refusalTexts() {
+        #expect(RendezvousRefusal.crowded.description == "crowded")
+        #expect(RendezvousRefusal.reclaimed.description == "reclaimed")
+        #expect(RendezvousRefusal.noSuchMailbox.description == "no such mailbox")
+        #expect(RendezvousRefusal.databaseFailed.description == "the server's database failed; try again")
+        #expect(RendezvousRefusal.badRequest("missing 'phase'").description == "missing 'phase'")
+        #expect(RendezvousRefusal.mailboxFull("this mailbox holds 2 messages already").description == "this mailbox holds 2 messages already")
+        // The limiter's refusals are bounds per address, or the server's in all when its table is full.
+        let lim = WormholeAddressLimiter(maximumLiveAllocations: 1)
+        #expect(throws: Never.self) { try lim.allow(.allocate, from: "127.0.0.9", now: 0) }
+        #expect(throws: RendezvousRefusal.addressLimit("too many nameplates allocated from your address at once; release some first")) {
+            try lim.allow(.allocate, from: "127.0.0.9", now: 0)
+        }
+    }
+
     @Test("nameplates one address created and still exist are bounded; released ones give the room back; others unaffected")
     func nameplatesPerAddress() throws {
         var l = WormholeLimits()
@@ -65,10 +81,10 @@ import Testing
         let r = WormholeRendezvous(limits: l)
         let n1 = try r.allocate(app: "a", side: "s1", now: 0, address: "127.0.0.2")
         _ = try r.claim(app: "a", nameplate: "500", side: "s2", now: 0, address: "127.0.0.2")
-        #expect(throws: WormholeError("too many nameplates held by your address (2); release some first")) {
+        #expect(throws: RendezvousRefusal.addressLimit("too many nameplates held by your address (2); release some first")) {
             try r.claim(app: "b", nameplate: "501", side: "s3", now: 0, address: "127.0.0.2")
         }
-        #expect(throws: WormholeError("too many nameplates held by your address (2); release some first")) {
+        #expect(throws: RendezvousRefusal.addressLimit("too many nameplates held by your address (2); release some first")) {
             try r.allocate(app: "a", side: "s4", now: 0, address: "127.0.0.2")
         }
         // Claiming one that exists creates nothing; 127.0.0.1 has its own share.
@@ -90,11 +106,11 @@ import Testing
         let r = WormholeRendezvous(limits: l)
         _ = try r.open(app: "a", mailbox: "m1", side: "s", now: 0, address: "127.0.0.2") { _ in }
         _ = try r.open(app: "a", mailbox: "m2", side: "s", now: 0, address: "127.0.0.2") { _ in }
-        #expect(throws: WormholeError("too many mailboxes held by your address (2); close some first")) {
+        #expect(throws: RendezvousRefusal.addressLimit("too many mailboxes held by your address (2); close some first")) {
             try r.open(app: "a", mailbox: "m3", side: "s", now: 0, address: "127.0.0.2") { _ in }
         }
         // A claim that would make a nameplate and its mailbox is refused as well.
-        #expect(throws: WormholeError("too many mailboxes held by your address (2); close some first")) {
+        #expect(throws: RendezvousRefusal.addressLimit("too many mailboxes held by your address (2); close some first")) {
             try r.claim(app: "a", nameplate: "9", side: "s", now: 0, address: "127.0.0.2")
         }
         #expect(r.nameplates(app: "a").isEmpty, "nothing half made")
@@ -114,15 +130,15 @@ import Testing
         for m in ["m1", "m2", "m3", "m4"] { _ = try r.open(app: "a", mailbox: m, side: "s", now: 0, address: "x") { _ in } }
         let body80 = String(repeating: "a", count: 80), body70 = String(repeating: "a", count: 70)
         try r.add(app: "a", mailbox: "m1", message: Self.message(body80), address: "127.0.0.2")
-        #expect(throws: WormholeError("this mailbox holds 100 bytes of messages already")) {
+        #expect(throws: RendezvousRefusal.mailboxFull("this mailbox holds 100 bytes of messages already")) {
             try r.add(app: "a", mailbox: "m1", message: Self.message(body80), address: "127.0.0.2")
         }
         try r.add(app: "a", mailbox: "m2", message: Self.message(body70), address: "127.0.0.2")   // 150: at the bound
-        #expect(throws: WormholeError("too many bytes of messages held by your address (150); close some mailboxes first")) {
+        #expect(throws: RendezvousRefusal.addressLimit("too many bytes of messages held by your address (150); close some mailboxes first")) {
             try r.add(app: "a", mailbox: "m3", message: Self.message("b"), address: "127.0.0.2")
         }
         try r.add(app: "a", mailbox: "m3", message: Self.message(body80), address: "127.0.0.1")  // 230 in all
-        #expect(throws: WormholeError("the server holds too many bytes of messages (250); try again later")) {
+        #expect(throws: RendezvousRefusal.serverFull("the server holds too many bytes of messages (250); try again later")) {
             try r.add(app: "a", mailbox: "m4", message: Self.message(body80), address: "192.0.2.1")
         }
         #expect(r.totalBytes == 230 && r.holding(of: "127.0.0.2").bytes == 150)
@@ -147,7 +163,7 @@ import Testing
         let lim = WormholeAddressLimiter(maximumLiveAllocations: 1000, maximumAllocationsPerWindow: 5, maximumClaimsPerWindow: 5,
                                          windowSeconds: 600, maximumAddresses: 64)
         for _ in 0..<5 { try lim.allow(.allocate, from: "127.0.0.2", now: 0) }
-        #expect(throws: WormholeError("too many allocations from your address; try again later")) {
+        #expect(throws: RendezvousRefusal.addressLimit("too many allocations from your address; try again later")) {
             try lim.allow(.allocate, from: "127.0.0.2", now: 1)
         }
         for _ in 0..<5 { try lim.allow(.claim, from: "127.0.0.3", now: 0) }  // at its limit, holding nothing
@@ -156,10 +172,10 @@ import Testing
         for i in 0..<10_000 { try lim.allow(.claim, from: "10.0.\(i / 256).\(i % 256)", now: 2) }
         #expect(lim.trackedAddresses <= 64)
         // The attackers are still at their limits (before the fix, the table was cleared past 65,536 addresses).
-        #expect(throws: WormholeError("too many allocations from your address; try again later")) {
+        #expect(throws: RendezvousRefusal.addressLimit("too many allocations from your address; try again later")) {
             try lim.allow(.allocate, from: "127.0.0.2", now: 3)
         }
-        #expect(throws: WormholeError("too many claims from your address; try again later")) {
+        #expect(throws: RendezvousRefusal.addressLimit("too many claims from your address; try again later")) {
             try lim.allow(.claim, from: "127.0.0.3", now: 3)
         }
         // Once its window has passed, it is allowed again.
@@ -173,15 +189,15 @@ import Testing
         let r = WormholeRendezvous(limits: l)
         let lim = WormholeAddressLimiter(maximumLiveAllocations: 4, maximumAllocationsPerWindow: 1000, maximumClaimsPerWindow: 1000,
                                          windowSeconds: 600, maximumAddresses: 64)
-        func allocate(_ side: String, at now: Double) async throws(WormholeError) -> String {
-            try await lim.allocating(from: "127.0.0.2", now: now) { () throws(WormholeError) in
+        func allocate(_ side: String, at now: Double) async throws(RendezvousRefusal) -> String {
+            try await lim.allocating(from: "127.0.0.2", now: now) { () throws(RendezvousRefusal) in
                 try r.allocate(app: "a", side: side, now: now, address: "127.0.0.2")
             }
         }
         let first = try await allocate("s0", at: 0)
         // Its one nameplate held: the rendezvous refuses every further allocation, far more than 4 of them.
         for i in 1...20 {
-            await #expect(throws: WormholeError("too many nameplates held by your address (1); release some first")) {
+            await #expect(throws: RendezvousRefusal.addressLimit("too many nameplates held by your address (1); release some first")) {
                 try await allocate("s\(i)", at: 1)
             }
         }
@@ -198,8 +214,8 @@ import Testing
         let lim = WormholeAddressLimiter(maximumAddresses: 64)
         for i in 0..<1000 {
             let address = "10.0.\(i / 256).\(i % 256)"
-            await #expect(throws: WormholeError("the server has no room for another nameplate")) {
-                try await lim.allocating(from: address, now: 0) { () throws(WormholeError) in
+            await #expect(throws: RendezvousRefusal.serverFull("the server has no room for another nameplate")) {
+                try await lim.allocating(from: address, now: 0) { () throws(RendezvousRefusal) in
                     try full.allocate(app: "a", side: "s", now: 0, address: address)
                 }
             }

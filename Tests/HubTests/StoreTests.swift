@@ -39,6 +39,13 @@ enum StoreEngines {
 }
 
 @Suite struct StoreTests {
+    @Test("a deadlock victim or a serialization failure is a case of its own (retried by case), in the same words")
+    func transactionConflictIsACase() {
+        let conflict = StoreError.transactionConflict("deadlock detected (in: INSERT INTO members)")
+        #expect(conflict.description == "database error: deadlock detected (in: INSERT INTO members)")
+        #expect(conflict != StoreError.engine("deadlock detected (in: INSERT INTO members)"))
+    }
+
     func client(_ name: String, grant: Bool = false) -> ClientRecord {
         ClientRecord(id: HubTokens.newID(prefix: "c_"), name: name, secretSHA256: HubTokens.sha256("s-" + name),
                      passwordGrant: grant, createdMs: 5)

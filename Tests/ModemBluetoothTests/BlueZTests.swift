@@ -89,6 +89,13 @@ import Glibc
             Issue.record("EINVAL should be unknown"); return
         }
         #expect(message.hasPrefix("send failed: ") && message.hasSuffix("(errno \(EINVAL))"), "\(message)")
+        // A reset, broken or unconnected socket is the device gone: a case of its own, naming the call and the errno.
+        for code in [ECONNRESET, EPIPE, ENOTCONN] {
+            guard case .disconnected(let words) = BlueZSocket.error(errno: code, doing: "receive") else {
+                Issue.record("errno \(code) should be disconnected"); continue
+            }
+            #expect(words.hasPrefix("receive failed: ") && words.hasSuffix("(errno \(code))"), "\(words)")
+        }
     }
 
     @Test func testSocketAddressLayouts() {

@@ -147,8 +147,10 @@ import ModemRuntime
         let pair = try LinkLoopbackPair(configuration: Self.duplex(baud: 4800))
         try await pair.run { pair in
             let (phone, _) = try await Self.connect(pair)
-            await #expect(throws: TransportError.self) { try await phone.send([]) }
-            await #expect(throws: TransportError.self) { try await phone.send([UInt8](repeating: 1, count: phone.maximumFrameSize + 1)) }
+            await #expect(throws: TransportError.emptyFrame) { try await phone.send([]) }
+            await #expect(throws: TransportError.frameTooLarge(size: 65_561, maximum: 65_560)) {
+                try await phone.send([UInt8](repeating: 1, count: phone.maximumFrameSize + 1))
+            }
             #expect(phone.maximumFrameSize == 65_560)
         }
     }

@@ -59,8 +59,12 @@ struct TransportTests {
         #expect(got == frames + frames.reversed())
         #expect(await server.receive() == .ended(.peerClosed))
         #expect(await server.receive() == .ended(.peerClosed))
-        await #expect(throws: TransportError.self) { try await dialer.send([1]) }
-        await #expect(throws: TransportError.self) { try await server.send([UInt8](repeating: 0, count: SessionWire.maximumFrameLength + 1)) }
+        await #expect(throws: TransportError.closed("the connection")) { try await dialer.send([1]) }
+        await #expect(throws: TransportError.emptyFrame) { try await server.send([]) }
+        let maximum = SessionWire.maximumFrameLength
+        await #expect(throws: TransportError.frameTooLarge(size: maximum + 1, maximum: maximum)) {
+            try await server.send([UInt8](repeating: 0, count: maximum + 1))
+        }
         listener.close()
     }
 
@@ -177,16 +181,74 @@ struct TransportTests {
     func dialFailures() async throws {
         let listener = try TCPListener(host: "127.0.0.1", port: 0)
         let port = listener.port
-        #expect(throws: TransportError.self) { try TCPListener(host: "127.0.0.1", port: port) }
+        do {
+            _ = try TCPListener(host: "127.0.0.1", port: port)
+            Issue.record("listened twice on port \(port)")
+        } catch {
+            guard case .addressInUse = error else { Issue.record("expected .addressInUse, got \(error)"); return }
+            #expect(error.description.contains("127.0.0.1:\(port)") && error.description.contains("in use"), "\(error)")
+            #expect(!error.mayRetryDial)
+        }
         listener.close()
         let refused = RefusedPort()
         do {
             _ = try await TCPTransport.dial(host: "127.0.0.1", port: refused.port)
             Issue.record("dialed a closed port")
         } catch {
+            // The case the CLI's dial retries on (the peer's --listen may still be starting).
+            guard case .connectionRefused = error else { Issue.record("expected .connectionRefused, got \(error)"); return }
+            #expect(error.mayRetryDial)
             #expect(error.description.contains("127.0.0.1:\(refused.port)"))
             #expect(error.description.contains("refused"))
         }
-        await #expect(throws: TransportError.self) { try await TCPTransport.dial(host: "no-such-host.invalid", port: 1) }
+        do {
+            _ = try await TCPTransport.dial(host: "no-such-host.invalid", port: 1)
+            Issue.record("dialed a name that does not resolve")
+        } catch {
+            guard case .invalidAddress = error else { Issue.record("expected .invalidAddress, got \(error)"); return }
+            #expect(!error.mayRetryDial)
+            #expect(error.description.contains("no-such-host.invalid"), "\(error)")
+        }
+    }
+
+    @Test("a dial is retried on .connectionRefused alone: the decision is the case, never the words")
+    func dialRetryDecisionIsByCase() {
+        #expect(TransportError.connectionRefused("cannot connect to 127.0.0.1:9: connection refused").mayRetryDial)
+        // Every other case is final, even when its words say "refused".
+        let final: [TransportError] = [
+            .timedOut("cannot connect to 127.0.0.1:9: timed out (refused?)"),
+            .invalidAddress("'refused.invalid' does not resolve"),
+            .addressInUse("refused: in use"), .permissionDenied("refused: permission denied"),
+            .io(code: ECONNREFUSED, "connect: connection refused"),
+            .emptyFrame, .frameTooLarge(size: 2, maximum: 1), .noDevice, .handshakeFailed,
+            .ended(.localFailure("refused")), .ended(.peerClosed), .stopped(nil), .stopped(.malformed("refused")),
+            .closed("the refused connection"), .cancelled("accepting (refused)"), .dialUnderWay, .acceptUnderWay,
+        ]
+        for error in final { #expect(!error.mayRetryDial, "\(error)") }
+    }
+
+    @Test("each transport error's description names the problem")
+    func errorDescriptions() {
+        let expected: [(TransportError, [String])] = [
+            (.emptyFrame, ["frame is never empty"]),
+            (.frameTooLarge(size: 70_000, maximum: 65_560), ["70000 bytes", "65560"]),
+            (.noDevice, ["cannot open the link", "no device answered"]),
+            (.handshakeFailed, ["cannot open the link", "handshake failed"]),
+            (.ended(.peerClosed), ["has ended", "peer closed"]),
+            (.ended(.reset), ["has ended", "reset"]),
+            (.ended(.localClose), ["has ended", "closed here"]),
+            (.ended(.localFailure("the audio device failed")), ["has ended", "the audio device failed"]),
+            (.ended(.malformed("oversized length 99999")), ["framing", "oversized length 99999"]),
+            (.stopped(nil), ["the link has stopped"]),
+            (.stopped(.localFailure("the controller's address is A, not B")), ["the link stopped", "the controller's address is A, not B"]),
+            (.closed("the listener on 127.0.0.1:5"), ["the listener on 127.0.0.1:5 is closed"]),
+            (.cancelled("accepting on 127.0.0.1:5"), ["accepting on 127.0.0.1:5 was cancelled"]),
+            (.dialUnderWay, ["a dial is already under way"]),
+            (.acceptUnderWay, ["an accept is already waiting"]),
+            (.io(code: EMFILE, "accept on 127.0.0.1:5: Too many open files"), ["accept on 127.0.0.1:5", "Too many open files"]),
+        ]
+        for (error, words) in expected {
+            for w in words { #expect(error.description.contains(w), "\(error): \(error.description)") }
+        }
     }
 }

@@ -69,29 +69,29 @@ public final class WormholeAddressLimiter: Sendable {
     }
 
     /// Counts one request of `kind` from `address`, or refuses it.
-    public func allow(_ kind: Kind, from address: String, now: Double) throws(WormholeError) {
-        let refusal: String? = state.withLock { s in
+    public func allow(_ kind: Kind, from address: String, now: Double) throws(RendezvousRefusal) {
+        let refusal: RendezvousRefusal? = state.withLock { s in
             if s[address] == nil && s.count >= maximumAddresses {
                 evict(&s, now: now)
                 // Every remembered address holds allocations: refuse rather than forget one of them.
-                if s.count >= maximumAddresses { return "the server is busy; try again later" }
+                if s.count >= maximumAddresses { return .serverFull("the server is busy; try again later") }
             }
             var c = s[address] ?? Counts()
             defer { s[address] = c }
             c.trim(now: now, window: windowSeconds)
             switch kind {
             case .allocate:
-                if c.live >= maximumLiveAllocations { return "too many nameplates allocated from your address at once; release some first" }
-                if c.allocations.count >= maximumAllocationsPerWindow { return "too many allocations from your address; try again later" }
+                if c.live >= maximumLiveAllocations { return .addressLimit("too many nameplates allocated from your address at once; release some first") }
+                if c.allocations.count >= maximumAllocationsPerWindow { return .addressLimit("too many allocations from your address; try again later") }
                 c.live += 1
                 c.allocations.append(now)
             case .claim:
-                if c.claims.count >= maximumClaimsPerWindow { return "too many claims from your address; try again later" }
+                if c.claims.count >= maximumClaimsPerWindow { return .addressLimit("too many claims from your address; try again later") }
                 c.claims.append(now)
             }
             return nil
         }
-        if let refusal { throw WormholeError(refusal) }
+        if let refusal { throw refusal }
     }
 
     /// Allocates under the limits of `address`: counts the allocation (``allow(_:from:now:)``, which may
@@ -100,7 +100,7 @@ public final class WormholeAddressLimiter: Sendable {
     /// address's ``maximumLiveAllocations`` nor keep it in the table as a holder (the rate window still
     /// counts the attempt). On success the allocation is held until ``allocationEnded(from:)``.
     public func allocating<T>(from address: String, now: Double,
-                              _ allocate: () async throws(WormholeError) -> T) async throws(WormholeError) -> T {
+                              _ allocate: () async throws(RendezvousRefusal) -> T) async throws(RendezvousRefusal) -> T {
         try allow(.allocate, from: address, now: now)
         do {
             return try await allocate()

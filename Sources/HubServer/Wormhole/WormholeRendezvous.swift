@@ -24,14 +24,6 @@ public struct WormholeMessage: Sendable, Hashable, Codable {
     }
 }
 
-/// Why the rendezvous refused a request (sent to the client as the protocol's `error` message).
-public struct WormholeError: Error, Sendable, Hashable {
-    /// The text the client gets (`crowded`, `reclaimed`, ...).
-    public var explanation: String
-    /// Creates an error.
-    public init(_ explanation: String) { self.explanation = explanation }
-}
-
 /// The rendezvous's bounds (`HubServerSettings.wormhole`, `modem-hub serve --wormhole-*`): storage per
 /// mailbox, per client address and in all, and what one address may do per window. Every refusal is
 /// the protocol's `error` message.
@@ -255,7 +247,7 @@ public final class WormholeRendezvous: Sendable {
 
     /// Allocates a free nameplate (the smallest free number from 1) and claims it for `side`, counted
     /// against `address` (nil: not counted per address).
-    public func allocate(app: String, side: String, now: Double, address: String? = nil) throws(WormholeError) -> String {
+    public func allocate(app: String, side: String, now: Double, address: String? = nil) throws(RendezvousRefusal) -> String {
         let taken = Set(nameplates(app: app))
         var n = 1
         while taken.contains(String(n)) { n += 1 }
@@ -267,16 +259,16 @@ public final class WormholeRendezvous: Sendable {
     /// Claims a nameplate for `side` (creating it and its mailbox when new, counted against `address`)
     /// and opens its mailbox.
     /// - Returns: the mailbox id.
-    public func claim(app: String, nameplate: String, side: String, now: Double, address: String? = nil) throws(WormholeError) -> String {
+    public func claim(app: String, nameplate: String, side: String, now: Double, address: String? = nil) throws(RendezvousRefusal) -> String {
         guard !nameplate.isEmpty, nameplate.utf8.count <= 64, nameplate.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
-            throw WormholeError("nameplate must be digits")
+            throw RendezvousRefusal.badRequest("nameplate must be digits")
         }
-        let result: Result<String, WormholeError> = state.withLock { s in
+        let result: Result<String, RendezvousRefusal> = state.withLock { s in
             var a = s.apps[app] ?? App()
             defer { s.apps[app] = a }
             if a.nameplates[nameplate] == nil {
                 guard s.nameplateCount < maximumNameplates, s.mailboxCount < maximumMailboxes else {
-                    return .failure(WormholeError("the server has no room for another nameplate"))
+                    return .failure(RendezvousRefusal.serverFull("the server has no room for another nameplate"))
                 }
                 if let address, let refusal = Self.refusal(s.holding(address), limits, nameplate: 1, mailbox: 1) {
                     return .failure(refusal)
@@ -291,8 +283,8 @@ public final class WormholeRendezvous: Sendable {
                 s.mailboxCount += 1
             }
             var p = a.nameplates[nameplate]!
-            if let still = p.claimed[side], !still { return .failure(WormholeError("reclaimed")) }
-            if p.claimed[side] == nil && p.claimed.count >= 2 { return .failure(WormholeError("crowded")) }
+            if let still = p.claimed[side], !still { return .failure(RendezvousRefusal.reclaimed) }
+            if p.claimed[side] == nil && p.claimed.count >= 2 { return .failure(RendezvousRefusal.crowded) }
             p.claimed[side] = true
             p.touched = now
             a.nameplates[nameplate] = p
@@ -326,9 +318,9 @@ public final class WormholeRendezvous: Sendable {
     /// which first gets the messages already there.
     /// - Returns: the listener's handle (for ``stopListening(app:mailbox:handle:)``).
     public func open(app: String, mailbox: String, side: String, now: Double, address: String? = nil,
-                     listener: @escaping Listener) throws(WormholeError) -> Int {
-        guard !mailbox.isEmpty, mailbox.utf8.count <= 64 else { throw WormholeError("mailbox id must be 1 to 64 characters") }
-        let result: Result<(Int, [WormholeMessage]), WormholeError> = state.withLock { s in
+                     listener: @escaping Listener) throws(RendezvousRefusal) -> Int {
+        guard !mailbox.isEmpty, mailbox.utf8.count <= 64 else { throw RendezvousRefusal.badRequest("mailbox id must be 1 to 64 characters") }
+        let result: Result<(Int, [WormholeMessage]), RendezvousRefusal> = state.withLock { s in
             var a = s.apps[app] ?? App()
             defer { s.apps[app] = a }
             if case .failure(let e) = open(&a, &s, app: app, mailbox: mailbox, side: side, now: now, address: address) {
@@ -350,21 +342,21 @@ public final class WormholeRendezvous: Sendable {
     }
 
     /// Adds a message to an open mailbox (its bytes counted against `address`) and hands it to every listener.
-    public func add(app: String, mailbox: String, message: WormholeMessage, address: String? = nil) throws(WormholeError) {
+    public func add(app: String, mailbox: String, message: WormholeMessage, address: String? = nil) throws(RendezvousRefusal) {
         let size = message.body.utf8.count
-        let result: Result<[(Listener, [WormholeMessage])], WormholeError> = state.withLock { s in
-            guard var m = s.apps[app]?.mailboxes[mailbox] else { return .failure(WormholeError("no such mailbox")) }
+        let result: Result<[(Listener, [WormholeMessage])], RendezvousRefusal> = state.withLock { s in
+            guard var m = s.apps[app]?.mailboxes[mailbox] else { return .failure(RendezvousRefusal.noSuchMailbox) }
             guard m.messages.count < maximumMessages else {
-                return .failure(WormholeError("this mailbox holds \(maximumMessages) messages already"))
+                return .failure(RendezvousRefusal.mailboxFull("this mailbox holds \(maximumMessages) messages already"))
             }
             guard m.bytes + size <= maximumMailboxBytes else {
-                return .failure(WormholeError("this mailbox holds \(maximumMailboxBytes) bytes of messages already"))
+                return .failure(RendezvousRefusal.mailboxFull("this mailbox holds \(maximumMailboxBytes) bytes of messages already"))
             }
             if let address, s.holding(address).bytes + size > limits.maximumBytesPerAddress {
-                return .failure(WormholeError("too many bytes of messages held by your address (\(limits.maximumBytesPerAddress)); close some mailboxes first"))
+                return .failure(RendezvousRefusal.addressLimit("too many bytes of messages held by your address (\(limits.maximumBytesPerAddress)); close some mailboxes first"))
             }
             guard s.totalBytes + size <= limits.maximumTotalBytes else {
-                return .failure(WormholeError("the server holds too many bytes of messages (\(limits.maximumTotalBytes)); try again later"))
+                return .failure(RendezvousRefusal.serverFull("the server holds too many bytes of messages (\(limits.maximumTotalBytes)); try again later"))
             }
             s.count(m, -1)
             if let address { m.charges[address, default: 0] += size }
@@ -472,8 +464,8 @@ public final class WormholeRendezvous: Sendable {
 
     /// Closes `side`'s use of a mailbox (opening it first when this side never did); the mailbox goes
     /// when every side that opened it closed it.
-    public func close(app: String, mailbox: String, side: String, now: Double) throws(WormholeError) {
-        let result: Result<Void, WormholeError> = state.withLock { s in
+    public func close(app: String, mailbox: String, side: String, now: Double) throws(RendezvousRefusal) {
+        let result: Result<Void, RendezvousRefusal> = state.withLock { s in
             var a = s.apps[app] ?? App()
             defer { s.apps[app] = a }
             if case .failure(let e) = open(&a, &s, app: app, mailbox: mailbox, side: side, now: now, address: nil) {
@@ -514,22 +506,22 @@ public final class WormholeRendezvous: Sendable {
 
     /// Why `held` (what an address holds) may not grow by `nameplate` nameplates and `mailbox` mailboxes,
     /// or nil when it may.
-    static func refusal(_ held: Holding?, _ limits: WormholeLimits, nameplate: Int, mailbox: Int) -> WormholeError? {
+    static func refusal(_ held: Holding?, _ limits: WormholeLimits, nameplate: Int, mailbox: Int) -> RendezvousRefusal? {
         let h = held ?? Holding()
         if nameplate > 0 && h.nameplates + nameplate > limits.maximumNameplatesPerAddress {
-            return WormholeError("too many nameplates held by your address (\(limits.maximumNameplatesPerAddress)); release some first")
+            return RendezvousRefusal.addressLimit("too many nameplates held by your address (\(limits.maximumNameplatesPerAddress)); release some first")
         }
         if mailbox > 0 && h.mailboxes + mailbox > limits.maximumMailboxesPerAddress {
-            return WormholeError("too many mailboxes held by your address (\(limits.maximumMailboxesPerAddress)); close some first")
+            return RendezvousRefusal.addressLimit("too many mailboxes held by your address (\(limits.maximumMailboxesPerAddress)); close some first")
         }
         return nil
     }
 
     /// Opens (creating when new, counted against `address`) a mailbox for a side; at most two sides.
     private func open(_ a: inout App, _ s: inout State, app: String, mailbox: String, side: String, now: Double,
-                      address: String?) -> Result<Void, WormholeError> {
+                      address: String?) -> Result<Void, RendezvousRefusal> {
         if a.mailboxes[mailbox] == nil {
-            guard s.mailboxCount < maximumMailboxes else { return .failure(WormholeError("the server has no room for another mailbox")) }
+            guard s.mailboxCount < maximumMailboxes else { return .failure(RendezvousRefusal.serverFull("the server has no room for another mailbox")) }
             if let address, let refusal = Self.refusal(s.holding(address), limits, nameplate: 0, mailbox: 1) { return .failure(refusal) }
             let m = Mailbox(touched: now, by: address)
             a.mailboxes[mailbox] = m
@@ -539,7 +531,7 @@ public final class WormholeRendezvous: Sendable {
         s.touch(.mailbox, app, mailbox)
         var m = a.mailboxes[mailbox]!
         if m.opened[side] == nil {
-            guard m.opened.count < 2 else { return .failure(WormholeError("crowded")) }
+            guard m.opened.count < 2 else { return .failure(RendezvousRefusal.crowded) }
             m.opened[side] = false
         }
         m.touched = now

@@ -68,15 +68,15 @@ public actor WormholeShared {
     /// Runs `op` on fresh copies of the records in `scope` (and the mailboxes of those nameplates),
     /// in one transaction under the application's lock; writes what it changed and announces changed
     /// mailboxes, then forgets what no local listener needs.
-    /// - Throws: the op's ``WormholeError``, or one naming a database failure.
+    /// - Throws: the op's ``RendezvousRefusal``, or one naming a database failure.
     public func perform<T: Sendable>(app: String, _ scope: Scope,
-                                     _ op: @escaping @Sendable () throws(WormholeError) -> T) async throws(WormholeError) -> T {
+                                     _ op: @escaping @Sendable () throws(RendezvousRefusal) -> T) async throws(RendezvousRefusal) -> T {
         await ensureReady()
         await acquire()
         defer { releaseTurn() }
         let rendezvous = self.rendezvous, origin = self.origin, bus = self.bus
         let maximum = rendezvous.maximumNameplates
-        let outcome: Result<(T, [String], [String]), WormholeError>
+        let outcome: Result<(T, [String], [String]), RendezvousRefusal>
         do {
             outcome = try await db.transaction { tx in
                 try await tx.query("SELECT CAST(pg_advisory_xact_lock(hashtext($1)) AS TEXT)", [.text("wormhole:" + app)])
@@ -107,7 +107,7 @@ public actor WormholeShared {
                 _ = rendezvous.takeChanges()  // a clean slate: only the op's changes are written
                 if scope.countNameplates,
                    let n = try await tx.first("SELECT CAST(COUNT(*) AS TEXT) FROM wormhole_nameplates", [])?[0].text, let count = Int(n), count >= maximum {
-                    return .failure(WormholeError("the server has no room for another nameplate"))
+                    return .failure(RendezvousRefusal.serverFull("the server has no room for another nameplate"))
                 }
                 // What the client's address holds over every application and node (the records keep who made them).
                 if let address = scope.address {
@@ -130,8 +130,8 @@ public actor WormholeShared {
                     rendezvous.setHoldingInAll(of: address, nameplates: plates, mailboxes: boxes, bytes: bytes)
                 }
                 defer { if let address = scope.address { rendezvous.forgetHoldingElsewhere(of: address) } }
-                let result: Result<T, WormholeError>
-                do throws(WormholeError) { result = .success(try op()) } catch { result = .failure(error) }
+                let result: Result<T, RendezvousRefusal>
+                do throws(RendezvousRefusal) { result = .success(try op()) } catch { result = .failure(error) }
                 let changes = rendezvous.takeChanges().changes
                 var changedBoxes: [String] = []
                 for c in changes where c.record.app == app {
@@ -152,7 +152,7 @@ public actor WormholeShared {
             }
         } catch {
             logger.error("wormhole: database: \(error)")
-            throw WormholeError("the server's database failed; try again")
+            throw RendezvousRefusal.databaseFailed
         }
         let (value, plates, boxes) = try outcome.get()
         rendezvous.forget(app: app, nameplates: plates, mailboxes: boxes)

@@ -38,7 +38,7 @@ public struct WormholeSocket: Sendable {
 
     /// Runs one rule of the rendezvous: on the shared database when there is one, else in memory.
     private func run<T: Sendable>(_ app: String, _ scope: WormholeShared.Scope,
-                                  _ op: @escaping @Sendable () throws(WormholeError) -> T) async throws(WormholeError) -> T {
+                                  _ op: @escaping @Sendable () throws(RendezvousRefusal) -> T) async throws(RendezvousRefusal) -> T {
         if let shared { return try await shared.perform(app: app, scope, op) }
         return try op()
     }
@@ -101,33 +101,33 @@ public struct WormholeSocket: Sendable {
         guard let msg = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else {
             return [Self.json(["type": "error", "error": "messages are JSON objects", "orig": text])]
         }
-        do throws(WormholeError) {
-            guard let type = msg["type"] as? String else { throw WormholeError("missing 'type'") }
+        do throws(RendezvousRefusal) {
+            guard let type = msg["type"] as? String else { throw RendezvousRefusal.badRequest("missing 'type'") }
             replies.append(Self.json(["type": "ack", "id": msg["id"] ?? NSNull()]))
             if type == "ping" {
-                guard let ping = msg["ping"] else { throw WormholeError("ping requires 'ping'") }
+                guard let ping = msg["ping"] else { throw RendezvousRefusal.badRequest("ping requires 'ping'") }
                 replies.append(Self.json(["type": "pong", "pong": ping]))
                 return replies
             }
             if type == "bind" {
-                guard c.app == nil else { throw WormholeError("already bound") }
-                guard let app = msg["appid"] as? String, !app.isEmpty, app.utf8.count <= 256 else { throw WormholeError("bind requires 'appid'") }
-                guard let side = msg["side"] as? String, !side.isEmpty, side.utf8.count <= 64 else { throw WormholeError("bind requires 'side'") }
+                guard c.app == nil else { throw RendezvousRefusal.badRequest("already bound") }
+                guard let app = msg["appid"] as? String, !app.isEmpty, app.utf8.count <= 256 else { throw RendezvousRefusal.badRequest("bind requires 'appid'") }
+                guard let side = msg["side"] as? String, !side.isEmpty, side.utf8.count <= 64 else { throw RendezvousRefusal.badRequest("bind requires 'side'") }
                 c.app = app
                 c.side = side
                 return replies
             }
-            guard let app = c.app, let side = c.side else { throw WormholeError("must bind first") }
+            guard let app = c.app, let side = c.side else { throw RendezvousRefusal.badRequest("must bind first") }
             switch type {
             case "list":
                 let r = rendezvous
-                let names = try await run(app, .init(allNameplates: true)) { () throws(WormholeError) in r.nameplates(app: app) }
+                let names = try await run(app, .init(allNameplates: true)) { () throws(RendezvousRefusal) in r.nameplates(app: app) }
                 replies.append(Self.json(["type": "nameplates", "nameplates": names.map { ["id": $0] }]))
             case "allocate":
-                guard !c.allocated else { throw WormholeError("you already allocated one, don't be greedy") }
+                guard !c.allocated else { throw RendezvousRefusal.badRequest("you already allocated one, don't be greedy") }
                 let r = rendezvous, address = remoteIP
-                let allocate = { () async throws(WormholeError) -> String in
-                    try await run(app, .init(allNameplates: true, countNameplates: true, address: address)) { () throws(WormholeError) in
+                let allocate = { () async throws(RendezvousRefusal) -> String in
+                    try await run(app, .init(allNameplates: true, countNameplates: true, address: address)) { () throws(RendezvousRefusal) in
                         try r.allocate(app: app, side: side, now: now, address: address)
                     }
                 }
@@ -138,32 +138,32 @@ public struct WormholeSocket: Sendable {
                 c.nameplate = name
                 replies.append(Self.json(["type": "allocated", "nameplate": name]))
             case "claim":
-                guard let name = msg["nameplate"] as? String else { throw WormholeError("claim requires 'nameplate'") }
-                guard !c.claimed else { throw WormholeError("only one claim per connection") }
+                guard let name = msg["nameplate"] as? String else { throw RendezvousRefusal.badRequest("claim requires 'nameplate'") }
+                guard !c.claimed else { throw RendezvousRefusal.badRequest("only one claim per connection") }
                 try limiter?.allow(.claim, from: remoteIP, now: now)
                 c.claimed = true
                 c.nameplate = name
                 let r = rendezvous
-                let mailbox = try await run(app, .init(nameplates: [name], countNameplates: true, address: remoteIP)) { () throws(WormholeError) in
+                let mailbox = try await run(app, .init(nameplates: [name], countNameplates: true, address: remoteIP)) { () throws(RendezvousRefusal) in
                     try r.claim(app: app, nameplate: name, side: side, now: now, address: remoteIP)
                 }
                 replies.append(Self.json(["type": "claimed", "mailbox": mailbox]))
             case "release":
-                guard !c.released else { throw WormholeError("only one release per connection") }
+                guard !c.released else { throw RendezvousRefusal.badRequest("only one release per connection") }
                 let asked = msg["nameplate"] as? String
-                if let asked, let mine = c.nameplate, asked != mine { throw WormholeError("release and claim must use same nameplate") }
-                guard let name = asked ?? c.nameplate else { throw WormholeError("release without nameplate must follow claim") }
+                if let asked, let mine = c.nameplate, asked != mine { throw RendezvousRefusal.badRequest("release and claim must use same nameplate") }
+                guard let name = asked ?? c.nameplate else { throw RendezvousRefusal.badRequest("release without nameplate must follow claim") }
                 c.released = true
                 let r = rendezvous
-                try await run(app, .init(nameplates: [name])) { () throws(WormholeError) in r.release(app: app, nameplate: name, side: side, now: now) }
+                try await run(app, .init(nameplates: [name])) { () throws(RendezvousRefusal) in r.release(app: app, nameplate: name, side: side, now: now) }
                 replies.append(Self.json(["type": "released"]))
             case "open":
-                guard c.listener == nil else { throw WormholeError("only one open per connection") }
-                guard let mailbox = msg["mailbox"] as? String else { throw WormholeError("open requires 'mailbox'") }
+                guard c.listener == nil else { throw RendezvousRefusal.badRequest("only one open per connection") }
+                guard let mailbox = msg["mailbox"] as? String else { throw RendezvousRefusal.badRequest("open requires 'mailbox'") }
                 try limiter?.allow(.claim, from: remoteIP, now: now)
                 c.mailbox = mailbox
                 let r = rendezvous
-                c.listener = try await run(app, .init(mailboxes: [mailbox], address: remoteIP, addressNameplates: false)) { () throws(WormholeError) in
+                c.listener = try await run(app, .init(mailboxes: [mailbox], address: remoteIP, addressNameplates: false)) { () throws(RendezvousRefusal) in
                     try r.open(app: app, mailbox: mailbox, side: side, now: now, address: remoteIP) { m in
                         var out: [String: Any] = ["type": "message", "side": m.side, "phase": m.phase, "body": m.body,
                                                   "server_rx": m.serverRx]
@@ -172,32 +172,32 @@ public struct WormholeSocket: Sendable {
                     }
                 }
             case "add":
-                guard let mailbox = c.mailbox, c.listener != nil else { throw WormholeError("must open mailbox before adding") }
-                guard let phase = msg["phase"] as? String else { throw WormholeError("missing 'phase'") }
-                guard let body = msg["body"] as? String else { throw WormholeError("missing 'body'") }
+                guard let mailbox = c.mailbox, c.listener != nil else { throw RendezvousRefusal.badRequest("must open mailbox before adding") }
+                guard let phase = msg["phase"] as? String else { throw RendezvousRefusal.badRequest("missing 'phase'") }
+                guard let body = msg["body"] as? String else { throw RendezvousRefusal.badRequest("missing 'body'") }
                 let message = WormholeMessage(side: side, phase: phase, body: body, serverRx: now, id: msg["id"] as? String)
                 let r = rendezvous, address = remoteIP
-                try await run(app, .init(mailboxes: [mailbox], address: address, addressNameplates: false)) { () throws(WormholeError) in
+                try await run(app, .init(mailboxes: [mailbox], address: address, addressNameplates: false)) { () throws(RendezvousRefusal) in
                     try r.add(app: app, mailbox: mailbox, message: message, address: address)
                 }
             case "close":
-                guard !c.closed else { throw WormholeError("only one close per connection") }
+                guard !c.closed else { throw RendezvousRefusal.badRequest("only one close per connection") }
                 let asked = msg["mailbox"] as? String
-                if let asked, let mine = c.mailbox, asked != mine { throw WormholeError("open and close must use same mailbox") }
-                guard let mailbox = asked ?? c.mailbox else { throw WormholeError("close without mailbox must follow open") }
+                if let asked, let mine = c.mailbox, asked != mine { throw RendezvousRefusal.badRequest("open and close must use same mailbox") }
+                guard let mailbox = asked ?? c.mailbox else { throw RendezvousRefusal.badRequest("close without mailbox must follow open") }
                 if let handle = c.listener, let mine = c.mailbox {
                     rendezvous.stopListening(app: app, mailbox: mine, handle: handle)
                     c.listener = nil
                 }
                 c.closed = true
                 let r = rendezvous
-                try await run(app, .init(mailboxes: [mailbox])) { () throws(WormholeError) in try r.close(app: app, mailbox: mailbox, side: side, now: now) }
+                try await run(app, .init(mailboxes: [mailbox])) { () throws(RendezvousRefusal) in try r.close(app: app, mailbox: mailbox, side: side, now: now) }
                 replies.append(Self.json(["type": "closed"]))
             default:
-                throw WormholeError("unknown type")
+                throw RendezvousRefusal.badRequest("unknown type")
             }
         } catch {
-            replies.append(Self.json(["type": "error", "error": error.explanation, "orig": msg]))
+            replies.append(Self.json(["type": "error", "error": error.description, "orig": msg]))
         }
         return replies
     }

@@ -131,6 +131,7 @@ public final class PostgresEngine: SQLDatabase {
             let state = e.serverInfo?[.sqlState]
             let message = e.serverInfo?[.message] ?? "\(e.code)"
             if state == "23505" { return StoreError.conflict(message) }
+            if state == "40P01" || state == "40001" { return StoreError.transactionConflict("\(message) (in: \(sql.prefix(48)))") }
             return StoreError.engine("\(message) (in: \(sql.prefix(48)))")
         }
         return error

@@ -62,12 +62,15 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case badURL(String)
     /// The engine failed; the message names the statement's first words, not its values.
     case engine(String)
+    /// PostgreSQL chose this transaction as a deadlock's victim or could not serialize it (SQLSTATE
+    /// 40P01, 40001): nothing of it was kept, and the same transaction may be run again.
+    case transactionConflict(String)
 
     public var description: String {
         switch self {
         case .conflict(let s): return "already exists: \(s)"
         case .badURL(let s): return "bad database URL: \(s)"
-        case .engine(let s): return "database error: \(s)"
+        case .engine(let s), .transactionConflict(let s): return "database error: \(s)"
         }
     }
 }

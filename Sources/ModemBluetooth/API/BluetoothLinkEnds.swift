@@ -114,12 +114,38 @@ public final class BluetoothLinkDevice: HostClient, @unchecked Sendable {
     // @unchecked Sendable: the station and the channel are used on the host driver's thread only
     // (this object is its client); the link host (`links`) and `ownAddress` are Mutex-guarded.
 
+    /// What happens to a device end, as it happens (on the host driver's thread). Each has its line
+    /// for a log (``description``); callers decide by case.
+    public enum Event: Sendable, Equatable, CustomStringConvertible {
+        /// The controller is ready: discoverable and connectable as `name` at `address` (its own
+        /// address), the Serial Port record published on RFCOMM `channel`.
+        case ready(name: String, address: BDAddress, channel: UInt8)
+        /// A phone opened our RFCOMM channel.
+        case connected(BDAddress)
+        /// The phone's channel closed, for the reason given.
+        case disconnected(reason: String)
+        /// The device end cannot go on (the controller failed, or its address is not the expected
+        /// one) and stops; the text names the problem.
+        case failed(String)
+
+        /// The event in one line.
+        public var description: String {
+            switch self {
+            case .ready(let name, let address, let channel):
+                return "\(name) at \(address): discoverable, Serial Port on RFCOMM channel \(channel)"
+            case .connected(let address): return "connected: \(address)"
+            case .disconnected(let reason): return "disconnected: \(reason)"
+            case .failed(let reason): return reason
+            }
+        }
+    }
+
     /// The protocol parameters (duplex).
     public let configuration: LinkConfiguration
     private let name: String
     private let links: DeviceLinkHost
     private let expectedAddress: BDAddress?
-    private let log: @Sendable (String) -> Void
+    private let events: @Sendable (Event) -> Void
     private var host: HostDriver!
     private var station: StreamLinkStation<DeviceStateMachine>?
     private var channel: SerialChannelID?
@@ -136,15 +162,16 @@ public final class BluetoothLinkDevice: HostClient, @unchecked Sendable {
     ///   - configuration: must be duplex and match the phone's (default: the byte-stream parameters).
     ///   - options: the transports' timers.
     ///   - gap: controller options; the role is always device.
-    ///   - log: one line when ready, per connection and per disconnection.
+    ///   - events: called when the controller is ready (with its address), per connection, per
+    ///     disconnection, and when the end fails.
     public init(transport: any HCITransport, name: String = "SwiftModem messaging", channel: UInt8 = 1,
                 expectedAddress: BDAddress? = nil, configuration: LinkConfiguration = .byteStream(mode: .duplex),
                 options: LinkTransportOptions = LinkTransportOptions(), gap: GAPConfiguration = GAPConfiguration(role: .central),
-                log: @escaping @Sendable (String) -> Void = { _ in }) {
+                events: @escaping @Sendable (Event) -> Void = { _ in }) {
         self.configuration = configuration
         self.name = name
         self.expectedAddress = expectedAddress
-        self.log = log
+        self.events = events
         links = DeviceLinkHost(configuration: configuration, options: options)
         var gap = gap
         gap.role = .device(name: name, classOfDevice: 0x001F00)
@@ -179,7 +206,7 @@ public final class BluetoothLinkDevice: HostClient, @unchecked Sendable {
                 fail("the controller's address is \(address), not \(expectedAddress)")
                 return []
             }
-            log("\(name) at \(address): discoverable, Serial Port on RFCOMM channel \(stack.configuration.serverChannel ?? 0)")
+            events(.ready(name: name, address: address, channel: stack.configuration.serverChannel ?? 0))
         case .failed(let reason):
             fail("the controller cannot be used: \(reason)")
         case .opened(let id, let address, let incoming) where incoming:
@@ -193,7 +220,7 @@ public final class BluetoothLinkDevice: HostClient, @unchecked Sendable {
             station = StreamLinkStation(machine: machine)
             channel = id
             unsent = 0
-            log("connected: \(address)")
+            events(.connected(address))
             return out
         case .received(let id, let bytes) where id == channel:
             guard var s = station else { return [] }
@@ -209,7 +236,7 @@ public final class BluetoothLinkDevice: HostClient, @unchecked Sendable {
             }
         case .closed(let id, let reason, _) where id == channel:
             dropConnection("the Bluetooth channel closed: \(reason)")
-            log("disconnected: \(reason)")
+            events(.disconnected(reason: reason))
         default:
             break
         }
@@ -256,7 +283,7 @@ public final class BluetoothLinkDevice: HostClient, @unchecked Sendable {
     }
 
     private func fail(_ reason: String) {
-        log(reason)
+        events(.failed(reason))
         links.stop(.localFailure(reason))
         host.requestStop()
     }

@@ -61,10 +61,10 @@ public final class BlueZRFCOMMStream: Sendable {
         socket.shutdown()
     }
 
-    /// A reset or broken connection is the device going away, not an unknown failure.
+    /// A reset or broken connection (``BlueZSocket/error(errno:doing:)`` makes it
+    /// ``BluetoothError/disconnected(_:)``) is the device going away: the error names the device and channel.
     private func closedIfReset(_ error: BluetoothError) -> BluetoothError {
-        if case .unknown(let message) = error,
-           message.hasSuffix("(errno \(ECONNRESET))") || message.hasSuffix("(errno \(EPIPE))") || message.hasSuffix("(errno \(ENOTCONN))") {
+        if case .disconnected(let message) = error {
             return .disconnected("\(address) channel \(channel): \(message)")
         }
         return error

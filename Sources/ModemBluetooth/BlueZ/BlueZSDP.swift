@@ -31,8 +31,12 @@ public enum BlueZSDP {
                     try socket.send(pdu)
                     answer = try socket.receive(maxCount: 65536, timeout: timeout)
                 } catch {
-                    if case .unknown(let message) = error { throw .connectionFailed("SDP with \(device) failed: \(message)") }
-                    throw error
+                    switch error {
+                    case .unknown(let message), .disconnected(let message):
+                        throw .connectionFailed("SDP with \(device) failed: \(message)")
+                    default:
+                        throw error
+                    }
                 }
                 if answer.isEmpty {
                     throw .connectionFailed(socket.isAtEnd ? "SDP with \(device) failed: the device closed the SDP channel"

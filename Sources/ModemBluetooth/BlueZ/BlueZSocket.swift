@@ -249,7 +249,8 @@ public final class BlueZSocket: Sendable {
 
     /// The ``BluetoothError`` for a failed call: no kernel support or no adapter → ``BluetoothError/noBluetooth(_:)``;
     /// adapter down or blocked → ``BluetoothError/notPowered(_:)``; refused, unreachable, timed out →
-    /// ``BluetoothError/connectionFailed(_:)``; anything else → ``BluetoothError/unknown(_:)``.
+    /// ``BluetoothError/connectionFailed(_:)``; reset, broken or no longer connected (the device went
+    /// away) → ``BluetoothError/disconnected(_:)``; anything else → ``BluetoothError/unknown(_:)``.
     public static func error(errno code: Int32, doing operation: String) -> BluetoothError {
         switch code {
         case EAFNOSUPPORT: return .noBluetooth(noKernelSupportMessage)
@@ -259,6 +260,7 @@ public final class BlueZSocket: Sendable {
         case ECONNREFUSED: return .connectionFailed("\(operation): the device refused (ECONNREFUSED)")
         case EHOSTUNREACH: return .connectionFailed("\(operation): no answer from the device (EHOSTUNREACH)")
         case ETIMEDOUT: return .connectionFailed("\(operation): timed out (ETIMEDOUT)")
+        case ECONNRESET, EPIPE, ENOTCONN: return .disconnected("\(operation) failed: \(errnoName(code))")
         default: return .unknown("\(operation) failed: \(errnoName(code))")
         }
     }

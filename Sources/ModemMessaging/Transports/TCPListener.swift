@@ -35,7 +35,7 @@ public final class TCPListener: Sendable {
             self.fd = fd
             self.port = bound
         } catch {
-            throw TransportError(error.description)
+            throw TransportError(error)
         }
         self.host = host
         self.rateLimit = rateLimit
@@ -53,18 +53,18 @@ public final class TCPListener: Sendable {
     /// - Throws: ``TransportError`` once the listener is closed, or when accepting fails for good.
     public func accept() async throws(TransportError) -> TCPTransport {
         while true {
-            if closed.load(ordering: .acquiring) { throw TransportError("the listener on \(TCPSocket.hostPort(host, port)) is closed") }
+            if closed.load(ordering: .acquiring) { throw .closed("the listener on \(TCPSocket.hostPort(host, port))") }
             switch TCPSocket.accept(fd) {
             case .none:
                 if await SocketWaiter.shared.wait(fd: fd, for: .readable) == .cancelled {
-                    throw TransportError("accepting on \(TCPSocket.hostPort(host, port)) was cancelled")
+                    throw .cancelled("accepting on \(TCPSocket.hostPort(host, port))")
                 }
             case .failed(let code):
                 if code == EMFILE || code == ENFILE || code == ENOBUFS || code == ENOMEM {
-                    throw TransportError("accept on \(TCPSocket.hostPort(host, port)): \(String(cString: strerror(code)))")
+                    throw .io(code: code, "accept on \(TCPSocket.hostPort(host, port)): \(String(cString: strerror(code)))")
                 }
                 if closed.load(ordering: .acquiring) || code == EINVAL || code == EBADF {
-                    throw TransportError("the listener on \(TCPSocket.hostPort(host, port)) is closed")
+                    throw .closed("the listener on \(TCPSocket.hostPort(host, port))")
                 }
             case .connection(let client, let peer):
                 let address = TCPSocket.hostOf(peer)

@@ -32,6 +32,21 @@ final class TCPConnection: Sendable {
     deinit { TCPSocket.close(fd) }
 }
 
+extension TransportError {
+    /// The transport's error for a failed socket call, by its kind; the words are the socket error's
+    /// (the address, the call, the reason).
+    init(_ error: SocketError) {
+        switch error.kind {
+        case .refused: self = .connectionRefused(error.description)
+        case .timedOut: self = .timedOut(error.description)
+        case .invalidAddress: self = .invalidAddress(error.description)
+        case .addressInUse: self = .addressInUse(error.description)
+        case .permissionDenied: self = .permissionDenied(error.description)
+        case .systemCallFailed: self = .io(code: error.code, error.description)
+        }
+    }
+}
+
 /// A ``MessageTransport`` over one TCP connection: frames as `length u32 BE | frame`, the dialer's
 /// `SMsg` preamble first. Non-blocking sockets; waits go through the runtime's ``SocketWaiter``, so
 /// no Swift thread ever blocks. Reads happen only inside ``receive()`` (pull-based), so a peer that
@@ -68,7 +83,7 @@ public struct TCPTransport: MessageTransport {
         }
         switch result {
         case .failure(let error):
-            throw TransportError(error.description)
+            throw TransportError(error)
         case .success(let (fd, peer)):
             let transport = TCPTransport(fd: fd, peerAddress: peer, expectPreamble: false)
             try await transport.write(SessionWire.preamble, [])
@@ -78,7 +93,7 @@ public struct TCPTransport: MessageTransport {
 
     public func send(_ frame: [UInt8]) async throws(TransportError) {
         guard !frame.isEmpty, frame.count <= maximumFrameSize else {
-            throw TransportError("a frame of \(frame.count) bytes (1...\(maximumFrameSize))")
+            throw frame.isEmpty ? .emptyFrame : .frameTooLarge(size: frame.count, maximum: maximumFrameSize)
         }
         try await write(SessionFrameDecoder.lengthPrefix(frame.count), frame)
     }
@@ -91,7 +106,7 @@ public struct TCPTransport: MessageTransport {
         var sent = 0
         let total = header.count + body.count
         while sent < total {
-            if c.closed.load(ordering: .acquiring) { throw TransportError("the connection is closed") }
+            if c.closed.load(ordering: .acquiring) { throw .closed("the connection") }
             let result: Result<Int, TCPSocket.SocketFailure> = header.withUnsafeBytes { h in
                 body.withUnsafeBytes { b in
                     let hs = min(sent, h.count)
@@ -105,8 +120,8 @@ public struct TCPTransport: MessageTransport {
             case .success:
                 _ = await SocketWaiter.shared.wait(fd: c.fd, for: .writable)
             case .failure(let failure):
-                let text = failure.code == EPIPE || failure.code == ECONNRESET ? "the peer's end is gone" : String(cString: strerror(failure.code))
-                throw TransportError("send to \(c.peerAddress): \(text)")
+                if failure.code == EPIPE || failure.code == ECONNRESET { throw .ended(.reset) }
+                throw .io(code: failure.code, "send to \(c.peerAddress): \(String(cString: strerror(failure.code)))")
             }
         }
     }
