@@ -2,6 +2,7 @@ import Foundation
 import ModemAudio
 import Testing
 import ModemTestSupport
+import ProcessTestSupport
 
 /// Records from an ALSA capture device on a thread of its own until told to stop, the way a
 /// full-duplex modem reads while it plays.
@@ -94,7 +95,8 @@ func bestMatch(of reference: [Float], in signal: [Float]) -> (lag: Int, score: D
     }
 }
 
-@Suite("ALSA through a loopback sound server (real time)", .serialized, .loopbackServer)
+@Suite("ALSA through a loopback sound server (real time)", .serialized,
+       .requires(SoundServer.pulseAudio, SoundServer.pactl), .loopbackServer)
 struct ALSALoopbackRealTimeTests {
     @Test("a tone burst and a pseudo-random sequence played on default come back bit-exact")
     func roundTrip() throws {

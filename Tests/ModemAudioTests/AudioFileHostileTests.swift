@@ -175,9 +175,9 @@ struct AudioFileHostileTests {
         #expect(w.samplesWritten == 1000)
     }
 
-    @Test("Writing to a full device (/dev/full) fails with an error")
+    @Test("Writing to a full device (/dev/full) fails with an error",
+          .enabled(if: FileManager.default.fileExists(atPath: "/dev/full"), "no /dev/full here"))
     func fullDevice() throws {
-        guard FileManager.default.fileExists(atPath: "/dev/full") else { return }
         var failed = false
         do {
             let w = try AudioFileWriter(path: "/dev/full", sampleRate: 8000)

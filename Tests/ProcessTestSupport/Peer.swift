@@ -58,21 +58,24 @@ public struct Peer: Sendable, CustomStringConvertible {
                     remedy: "scripts/install-deps.sh installs it: apt-get install \(package ?? command)")
     }
 
-    /// One of the package's Python environments, `.build/NAME-venv` made by `scripts/NAME-venv.sh`
-    /// (or the python named by `override`, an environment variable, when set): its python, available
-    /// once the script finished it (it writes `.requirements` after the last module was installed).
-    public static func venv(_ name: String, override: String? = nil) -> Peer {
-        let script = "scripts/\(name)-venv.sh"
-        if let override, let python = ProcessInfo.processInfo.environment[override], !python.isEmpty {
+    /// One of the package's Python environments, made by `scripts/NAME-venv.sh` in `.build/NAME-venv`
+    /// (or in the folder the environment variable `folderVariable` names): its python, available once
+    /// the script finished it (scripts/venv.sh writes `.requirements` after the last module was
+    /// installed). When the environment variable `pythonVariable` names a python, that one instead.
+    public static func venv(_ name: String, pythonVariable: String? = nil, folderVariable: String? = nil) -> Peer {
+        let environment = ProcessInfo.processInfo.environment
+        if let pythonVariable, let python = environment[pythonVariable], !python.isEmpty {
             return Peer(name: "the \(name) venv's python", location: FileManager.default.isExecutableFile(atPath: python) ? python : nil,
-                        remedy: "\(override)=\(python) is not an executable")
+                        remedy: "\(pythonVariable)=\(python) is not an executable")
         }
-        let folder = packageRoot + "/.build/\(name)-venv"
+        let folder = folderVariable.flatMap { environment[$0] }.flatMap { $0.isEmpty ? nil : $0 }
+            ?? packageRoot + "/.build/\(name)-venv"
         let python = folder + "/bin/python"
         let complete = FileManager.default.isExecutableFile(atPath: python)
             && FileManager.default.fileExists(atPath: folder + "/.requirements")
+        let others = [pythonVariable, folderVariable].compactMap { $0.map { "set \($0)" } }
         return Peer(name: "the \(name) venv (\(folder))", location: complete ? python : nil,
-                    remedy: "run bash \(script)" + (override.map { ", or set \($0)" } ?? ""))
+                    remedy: (["run bash scripts/\(name)-venv.sh"] + others).joined(separator: ", or "))
     }
 
     /// An executable at a fixed `path` (a built binary, `/usr/bin/openssl`), named `name`.
