@@ -334,7 +334,7 @@ struct BlueZPathTests {
     }
 
     @Test("bridge: interrupted ends it with that outcome")
-    func bridgeInterrupted() throws {
+    func bridgeInterrupted() async throws {
         let (stream, far) = try streamPair()
         defer { close(far) }
         var fds: [Int32] = [0, 0]
@@ -343,25 +343,22 @@ struct BlueZPathTests {
         let (_, output, _) = try files([])
         defer { close(output) }
         let stop = Flag()
-        let polls = Atomic<Int>(0)
-        let outcome = Mutex<SerialPortBridge.Outcome?>(nil)
+        // The bridge's turns (each asks whether it is interrupted) and its outcome: each wakes the waits.
+        let progress = Observed<(polls: Int, outcome: SerialPortBridge.Outcome?)>((0, nil))
         let readEnd = fds[0]
         let runner = Thread {
             let o = BlueZSerialBridge.run(stream: stream, input: readEnd, output: output, quietSeconds: 0.1,
-                                          isInterrupted: { polls.add(1, ordering: .relaxed); return stop.value.load(ordering: .relaxed) })
-            outcome.withLock { $0 = o }
+                                          isInterrupted: { progress.update { $0.polls += 1 }; return stop.value.load(ordering: .relaxed) })
+            progress.update { $0.outcome = o }
         }
         runner.start()
         // The bridge asks once per turn of its loop (a read of up to 10 ms): 30 turns, several times its
         // 0.1-s quiet time, and it still waits while input is open.
-        let deadline = Date().addingTimeInterval(60)
-        while polls.load(ordering: .relaxed) < 30 && outcome.withLock({ $0 }) == nil && Date() < deadline { usleep(1_000) }
-        #expect(polls.load(ordering: .relaxed) >= 30, "waited 60 s for 30 turns of the bridge's loop")
-        #expect(outcome.withLock { $0 } == nil, "the bridge waits while input is open")
+        let turned = try await progress.wait(for: "30 turns of the bridge's loop") { $0.polls >= 30 || $0.outcome != nil }
+        #expect(turned.outcome == nil, "the bridge waits while input is open")
         stop.value.store(true, ordering: .relaxed)
-        let stopBy = Date().addingTimeInterval(60)
-        while outcome.withLock({ $0 }) == nil && Date() < stopBy { usleep(1_000) }
-        #expect(outcome.withLock { $0 } == .interrupted, "waited 60 s for the interrupted bridge to end")
+        let ended = try await progress.wait(for: "the interrupted bridge's end") { $0.outcome != nil }
+        #expect(ended.outcome == .interrupted)
     }
 
     // MARK: The Bluetooth manager on the kernel way
