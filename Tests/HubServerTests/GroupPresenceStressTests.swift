@@ -64,7 +64,7 @@ import Testing
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hubstress-\(UUID().uuidString)")
             return [try await SQLHubStore.open(.sqlite(path: dir.path + "/hub.sqlite"), logger: logger, nowMs: 0)]
         }
-        let base = try #require(ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"])
+        let base = try HubProcess.postgres.path()
         let admin = try await PostgresEngine.open(url: base, logger: logger)
         let name = "hubstress_" + HubTokens.base32(HubTokens.randomBytes(8)).lowercased()
         try await admin.query("CREATE DATABASE \(name)", [])
