@@ -7,7 +7,9 @@ import Testing
 /// The people's commands as processes (`modem-hub login`, `join`, `listen`, `post`, `unpost`, ...) against
 /// a hub running in this process, and `modem hub` forwarding to them.
 @Suite struct ClientCLITests {
-    static var binariesBuilt: Bool { FileManager.default.isExecutableFile(atPath: TestProcess.hubBinary) }
+    static var hubBuilt: Peer {
+        .executable(TestProcess.hubBinary, name: "the built modem-hub (\(TestProcess.hubBinary))", remedy: "swift build --product modem-hub, or set HUB_BINARY")
+    }
 
     struct Session {
         let hub: LiveHub
@@ -29,7 +31,7 @@ import Testing
     }
 
     @Test("login keeps a 0600 file and prints no secret; post, listen and join print seed events; unpost; posts; members",
-          .enabled(if: binariesBuilt, "no modem-hub built (swift build --product modem-hub)"))
+          .requires(hubBuilt))
     func clientCredentialsCommands() async throws {
         try await HubClientTests.withHub { hub in
             let s = try Self.session(hub)
@@ -102,7 +104,7 @@ import Testing
     }
 
     @Test("login as an account (password grant): whoami names it",
-          .enabled(if: binariesBuilt, "no modem-hub built (swift build --product modem-hub)"))
+          .requires(hubBuilt))
     func accountLogin() async throws {
         try await HubClientTests.withHub { hub in
             let s = try Self.session(hub)
@@ -128,10 +130,12 @@ import Testing
         return dir
     }
 
-    static var modemBuilt: Bool { FileManager.default.isExecutableFile(atPath: TestProcess.modemBinary) }
+    static var modemBuilt: Peer {
+        .executable(TestProcess.modemBinary, name: "the built modem (\(TestProcess.modemBinary))", remedy: "swift build --product modem, or set MODEM_BINARY")
+    }
 
     @Test("modem hub without modem-hub beside it or on PATH says how to build it",
-          .enabled(if: modemBuilt, "no modem built beside modem-hub"))
+          .requires(modemBuilt))
     func modemHubAbsent() async throws {
         let dir = try Self.lonelyModem()
         let o = try await TestProcess.run(dir + "/modem", ["hub", "login"], env: ["PATH": "/usr/bin:/bin"])
@@ -140,7 +144,7 @@ import Testing
     }
 
     @Test("modem hub ARGS runs modem-hub ARGS beside it (arguments, output and exit status are modem-hub's)",
-          .enabled(if: modemBuilt && binariesBuilt, "no modem and modem-hub built"))
+          .requires(modemBuilt, hubBuilt))
     func modemHubForwards() async throws {
         let dir = try Self.lonelyModem()
         try "#!/bin/sh\necho \"args:$*\"\nexit 7\n".write(toFile: dir + "/modem-hub", atomically: true, encoding: .utf8)

@@ -1,55 +1,45 @@
 import Foundation
 import HubClient
 import HubTestSupport
+import ProcessTestSupport
 import Synchronization
 import Testing
 
-/// Drains a connection's events into a list the test waits on (bounded waits, generous limits).
+/// Drains a connection's events into a list the test waits on: each event (and the end) wakes the
+/// waits (``ProcessTestSupport/Observed``), whose time limits are hang guards only.
 final class Collector: Sendable {
-    final class Log: Sendable {
-        let state = Mutex<(events: [HubGroupEvent], end: Result<Void, HubClientError>?)>(([], nil))
-    }
-    private let log: Log
+    private let log = Observed<(events: [HubGroupEvent], end: Result<Void, HubClientError>?)>(([], nil))
     private let task: Task<Void, Never>
 
     init(_ connection: HubGroupsConnection) {
-        let log = Log()
-        self.log = log
+        let log = self.log
         task = Task {
             do {
-                for try await e in connection { log.state.withLock { $0.events.append(e) } }
-                log.state.withLock { $0.end = .success(()) }
+                for try await e in connection { log.update { $0.events.append(e) } }
+                log.update { $0.end = .success(()) }
             } catch let e as HubClientError {
-                log.state.withLock { $0.end = .failure(e) }
+                log.update { $0.end = .failure(e) }
             } catch {
-                log.state.withLock { $0.end = .failure(.socketClosed("\(error)")) }
+                log.update { $0.end = .failure(.socketClosed("\(error)")) }
             }
         }
     }
 
-    var events: [HubGroupEvent] { log.state.withLock { $0.events } }
-    var end: Result<Void, HubClientError>? { log.state.withLock { $0.end } }
+    var events: [HubGroupEvent] { log.value.events }
+    var end: Result<Void, HubClientError>? { log.value.end }
 
-    /// Waits (up to `seconds`) until `predicate` holds for the events so far.
+    /// Waits until `predicate` holds for the events so far; records an issue naming `what` when it
+    /// does not within `seconds` (a hang guard).
     @discardableResult
     func wait(_ what: String, seconds: Double = 60, _ predicate: ([HubGroupEvent]) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if predicate(events) { return true }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
+        if await log.wait(timeout: seconds, until: { predicate($0.events) }) != nil { return true }
         Issue.record("waited \(seconds) s for \(what); got \(events)")
         return false
     }
 
-    /// Waits until the sequence has ended.
+    /// Waits until the sequence has ended; nil when it has not within `seconds` (a hang guard).
     func waitEnd(seconds: Double = 60) async -> Result<Void, HubClientError>? {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(seconds * 1000))
-        while ContinuousClock.now < deadline {
-            if let e = end { return e }
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        return nil
+        await log.wait(timeout: seconds, until: { $0.end != nil })?.end
     }
 }
 
@@ -74,16 +64,16 @@ struct SeenDict: Sendable {
 
 /// A delegate that keeps what seed 001's `socketReceivedDict` hands it.
 final class DictDelegate: HubGroupsDelegate {
-    let seen = Mutex<[SeenDict]>([])
+    let seen = Observed<[SeenDict]>([])
     let closed = Mutex<(Bool, HubClientError?)>((false, nil))
     func socketReceivedDict(_ dict: [String: Any]) {
         let s = SeenDict(keys: Set(dict.keys), type: dict["type"] as? String, user: dict["user"] as? String,
                          group: dict["group"] as? String, pid: dict["pid"] as? String, timestamp: dict["timestamp"] as? Int64,
                          pidloadA: (dict["pidload"] as? [String: Any])?["a"] as? String)
-        seen.withLock { $0.append(s) }
+        seen.append(s)
     }
     func socketDidClose(error: HubClientError?) { closed.withLock { $0 = (true, error) } }
-    var dicts: [SeenDict] { seen.withLock { $0 } }
+    var dicts: [SeenDict] { seen.value }
 }
 
 @Suite struct GroupsClientTests {
@@ -182,11 +172,7 @@ final class DictDelegate: HubGroupsDelegate {
         let other = try await Self.connect(hub)
         try other.connection.join("bars")
         try other.connection.post(group: "bars", pid: "PID", pidload: ["a": "A", "b": "B"])
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline, !delegate.dicts.contains(where: { $0.type == "post" }) {
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        try #require(delegate.dicts.contains { $0.type == "post" }, "waited 60 s for the delegate to get the post")
+        try await delegate.seen.wait(for: "the post handed to the delegate", hangGuard: 60) { $0.contains { $0.type == "post" } }
         let dicts = delegate.dicts
         #expect(dicts.first?.type == "hello" && dicts.first?.user == groups.user)
         let user = try #require(dicts.first { $0.type == "user" && $0.user == other.connection.user })

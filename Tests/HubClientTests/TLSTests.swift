@@ -6,10 +6,8 @@ import Testing
 
 /// `allowInvalidCertificates`: a hub on HTTPS with a self-signed certificate made here by openssl.
 @Suite struct TLSTests {
-    static var opensslAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") }
-
     @Test("a self-signed certificate is refused by default and accepted (REST and wss) after allowInvalidCertificates",
-          .enabled(if: opensslAvailable, "no /usr/bin/openssl"))
+          .requires(.executable("/usr/bin/openssl", name: "openssl", remedy: "apt-get install openssl")))
     func selfSignedCertificate() async throws {
         let dir = try TestProcess.tempDir()
         let o = try await TestProcess.run("/usr/bin/openssl", [

@@ -7,6 +7,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import Synchronization
+import ProcessTestSupport
 import Testing
 
 /// Issue 32, defects 1 and 2: the account takeover through names that differ in case, and the bounds on
@@ -312,14 +313,14 @@ import Testing
         #expect(o.stdoutText.contains(" passed, 0 failed"), "\(o.stdoutText.suffix(3000))")
     }
 
-    @Test(.enabled(if: HubProcess.peersAvailable, "no .build/hub-venv (scripts/hub-venv.sh) or no built modem-hub"),
+    @Test(.requires(HubProcess.venv, HubProcess.server),
           .timeLimit(.minutes(10)))
     func attacksFromAnotherAddressOverSQLite() async throws {
         let dir = try HubProcess.tempDir()
         try await Self.runAttacks(db: "sqlite:\(dir)/hub.sqlite", dir: dir)
     }
 
-    @Test(.enabled(if: HubProcess.postgresPeersAvailable, "no hub venv, built modem-hub or HUB_TEST_POSTGRES_URL"),
+    @Test(.requires(HubProcess.venv, HubProcess.server, HubProcess.postgres),
           .timeLimit(.minutes(10)))
     func attacksFromAnotherAddressOverPostgreSQL() async throws {
         let dir = try HubProcess.tempDir()

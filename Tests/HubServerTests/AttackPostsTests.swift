@@ -184,7 +184,7 @@ import Testing
     }
 
     @Test("the post flood against a real modem-hub serve (Tests/scripts/attacks/posts.py; PostgreSQL too with HUB_TEST_POSTGRES_URL)",
-          .enabled(if: HubProcess.peersAvailable, "no .build/hub-venv (scripts/hub-venv.sh) or no built modem-hub"),
+          .requires(HubProcess.venv, HubProcess.server),
           .timeLimit(.minutes(30)))
     func attackScript() async throws {
         var runs = [[HubProcess.packageRoot + "/Tests/scripts/attacks/posts.py", HubProcess.binary, "--dir", try HubProcess.tempDir()]]

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Issue 32, defects 4 and 9: the transit relay under the hub's connection guard, and TLS 1.2 at least.
@@ -7,7 +8,6 @@ import Testing
 /// pair from 127.0.0.1 is still relayed, and checks the handshake and idle deadlines;
 /// Tests/scripts/attacks/tls.py offers TLS 1.0, 1.1, 1.2 and 1.3 with `openssl s_client`.
 @Suite struct AttackRelayTests {
-    static var hubBuilt: Bool { FileManager.default.isExecutableFile(atPath: HubProcess.binary) || HubProcess.peersRequired }
 
     /// Runs `Tests/scripts/attacks/NAME MODEM_HUB EXTRA...` with `python` (python3 from the PATH by default).
     static func script(_ name: String, python: String = "/usr/bin/env", extra: [String] = [], timeout: Double) async throws -> HubProcess.Output {
@@ -18,7 +18,7 @@ import Testing
     }
 
     @Test("one address holding 1,030 transit pairs, silent and waiting connections: an honest pair is still relayed",
-          .enabled(if: hubBuilt, "the built modem-hub is missing"), .timeLimit(.minutes(5)))
+          .requires(HubProcess.server), .timeLimit(.minutes(5)))
     func relayHeldByOneAddress() async throws {
         let o = try await Self.script("relay.py", timeout: 280)
         #expect(o.status == 0, "\(o.stdoutText.suffix(3000))\(o.stderrText.suffix(2000))")
@@ -26,7 +26,7 @@ import Testing
     }
 
     @Test("TLS 1.0 and 1.1 are refused, 1.2 (intermediate suites) and 1.3 accepted",
-          .enabled(if: hubBuilt && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"), "no modem-hub or no openssl"),
+          .requires(HubProcess.server, HubProcess.openssl),
           .timeLimit(.minutes(3)))
     func tlsVersions() async throws {
         let o = try await Self.script("tls.py", timeout: 170)
@@ -41,7 +41,7 @@ import Testing
 /// real-time group, one test at a time.
 @Suite struct AttackRelayDeadlinesRealTimeTests {
     @Test("(real time) the transit relay's handshake and idle deadlines close silent connections, not talking pairs",
-          .enabled(if: AttackRelayTests.hubBuilt, "the built modem-hub is missing"), .timeLimit(.minutes(3)))
+          .requires(HubProcess.server), .timeLimit(.minutes(3)))
     func deadlines() async throws {
         let o = try await AttackRelayTests.script("relay.py", extra: ["deadlines"], timeout: 170)
         #expect(o.status == 0, "\(o.stdoutText.suffix(3000))\(o.stderrText.suffix(2000))")

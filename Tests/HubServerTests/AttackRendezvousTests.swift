@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Issue 32, defects 5 and 11: rendezvous storage pinned by one address, and client addresses behind a
@@ -11,7 +12,7 @@ import Testing
 /// ConnectionGuardTests.
 @Suite struct AttackRendezvousTests {
     @Test("nameplates, mailboxes and bytes pinned by one address are refused; X-Forwarded-For only from a trusted proxy",
-          .enabled(if: HubProcess.peersAvailable, "no .build/hub-venv (scripts/hub-venv.sh) or no built modem-hub"),
+          .requires(HubProcess.venv, HubProcess.server),
           .timeLimit(.minutes(5)))
     func storagePinnedByOneAddress() async throws {
         var extra: [String] = []

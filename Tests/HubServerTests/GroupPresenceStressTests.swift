@@ -3,6 +3,7 @@ import HubCore
 import HubServer
 import HubStore
 import Logging
+import ProcessTestSupport
 import Synchronization
 import Testing
 
@@ -12,17 +13,15 @@ import Testing
 /// pools and LISTEN/NOTIFY buses on one fresh database; on SQLite (one node) the two connections are on
 /// the same node. In process, through `GroupHub` (what the socket calls), with bounded waits.
 @Suite(.serialized) struct GroupPresenceStressTests {
+    /// SQLite, and PostgreSQL where the cluster is there or required (`SWIFTMODEM_REQUIRE_PEERS=1`: then
+    /// a missing `HUB_TEST_POSTGRES_URL` fails the PostgreSQL case).
     static var engines: [String] {
-        ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] == nil ? ["sqlite"] : ["sqlite", "postgres"]
-    }
-
-    /// The user events a watcher's outbox received, collected as they arrive.
-    final class EventLog: Sendable {
-        let list = Mutex<[(user: String, timestamp: Int64)]>([])
+        HubProcess.postgres.isAvailable || Peer.areRequired ? ["sqlite", "postgres"] : ["sqlite"]
     }
 
     final class Watcher: Sendable {
-        let log = EventLog()
+        /// The user events the outbox received, collected as they arrive (each wakes ``wait(seconds:_:)``).
+        let log = Observed<[(user: String, timestamp: Int64)]>([])
         let outbox = GroupSocketOutbox()
         let task: Task<Void, Never>
 
@@ -43,22 +42,18 @@ import Testing
                         guard let o = (try? JSONSerialization.jsonObject(with: Data(frame.utf8))) as? [String: Any],
                               o["type"] as? String == "user", o["group"] as? String == group,
                               let u = o["user"] as? String, let t = (o["timestamp"] as? NSNumber)?.int64Value else { continue }
-                        log.list.withLock { $0.append((u, t)) }
+                        log.append((user: u, timestamp: t))
                     }
                 }
             }
         }
 
-        func count(_ pred: (String, Int64) -> Bool) -> Int { log.list.withLock { $0.filter { pred($0.user, $0.timestamp) }.count } }
+        func count(_ pred: (String, Int64) -> Bool) -> Int { log.value.filter { pred($0.user, $0.timestamp) }.count }
 
-        /// Waits (bounded) until `pred` holds.
-        func wait(seconds: Double, _ pred: () -> Bool) async -> Bool {
-            let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-            while ContinuousClock.now < end {
-                if pred() { return true }
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-            return pred()
+        /// Waits until `pred` holds for the events so far (checked on each event); false when it does
+        /// not within `seconds` (a hang guard).
+        func wait(seconds: Double, _ pred: ([(user: String, timestamp: Int64)]) -> Bool) async -> Bool {
+            await log.wait(timeout: seconds, until: pred) != nil
         }
     }
 
@@ -69,7 +64,7 @@ import Testing
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hubstress-\(UUID().uuidString)")
             return [try await SQLHubStore.open(.sqlite(path: dir.path + "/hub.sqlite"), logger: logger, nowMs: 0)]
         }
-        let base = try #require(ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"])
+        let base = try HubProcess.postgres.path()
         let admin = try await PostgresEngine.open(url: base, logger: logger)
         let name = "hubstress_" + HubTokens.base32(HubTokens.randomBytes(8)).lowercased()
         try await admin.query("CREATE DATABASE \(name)", [])
@@ -106,12 +101,12 @@ import Testing
         await b.perform(.join(group: g), conn: probe, user: "probe")
         var crossed = false
         for _ in 0..<60 where !crossed {  // a NOTIFY sent before A's LISTEN was up is lost: say it again
-            crossed = await watcher.wait(seconds: 1) { watcher.count { u, t in u == "probe" && t == 0 } > 0 }
+            crossed = await watcher.wait(seconds: 1) { _ in watcher.count { u, t in u == "probe" && t == 0 } > 0 }
             if !crossed { await b.perform(.update(userload: .empty), conn: probe, user: "probe") }
         }
         try #require(crossed, "node B's join never reached node A's watcher (60 tries, 1 s each)")
         await b.closed(probe)
-        #expect(await watcher.wait(seconds: 60) { watcher.count { u, t in u == "probe" && t > 0 } == 1 }, "waited 60 s for the probe's offline event")
+        #expect(await watcher.wait(seconds: 60) { _ in watcher.count { u, t in u == "probe" && t > 0 } == 1 }, "waited 60 s for the probe's offline event")
 
         let n = 100
         for i in 0..<n {
@@ -129,11 +124,11 @@ import Testing
             _ = await (xa, xb)
         }
         let stress: (String) -> Bool = { $0.hasPrefix("u") }
-        let complete = await watcher.wait(seconds: 120) {
-            watcher.count { u, t in stress(u) && t == 0 } >= n && watcher.count { u, t in stress(u) && t > 0 } >= n
+        let complete = await watcher.wait(seconds: 120) { log in
+            log.filter { stress($0.user) && $0.timestamp == 0 }.count >= n && log.filter { stress($0.user) && $0.timestamp > 0 }.count >= n
         }
         try await Task.sleep(for: .milliseconds(1500))  // late duplicates would arrive within the bus's batching
-        let events = watcher.log.list.withLock { $0 }.filter { stress($0.user) }
+        let events = watcher.log.value.filter { stress($0.user) }
         var online: [String: Int] = [:], offline: [String: Int] = [:]
         for e in events {
             if e.timestamp == 0 { online[e.user, default: 0] += 1 } else { offline[e.user, default: 0] += 1 }

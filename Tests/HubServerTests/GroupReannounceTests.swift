@@ -27,19 +27,19 @@ import Testing
         await hub.perform(.join(group: g), conn: mconn, user: "member")
         await hub.perform(.join(group: g), conn: lconn, user: "leaver")
         await hub.perform(.leave(group: g), conn: lconn, user: "leaver")
-        #expect(await watcher.wait(seconds: 60) { watcher.count { u, t in u == "member" && t == 0 } == 1 })
+        #expect(await watcher.wait(seconds: 60) { _ in watcher.count { u, t in u == "member" && t == 0 } == 1 })
 
         // Another node sweeps this one (its heartbeat counts as stale) and the member goes offline.
         let groups = SQLGroupStore(db: store.db)
         #expect(try await groups.heartbeat(instance: hub.instance, name: "n1", now: hub.now), "the node row is there after start")
         let swept = try await groups.sweep(me: "other", staleBefore: .max, sameName: nil, now: hub.now)
         hub.execute(PresenceRules.actions(for: swept, by: nil, op: "sweep"))
-        #expect(await watcher.wait(seconds: 60) { watcher.count { u, t in u == "member" && t > 0 } == 1 })
+        #expect(await watcher.wait(seconds: 60) { _ in watcher.count { u, t in u == "member" && t > 0 } == 1 })
 
         // Its next beat finds the row gone; announcing again brings the member back, once, and not the leaver.
         #expect(try await !groups.heartbeat(instance: hub.instance, name: "n1", now: hub.now))
         await hub.reannounce()
-        #expect(await watcher.wait(seconds: 60) { watcher.count { u, t in u == "member" && t == 0 } == 2 })
+        #expect(await watcher.wait(seconds: 60) { _ in watcher.count { u, t in u == "member" && t == 0 } == 2 })
         let members = try await groups.members(group: g, limit: 10, skip: 0).items
         #expect(members.filter(\.isOnline).map(\.user).sorted() == ["member", "watcher"])
         #expect(watcher.count { u, t in u == "leaver" && t == 0 } == 1, "the leaver came back")

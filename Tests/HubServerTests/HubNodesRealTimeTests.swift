@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// Two `modem-hub` nodes on one PostgreSQL database (`--heartbeat 1`), one of them SIGKILLed: its users
@@ -11,7 +12,7 @@ import Testing
     /// they went offline within two heartbeats; no ghost stays online; the post made before is kept
     /// (Tests/scripts/hub_ws_scenarios.py --only-kills).
     @Test("a killed node's users offline on the survivor within two heartbeats (real time)",
-          .enabled(if: HubProcess.postgresPeersAvailable, "needs .build/hub-venv, the built modem-hub and HUB_TEST_POSTGRES_URL"),
+          .requires(HubProcess.venv, HubProcess.server, HubProcess.postgres),
           .timeLimit(.minutes(5)))
     func killedNodeUsersGoOffline() async throws {
         let db = try #require(try await HubProcess.freshPostgresDatabase(prefix: "hubkill1_"), "HUB_TEST_POSTGRES_URL is not set")
@@ -30,7 +31,7 @@ import Testing
     /// 20 kill-and-restart cycles of node 2 of two PostgreSQL nodes (`--heartbeat 1`) with Python
     /// WebSocket clients on both: Tests/scripts/hub_ws_kill_cycles.py (what it checks is in its header).
     @Test("20 kill-and-restart cycles: offline within two heartbeats, no ghosts, posts kept (real time)",
-          .enabled(if: HubProcess.postgresPeersAvailable, "needs .build/hub-venv, the built modem-hub and HUB_TEST_POSTGRES_URL"),
+          .requires(HubProcess.venv, HubProcess.server, HubProcess.postgres),
           .timeLimit(.minutes(5)))
     func killRestartCycles() async throws {
         let db = try #require(try await HubProcess.freshPostgresDatabase(prefix: "hubkill_"), "HUB_TEST_POSTGRES_URL is not set")

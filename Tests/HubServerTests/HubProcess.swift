@@ -19,21 +19,29 @@ enum HubProcess {
         (ProcessInfo.processInfo.environment["HUB_VENV"] ?? packageRoot + "/.build/hub-venv") + "/bin/python"
     }
 
-    /// Whether the peer tests are required (CI): they then run and fail when something is missing.
-    static var peersRequired: Bool { ProcessInfo.processInfo.environment["SWIFTMODEM_REQUIRE_HUB_PEERS"] == "1" }
+    // The process-level tests' peers, for their traits: `.requires(HubProcess.venv, HubProcess.server)`
+    // skips a test, with the reason shown, where one is missing, and fails it with
+    // `SWIFTMODEM_REQUIRE_PEERS=1` (scripts/test.sh in CI).
 
-    /// Whether the peer tests can run (the venv and the built server exist); with
-    /// `SWIFTMODEM_REQUIRE_HUB_PEERS=1` (CI) they run and fail when either is missing rather than skip.
-    static var peersAvailable: Bool {
-        (FileManager.default.isExecutableFile(atPath: python) && FileManager.default.isExecutableFile(atPath: binary))
-            || peersRequired
+    /// The built server (``binary``).
+    static var server: Peer {
+        .executable(binary, name: "the built modem-hub (\(binary))", remedy: "swift build --product modem-hub, or set HUB_BINARY")
     }
 
-    /// Whether the multi-node peer tests can run: the peers and `HUB_TEST_POSTGRES_URL`
-    /// (scripts/hub-postgres.sh start); required, like the peers, in CI.
-    static var postgresPeersAvailable: Bool {
-        (peersAvailable && ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil) || peersRequired
+    /// The peers' Python venv (``python``): the OAuth2 and WebSocket clients, schemathesis.
+    static var venv: Peer { Peer.venv("hub", folderVariable: "HUB_VENV") }
+
+    /// The PostgreSQL cluster of the multi-node tests: `HUB_TEST_POSTGRES_URL`.
+    static var postgres: Peer {
+        .environment("HUB_TEST_POSTGRES_URL", name: "a PostgreSQL cluster", remedy: "bash scripts/hub-postgres.sh start prints it")
     }
+
+    /// Stock magic-wormhole 0.24 with its reference servers (`.build/wormhole-venv`, scripts/wormhole-venv.sh;
+    /// `WORMHOLE_VENV` names another folder): its python.
+    static var wormholeVenv: Peer { Peer.venv("wormhole", folderVariable: "WORMHOLE_VENV") }
+
+    /// OpenSSL's command line at `/usr/bin/openssl`.
+    static var openssl: Peer { .executable("/usr/bin/openssl", name: "openssl", remedy: "apt-get install openssl") }
 
     typealias Output = ProcessResult
 
@@ -64,9 +72,13 @@ enum HubProcess {
         return token
     }
 
-    /// `HUB_TEST_POSTGRES_URL` with a new, empty database of its own (so runs never see each other's rows).
+    /// `HUB_TEST_POSTGRES_URL` with a new, empty database of its own (so runs never see each other's rows);
+    /// nil without the variable, unless `SWIFTMODEM_REQUIRE_PEERS=1` requires it (then this throws naming it).
     static func freshPostgresDatabase(prefix: String) async throws -> String? {
-        guard let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] else { return nil }
+        guard let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] else {
+            if Peer.areRequired { throw PeerMissing(peer: postgres) }
+            return nil
+        }
         let name = prefix + UUID().uuidString.prefix(8).lowercased()
         let created = try await run("/usr/bin/env", ["psql", base, "-qc", "CREATE DATABASE \(name)"], timeout: 30)
         guard created.status == 0 else { throw HubProcessError("CREATE DATABASE \(name): \(created.stderrText)") }

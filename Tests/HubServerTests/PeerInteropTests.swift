@@ -18,7 +18,7 @@ import Testing
         return (db, plain, pw)
     }
 
-    @Test(.enabled(if: HubProcess.peersAvailable, "no .build/hub-venv (scripts/hub-venv.sh)"))
+    @Test(.requires(HubProcess.venv, HubProcess.server))
     func oauthClientsOverHTTP() async throws {
         let dir = try HubProcess.tempDir()
         let (db, plain, pw) = try await prepare(dir)
@@ -36,7 +36,7 @@ import Testing
         #expect(log.contains("POST /oauth/token 200"))
     }
 
-    @Test(.enabled(if: HubProcess.peersAvailable, "no .build/hub-venv (scripts/hub-venv.sh)"))
+    @Test(.requires(HubProcess.venv, HubProcess.server))
     func oauthClientsOverTLS() async throws {
         let dir = try HubProcess.tempDir()
         let (db, plain, pw) = try await prepare(dir)
@@ -55,11 +55,10 @@ import Testing
         #expect(o.stdoutText.contains(" passed, 0 failed"), "\(o.stdoutText)")
     }
 
-    @Test(.enabled(if: HubProcess.peersAvailable && ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil,
-                   "needs .build/hub-venv and HUB_TEST_POSTGRES_URL (scripts/hub-postgres.sh start)"))
+    @Test(.requires(HubProcess.venv, HubProcess.server, HubProcess.postgres))
     func oauthClientsOnPostgreSQL() async throws {
         // A fresh database on the test cluster, so earlier runs' clients and users do not collide.
-        let base = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"]!
+        let base = try HubProcess.postgres.path()
         let name = "hubpeer_" + UUID().uuidString.prefix(8).lowercased()
         let created = try await HubProcess.run("/usr/bin/env", ["psql", base, "-qc", "CREATE DATABASE \(name)"])
         try #require(created.status == 0, "\(created.stderrText)")

@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// schemathesis (pinned in scripts/hub-venv.sh) against the served `/openapi.yaml` of the built
@@ -11,7 +12,7 @@ import Testing
     /// about a minute on two busy cores.
     static let examples = 12
 
-    @Test(.enabled(if: HubProcess.peersAvailable, "needs .build/hub-venv (scripts/hub-venv.sh) and the built modem-hub (HUB_BINARY)"),
+    @Test(.requires(HubProcess.venv, HubProcess.server),
           .timeLimit(.minutes(5)))
     func noFailuresAndEveryV1AnswerIsJSend() async throws {
         let dir = try HubProcess.tempDir()

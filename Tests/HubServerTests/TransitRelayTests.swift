@@ -73,26 +73,22 @@ import Testing
         #expect(p.join("127.0.0.2", "198.51.100.2") == nil)
     }
 
-    /// Stock magic-wormhole 0.24 (`.build/wormhole-venv`, scripts/wormhole-venv.sh; `WORMHOLE_VENV` elsewhere).
-    static var wormholeBin: String {
-        (ProcessInfo.processInfo.environment["WORMHOLE_VENV"] ?? HubProcess.packageRoot + "/.build/wormhole-venv") + "/bin"
+    /// Stock magic-wormhole 0.24's `bin` folder (``HubProcess/wormholeVenv``); throws naming it when missing.
+    static func wormholeBin() throws -> String {
+        URL(fileURLWithPath: try HubProcess.wormholeVenv.path()).deletingLastPathComponent().path
     }
 
-    @Test(.enabled(if: (FileManager.default.isExecutableFile(atPath: wormholeBin + "/wormhole")
-                        && FileManager.default.isExecutableFile(atPath: HubProcess.binary)) || HubProcess.peersRequired,
-                   "no .build/wormhole-venv (scripts/wormhole-venv.sh) or no built modem-hub"),
-          .timeLimit(.minutes(6)))
+    @Test(.requires(HubProcess.wormholeVenv, HubProcess.server), .timeLimit(.minutes(6)))
     func stockWormholeClientsThroughTheRelay() async throws {
-        let o = try await HubProcess.run(Self.wormholeBin + "/python", [HubProcess.packageRoot + "/Tests/scripts/transit_wormhole.py",
-                                                                        Self.wormholeBin, HubProcess.binary, "--files", "3"], timeout: 330)
+        let bin = try Self.wormholeBin()
+        let o = try await HubProcess.run(bin + "/python", [HubProcess.packageRoot + "/Tests/scripts/transit_wormhole.py",
+                                                           bin, HubProcess.binary, "--files", "3"], timeout: 330)
         print(o.stdoutText.split(separator: "\n").suffix(5).joined(separator: "\n"))
         #expect(o.status == 0, "\(o.stdoutText.suffix(3000))\(o.stderrText.suffix(2000))")
         #expect(o.stdoutText.contains(" passed, 0 failed"), "\(o.stdoutText.suffix(3000))")
     }
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: HubProcess.binary) || HubProcess.peersRequired,
-                   "the built modem-hub is missing"),
-          .timeLimit(.minutes(5)))
+    @Test(.requires(HubProcess.server), .timeLimit(.minutes(5)))
     func relayDrivenFromPython() async throws {
         let o = try await HubProcess.run("/usr/bin/env", ["python3", HubProcess.packageRoot + "/Tests/scripts/transit_relay.py",
                                                           HubProcess.binary, "--pairs", "200", "--size", "262144"], timeout: 280)

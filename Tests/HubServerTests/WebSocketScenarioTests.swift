@@ -8,7 +8,7 @@ import Testing
 /// (scripts/hub-postgres.sh), on two nodes sharing PostgreSQL. The SIGKILLed node and the 20 kill-and-restart
 /// cycles ("offline on the survivor within two heartbeats": a real-time figure) are `HubNodesRealTimeTests`.
 @Suite(.serialized) struct WebSocketScenarioTests {
-    @Test(.enabled(if: HubProcess.peersAvailable, "no .build/hub-venv (scripts/hub-venv.sh)"), .timeLimit(.minutes(6)))
+    @Test(.requires(HubProcess.venv, HubProcess.server), .timeLimit(.minutes(6)))
     func seedScenariosFromPython() async throws {
         var args = [HubProcess.packageRoot + "/Tests/scripts/hub_ws_scenarios.py", HubProcess.binary, "--dir", try HubProcess.tempDir()]
         // The kill (a real-time figure) is HubNodesRealTimeTests' own.

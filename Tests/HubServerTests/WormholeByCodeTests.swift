@@ -1,4 +1,5 @@
 import Foundation
+import ProcessTestSupport
 import Testing
 
 /// modem-hub's rendezvous and transit relay with `modem` by code (the mailbox and a data connection
@@ -11,20 +12,15 @@ import Testing
         ProcessInfo.processInfo.environment["MODEM_BINARY"] ?? HubProcess.packageRoot + "/.build-tests/release/modem"
     }
 
-    @Test(.enabled(if: (FileManager.default.isExecutableFile(atPath: modem) && FileManager.default.isExecutableFile(atPath: HubProcess.binary)
-                        && FileManager.default.isExecutableFile(atPath: TransitRelayTests.wormholeBin + "/wormhole")) || HubProcess.peersRequired,
-                   "needs the built modem (MODEM_BINARY), modem-hub and .build/wormhole-venv"),
+    @Test(.requires(.executable(modem, name: "the built modem (\(modem))", remedy: "swift build --product modem, or set MODEM_BINARY"),
+                    HubProcess.server, HubProcess.wormholeVenv),
           .timeLimit(.minutes(10)))
     func mailboxByCodeHostileClientsAndNodes() async throws {
-        var args = [HubProcess.packageRoot + "/Tests/scripts/wormhole_hub.py", HubProcess.binary, Self.modem, "--venv", TransitRelayTests.wormholeBin]
-        if let pg = ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] {
-            // A fresh database, so the nodes meet only each other's nameplates.
-            let name = "hubwormhole_" + UUID().uuidString.prefix(8).lowercased()
-            let created = try await HubProcess.run("/usr/bin/env", ["psql", pg, "-qc", "CREATE DATABASE \(name)"])
-            try #require(created.status == 0, "\(created.stderrText)")
-            var c = try #require(URLComponents(string: pg))
-            c.path = "/" + name
-            args += ["--postgres", try #require(c.string)]
+        var args = try [HubProcess.packageRoot + "/Tests/scripts/wormhole_hub.py", HubProcess.binary, Self.modem, "--venv", TransitRelayTests.wormholeBin()]
+        // PostgreSQL too where there is a cluster (required with SWIFTMODEM_REQUIRE_PEERS=1): a fresh
+        // database, so the nodes meet only each other's nameplates.
+        if let pg = try await HubProcess.freshPostgresDatabase(prefix: "hubwormhole_") {
+            args += ["--postgres", pg]
         }
         let o = try await HubProcess.run("/usr/bin/env", ["python3"] + args, timeout: 540)
         print(o.stdoutText.split(separator: "\n").suffix(16).joined(separator: "\n"))

@@ -1,6 +1,7 @@
 import Foundation
 import HubServer
 import Synchronization
+import ProcessTestSupport
 import Testing
 
 /// The magic-wormhole rendezvous's rules as values, and stock magic-wormhole clients through
@@ -226,12 +227,10 @@ import Testing
         try lim.allow(.allocate, from: "192.0.2.2", now: 1)
     }
 
-    @Test(.enabled(if: (FileManager.default.isExecutableFile(atPath: TransitRelayTests.wormholeBin + "/wormhole")
-                        && FileManager.default.isExecutableFile(atPath: HubProcess.binary)) || HubProcess.peersRequired,
-                   "no .build/wormhole-venv (scripts/wormhole-venv.sh) or no built modem-hub"),
+    @Test(.requires(HubProcess.wormholeVenv, HubProcess.server),
           .timeLimit(.minutes(8)))
     func stockClientsThroughTheHubAlone() async throws {
-        let bin = TransitRelayTests.wormholeBin
+        let bin = try TransitRelayTests.wormholeBin()
         let o = try await HubProcess.run(bin + "/python", [HubProcess.packageRoot + "/Tests/scripts/transit_wormhole.py",
                                                            bin, HubProcess.binary, "--rendezvous", "hub", "--texts", "10", "--files", "3"],
                                          timeout: 450)

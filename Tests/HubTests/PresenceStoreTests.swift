@@ -342,7 +342,7 @@ struct PresenceStoreTests {
     }
 
     @Test("PostgreSQL: one user's posts in all groups and groups joined bounded, also at once from a pool; device ids bounded (HUB_TEST_POSTGRES_URL)",
-          .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
+          .enabled(if: PostgresPeer.enabled, PostgresPeer.missing))
     func userAndDeviceBoundsPostgres() async throws {
         let url = try await freshPostgresDatabase(prefix: "hubuserposts_")
         try await withPostgresGroupStore(url: url) { store in
@@ -365,7 +365,7 @@ struct PresenceStoreTests {
     }
 
     @Test("PostgreSQL: posts bounded, also against posts at once from a pool; history pages (HUB_TEST_POSTGRES_URL)",
-          .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
+          .enabled(if: PostgresPeer.enabled, PostgresPeer.missing))
     func boundsPostgres() async throws {
         let url = try await freshPostgresDatabase(prefix: "hubposts_")
         try await withPostgresGroupStore(url: url, postBounds: Self.smallBounds) { store in
@@ -376,7 +376,7 @@ struct PresenceStoreTests {
     }
 
     @Test("PostgreSQL gives the machine's outcomes (HUB_TEST_POSTGRES_URL)",
-          .enabled(if: ProcessInfo.processInfo.environment["HUB_TEST_POSTGRES_URL"] != nil))
+          .enabled(if: PostgresPeer.enabled, PostgresPeer.missing))
     func postgres() async throws {
         // A database of its own: a hub node of another test on the cluster's shared database would sweep
         // this test's presences (their instances have no live node row) offline at its own time.

@@ -2,6 +2,7 @@ import Foundation
 import ModemAudio
 import Testing
 import ModemTestSupport
+import ProcessTestSupport
 
 /// Records from an ALSA capture device on a thread of its own until told to stop, the way a
 /// full-duplex modem reads while it plays.
@@ -18,6 +19,8 @@ final class CaptureThread: @unchecked Sendable {
     private var result = Result(samples: [], failure: nil, largestRead: 0, longestRead: .zero, xrunCount: 0)
     private var stopRequested = false
     private let finished = DispatchSemaphore(value: 0)
+    /// Samples captured so far and whether capture failed: each read wakes ``waitForSamples(_:)``.
+    private let progress = Observed((samples: 0, failed: false))
 
     init(device: String, sampleRate: Int) {
         Thread { [self] in self.run(device: device, sampleRate: sampleRate) }.start()
@@ -32,32 +35,30 @@ final class CaptureThread: @unchecked Sendable {
                 let start = ContinuousClock.now
                 let n = try block.withUnsafeMutableBufferPointer { try input.read(into: $0) }
                 let took = ContinuousClock.now - start
-                lock.withLock {
+                let total = lock.withLock {
                     result.samples += block[0..<n]
                     result.largestRead = max(result.largestRead, n)
                     result.longestRead = max(result.longestRead, took)
+                    return result.samples.count
                 }
+                progress.update { $0.samples = total }
             }
             input.close()
             lock.withLock { result.xrunCount = input.xrunCount }
         } catch {
             lock.withLock { result.failure = error }
+            progress.update { $0.failed = true }
         }
         finished.signal()
     }
 
     var sampleCount: Int { lock.withLock { result.samples.count } }
-    var failed: Bool { lock.withLock { result.failure != nil } }
 
-    /// Waits until at least `count` samples have come (or the thread failed, or time ran out).
-    func waitForSamples(_ count: Int, timeout: Duration) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if failed { return false }
-            if sampleCount >= count { return true }
-            Thread.sleep(forTimeInterval: 0.005)
-        }
-        return sampleCount >= count
+    /// Waits until at least `count` samples have come (woken by each read); false when the thread
+    /// failed, or after 60 s (a hang guard: the monitor delivers 48,000 samples a second).
+    func waitForSamples(_ count: Int) async -> Bool {
+        let seen = await progress.wait(timeout: 60) { $0.failed || $0.samples >= count }
+        return seen.map { !$0.failed && $0.samples >= count } ?? false
     }
 
     func stop() -> Result {
@@ -94,14 +95,15 @@ func bestMatch(of reference: [Float], in signal: [Float]) -> (lag: Int, score: D
     }
 }
 
-@Suite("ALSA through a loopback sound server (real time)", .serialized, .loopbackServer)
+@Suite("ALSA through a loopback sound server (real time)", .serialized,
+       .requires(SoundServer.pulseAudio, SoundServer.pactl), .loopbackServer)
 struct ALSALoopbackRealTimeTests {
     @Test("a tone burst and a pseudo-random sequence played on default come back bit-exact")
-    func roundTrip() throws {
+    func roundTrip() async throws {
         _ = try LoopbackServer.require()
         let rate = 48000
         let recorder = CaptureThread(device: "default", sampleRate: rate)
-        guard recorder.waitForSamples(1, timeout: .seconds(5)) else {
+        guard await recorder.waitForSamples(1) else {
             let result = recorder.stop()
             Issue.record("capture on default delivered nothing: \(result.failure.map { "\($0)" } ?? "timeout")")
             return
@@ -118,8 +120,9 @@ struct ALSALoopbackRealTimeTests {
         #expect(output.encoding == .s16LittleEndian && output.deviceChannelCount == 1)
         try played.map { Float($0) / 32768 }.withUnsafeBufferPointer { try output.write($0) }
         try output.finish()
-        // Everything played must have reached the monitor by now, give or take its latency.
-        _ = recorder.waitForSamples(before + played.count + rate / 2, timeout: .seconds(3))
+        // Everything played has reached the monitor once it delivered that much more, give or take
+        // half a second of its latency.
+        #expect(await recorder.waitForSamples(before + played.count + rate / 2), "the capture stopped short")
         let result = recorder.stop()
         if let failure = result.failure { Issue.record("capture failed: \(failure)"); return }
 

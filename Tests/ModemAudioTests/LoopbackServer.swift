@@ -10,7 +10,8 @@ struct LoopbackServer: Sendable {
     let pulseServer: String
 
     /// The running server, inside a suite marked with ``LoopbackServerTrait``; `nil` when none
-    /// could be started (then ``unavailableReason`` says why).
+    /// could be started (then ``unavailableReason`` says why: a failure, since the suite also
+    /// carries `.requires(SoundServer.pulseAudio, SoundServer.pactl)`).
     @TaskLocal static var current: LoopbackServer?
     @TaskLocal static var unavailableReason = "the suite is not marked .loopbackServer"
 
@@ -33,12 +34,16 @@ struct LoopbackServer: Sendable {
         }
     }
 
-    /// Skips the calling test, visibly, when no server runs.
+    /// The running server; throws, naming why, when none runs (the test fails).
     static func require() throws -> LoopbackServer {
         if let current { return current }
-        print("SKIPPED: no loopback sound server: \(unavailableReason)")
-        try Test.cancel("no loopback sound server: \(unavailableReason)")
+        throw LoopbackServerError(description: "no loopback sound server: \(unavailableReason)")
     }
+}
+
+/// The loopback sound server did not start.
+struct LoopbackServerError: Error, CustomStringConvertible {
+    let description: String
 }
 
 /// Starts a ``LoopbackServer`` once around the suite it marks and stops it afterwards. While it
@@ -76,6 +81,7 @@ struct LoopbackServerTrait: SuiteTrait, TestScoping {
 }
 
 extension Trait where Self == LoopbackServerTrait {
-    /// Runs the suite with a private PulseAudio loopback server (see ``LoopbackServerTrait``).
+    /// Runs the suite with a private PulseAudio loopback server (see ``LoopbackServerTrait``); mark
+    /// the suite `.requires(SoundServer.pulseAudio, SoundServer.pactl)` too.
     static var loopbackServer: Self { LoopbackServerTrait() }
 }

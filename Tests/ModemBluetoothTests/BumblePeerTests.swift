@@ -1,5 +1,6 @@
 import Foundation
 import ModemTestSupport
+import ProcessTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -7,23 +8,9 @@ import Glibc
 
 /// The Bumble peer (`scripts/bt-peer.py`) driven by hand-written HCI packets over raw H4/TCP:
 /// proves that the peer's controller answers as the plan says before any of our stack runs on it.
-@Suite(.serialized) struct BumblePeerTests {
+@Suite(.serialized, .requires(BumblePeer.venv)) struct BumblePeerTests {
     private func startPeer(_ arguments: [String]) async throws -> BumblePeer {
-        let peer: BumblePeer?
-        let failure: BumblePeerError?
-        do {
-            peer = try await BumblePeer.start(arguments)
-            failure = nil
-        } catch {
-            peer = nil
-            failure = error
-        }
-        if let peer { return peer }
-        switch failure {
-        case .unavailable(let message)?: try Test.cancel("\(message)")
-        case let other?: throw other
-        case nil: fatalError("unreachable: no peer and no failure")
-        }
+        try await BumblePeer.start(arguments)
     }
 
     @Test func testResetAddressInquiryAndNamesWithTwoExtraDevices() async throws {

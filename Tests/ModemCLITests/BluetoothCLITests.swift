@@ -6,17 +6,9 @@ import Testing
 import Glibc
 #endif
 
-/// Starts the Bumble peer, or nil when it is not installed here (CI requires it: then this throws).
-private func peer(_ arguments: [String]) async throws -> BumblePeer? {
-    do {
-        return try await BumblePeer.start(arguments)
-    } catch {
-        if case .unavailable(let message) = error, !BumblePeer.isRequired {
-            print("skipped: \(message)")
-            return nil
-        }
-        throw error
-    }
+/// Starts the Bumble peer (the tests that call this carry `.requires(BumblePeer.venv)`).
+private func peer(_ arguments: [String]) async throws -> BumblePeer {
+    try await BumblePeer.start(arguments)
 }
 
 private func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
@@ -27,9 +19,9 @@ private func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
 /// `modem bt` against Google's Bumble (a separate Python process: its controllers and host stack).
 @Suite("modem bt against the Bumble peer", .serialized)
 struct BluetoothCLITests {
-    @Test("bt scan finds three devices with their names")
+    @Test("bt scan finds three devices with their names", .requires(BumblePeer.venv))
     func scan() async throws {
-        guard let p = try await peer(["--extra-devices", "2"]) else { return }
+        let p = try await peer(["--extra-devices", "2"])
         defer { p.stop() }
         let r = try await modem(["bt", "scan", "--hci", "tcp:127.0.0.1:\(p.port)", "--seconds", "2"], timeout: 30)
         #expect(r.status == 0, "\(r)")
@@ -39,9 +31,9 @@ struct BluetoothCLITests {
         }
     }
 
-    @Test("bt connect: 100 KB echoed byte-exact through SDP and RFCOMM, roomy and 27-byte x 2 ACL buffers", arguments: [[String](), ["--acl-mtu", "27", "--acl-count", "2"]])
+    @Test("bt connect: 100 KB echoed byte-exact through SDP and RFCOMM, roomy and 27-byte x 2 ACL buffers", .requires(BumblePeer.venv), arguments: [[String](), ["--acl-mtu", "27", "--acl-count", "2"]])
     func echo(_ options: [String]) async throws {
-        guard let p = try await peer(options) else { return }
+        let p = try await peer(options)
         defer { p.stop() }
         let scratch = try Scratch("bt-echo")
         let payload = randomBytes(100_000, seed: 9)
@@ -55,15 +47,10 @@ struct BluetoothCLITests {
         #expect(pcap.count > 24 && pcap[20] == 201 && pcap[0] == 0xD4, "not a linktype-201 pcap")
     }
 
-    @Test("tshark decodes a bt connect capture down to RFCOMM: SDP for the Serial Port, the UIH payload both ways, nothing malformed")
+    @Test("tshark decodes a bt connect capture down to RFCOMM: SDP for the Serial Port, the UIH payload both ways, nothing malformed", .requires(BumblePeer.venv, Peers.tshark))
     func tsharkDecodesTheCapture() async throws {
-        guard let tshark = Paths.tool("tshark") else {
-            // CI installs tshark (scripts/install-deps.sh): there its absence is a failure.
-            #expect(ProcessInfo.processInfo.environment["CI"] == nil, "tshark is not installed (required when CI is set)")
-            print("skipped: tshark is not installed")
-            return
-        }
-        guard let p = try await peer([]) else { return }
+        let tshark = try Peers.tshark.path()
+        let p = try await peer([])
         defer { p.stop() }
         let scratch = try Scratch("bt-tshark")
         let payload = randomBytes(5_000, seed: 21)
@@ -101,9 +88,9 @@ struct BluetoothCLITests {
         #expect(malformed.status == 0 && malformed.stdoutText.isEmpty, "\(malformed)")
     }
 
-    @Test("bt connect: the device drops the link mid-transfer (ACL, RFCOMM DISC, link loss)", arguments: ["acl", "dlc", "linkloss"])
+    @Test("bt connect: the device drops the link mid-transfer (ACL, RFCOMM DISC, link loss)", .requires(BumblePeer.venv), arguments: ["acl", "dlc", "linkloss"])
     func drop(_ mode: String) async throws {
-        guard let p = try await peer(["--drop-after", "5000", "--drop-mode", mode]) else { return }
+        let p = try await peer(["--drop-after", "5000", "--drop-mode", mode])
         defer { p.stop() }
         let scratch = try Scratch("bt-drop")
         let payload = randomBytes(20_000, seed: 3)
@@ -117,9 +104,9 @@ struct BluetoothCLITests {
         #expect(r.stderrText.contains(expected), "\(mode): \(r.stderrText)")
     }
 
-    @Test("the controller closes its H4 socket mid-transfer: bt connect exits 1 naming it, every byte that arrived written")
+    @Test("the controller closes its H4 socket mid-transfer: bt connect exits 1 naming it, every byte that arrived written", .requires(BumblePeer.venv))
     func controllerSocketCloses() async throws {
-        guard let p = try await peer(["--drop-after", "5000", "--drop-mode", "socket"]) else { return }
+        let p = try await peer(["--drop-after", "5000", "--drop-mode", "socket"])
         defer { p.stop() }
         let scratch = try Scratch("bt-socket")
         let payload = randomBytes(20_000, seed: 6)
@@ -133,9 +120,9 @@ struct BluetoothCLITests {
         #expect(r.stdout == Array(payload.prefix(5000)), "\(r.stdout.count) bytes written")
     }
 
-    @Test("link-test over RFCOMM, our stack on both ends: 200 of 200 in master-slave and duplex", arguments: ["master-slave", "duplex"])
+    @Test("link-test over RFCOMM, our stack on both ends: 200 of 200 in master-slave and duplex", .requires(BumblePeer.venv), arguments: ["master-slave", "duplex"])
     func linkTest(_ mode: String) async throws {
-        guard let p = try await peer(["--expose-b", "0"]) else { return }   // port 0: the peer picks a free one
+        let p = try await peer(["--expose-b", "0"])   // port 0: the peer picks a free one
         defer { p.stop() }
         let scratch = try Scratch("bt-link-test")
         let device = try await TNCBackgroundProcess(try Paths.modem(), ["bt", "device", "--hci", "tcp:127.0.0.1:\(p.portB!)", "--name", "Bars Device"],
@@ -152,16 +139,16 @@ struct BluetoothCLITests {
         #expect((s["corruptDelivered"] as? Int) == 0 && (s["duplicatesDelivered"] as? Int) == 0, "\(s)")
     }
 
-    /// Runs `modem bt device` on `port` until `done` says the peer finished and its log satisfies
-    /// `logged` (60 s hang guard: a timeout is recorded naming what was awaited); its log lines.
-    private func runDevice(port: UInt16, until done: () -> Bool, _ what: String,
+    /// Runs `modem bt device` on the peer's port until `done` says the peer's lines show it finished
+    /// and the device's log satisfies `logged` (waits for their output, with 60 s and 30 s hang guards:
+    /// a timeout is recorded naming what was awaited); the device's log.
+    private func runDevice(_ p: BumblePeer, until done: ([String]) -> Bool, _ what: String,
                            logged: (String) -> Bool = { _ in true }) async throws -> String {
+        let port = p.port
         let scratch = try Scratch("bt-device")
         let device = try await TNCBackgroundProcess(try Paths.modem(), ["bt", "device", "--hci", "tcp:127.0.0.1:\(port)", "--name", "Bars Device"],
                                               in: scratch, name: "device")
-        let deadline = Date().addingTimeInterval(60)
-        while !done() && Date() < deadline { try await Task.sleep(for: .milliseconds(50)) }
-        if !done() { Issue.record("the peer did not finish (\(what)) within 60 s") }
+        if !(await p.waitForLines(timeout: 60, done)) { Issue.record("the peer did not finish (\(what)) within 60 s") }
         // The device's log of the disconnection.
         if !(await device.waitForStderr(timeout: 30, logged)) {
             Issue.record("the device did not log \(what) within 30 s: \(device.stderrText)")
@@ -171,12 +158,12 @@ struct BluetoothCLITests {
         return device.stderrText
     }
 
-    @Test("Bumble pages our bt device, finds its Serial Port record by SDP, opens RFCOMM, writes and closes")
+    @Test("Bumble pages our bt device, finds its Serial Port record by SDP, opens RFCOMM, writes and closes", .requires(BumblePeer.venv))
     func bumbleConnectsToOurDevice() async throws {
-        guard let p = try await peer(["--connect-to-host"]) else { return }
+        let p = try await peer(["--connect-to-host"])
         defer { p.stop() }
-        let log = try await runDevice(port: p.port, until: {
-            p.lines.contains { $0 == "PEER-RFCOMM done" || $0.hasPrefix("PEER-RFCOMM error=") }
+        let log = try await runDevice(p, until: { lines in
+            lines.contains { $0 == "PEER-RFCOMM done" || $0.hasPrefix("PEER-RFCOMM error=") }
         }, "the phone closing RFCOMM channel 1", logged: { $0.contains("the phone closed RFCOMM channel 1") })
         let lines = p.lines
         #expect(lines.contains("PEER-RFCOMM connected address=\(p.hostAddress)"), "\(lines)")
@@ -189,11 +176,11 @@ struct BluetoothCLITests {
         #expect(log.contains("the phone closed RFCOMM channel 1"), "\(log)")
     }
 
-    @Test("our bt device answers Bumble's hand-made RFCOMM frames: UA, RPN, RLS, Test, NSC for an unknown type, UA for DISC")
+    @Test("our bt device answers Bumble's hand-made RFCOMM frames: UA, RPN, RLS, Test, NSC for an unknown type, UA for DISC", .requires(BumblePeer.venv))
     func rawRFCOMMAnswers() async throws {
-        guard let p = try await peer(["--raw-rfcomm"]) else { return }
+        let p = try await peer(["--raw-rfcomm"])
         defer { p.stop() }
-        _ = try await runDevice(port: p.port, until: { p.lines.contains { $0.hasPrefix("PEER-RAW ") } }, "the raw RFCOMM script")
+        _ = try await runDevice(p, until: { lines in lines.contains { $0.hasPrefix("PEER-RAW ") } }, "the raw RFCOMM script")
         let lines = p.lines
         #expect(lines.contains("PEER-RAW done"), "\(lines)")
         #expect(!lines.contains { $0.hasPrefix("PEER-NO-ANSWER") }, "a frame went unanswered: \(lines)")
@@ -212,9 +199,9 @@ struct BluetoothCLITests {
                             "type=UA dlci=0 cr=1"], "\(lines)")
     }
 
-    @Test("bt connect to a device that asks for authentication: Secure Simple Pairing (just works), then the echo")
+    @Test("bt connect to a device that asks for authentication: Secure Simple Pairing (just works), then the echo", .requires(BumblePeer.venv))
     func pairing() async throws {
-        guard let p = try await peer(["--pair"]) else { return }
+        let p = try await peer(["--pair"])
         defer { p.stop() }
         let scratch = try Scratch("bt-pair")
         let payload = randomBytes(10_000, seed: 5)
@@ -246,10 +233,10 @@ struct BluetoothCLITests {
 /// runs the `RealTimeTests` suites in a group of their own, one at a time.
 @Suite("modem bt against the Bumble peer (real time)", .serialized)
 struct BluetoothRealTimeTests {
-    @Test("bt connect to a device that never tops up RFCOMM credits: gives up after the 10 s credit timeout, naming it, exit 4 (real time)",
+    @Test("bt connect to a device that never tops up RFCOMM credits: gives up after the 10 s credit timeout, naming it, exit 4 (real time)", .requires(BumblePeer.venv),
           .timeLimit(.minutes(2)))
     func noCredits() async throws {
-        guard let p = try await peer(["--no-credits"]) else { return }
+        let p = try await peer(["--no-credits"])
         defer { p.stop() }
         let scratch = try Scratch("bt-nocredits")
         let payload = randomBytes(20_000, seed: 4)

@@ -6,8 +6,6 @@ import Testing
 /// as separate processes.
 @Suite("FX.25 with Dire Wolf")
 struct FX25Tests {
-    static let genPackets = Paths.tool("gen_packets")
-    static let atest = Paths.tool("atest")
 
     static let frames = (1...20).map { "N0CALL-\($0 % 15 + 1)>APZ001,WIDE1-1:FX.25 frame \($0) of 20, the quick brown fox" }
 
@@ -17,7 +15,7 @@ struct FX25Tests {
     }
 
     @Test("atest decodes every frame we send with --fx25, through its FX.25 decoder",
-          .enabled(if: atest != nil, "atest (direwolf) is not installed"),
+          .requires(Peers.atest),
           arguments: [("bell202", "1200", 16), ("bell202", "1200", 32), ("bell202", "1200", 64),
                       ("hf300", "300", 32), ("g3ruh", "9600", 32)])
     func atestDecodesOurs(profile: String, baud: String, checkBytes: Int) async throws {
@@ -28,7 +26,7 @@ struct FX25Tests {
         #expect(tx.succeeded, "\(tx)")
         #expect(tx.stderrText.contains("20 frame(s) sent as FX.25 with \(checkBytes) check bytes"), "\(tx.stderrText)")
         // A hang guard far above atest's second or so, for a machine kept busy by parallel tests.
-        let r = try await runProcess(Self.atest!, ["-B", baud, "-d", "x", dir.file("f.wav")], timeout: 600)
+        let r = try await runProcess(try Peers.atest.path(), ["-B", baud, "-d", "x", dir.file("f.wav")], timeout: 600)
         try #require(r.status == 0 && !r.signaled, "\(r)")
         let out = Self.plain(r.stdoutText + r.stderrText)
         #expect(out.components(separatedBy: "FEC complete").count - 1 == 20, "\(out)")
@@ -39,17 +37,17 @@ struct FX25Tests {
     /// Dire Wolf's noise test with FX.25 (`gen_packets -X N -n 100`, noise rising through the file):
     /// the issue asks for at least Dire Wolf's strongest setting plus 3, both counted here on the same file.
     @Test("gen_packets -X 16/32/64 -n 100: we decode at least atest -P E+ -F 1 plus 3",
-          .enabled(if: genPackets != nil && atest != nil, "gen_packets and atest (direwolf) are not installed"),
+          .requires(Peers.genPackets, Peers.atest),
           arguments: [16, 32, 64])
     func noiseTest(checkBytes: Int) async throws {
         let dir = try Scratch()
-        let g = try await runProcess(Self.genPackets!, ["-X", "\(checkBytes)", "-n", "100", "-o", dir.file("n.wav")], timeout: 300)
+        let g = try await runProcess(try Peers.genPackets.path(), ["-X", "\(checkBytes)", "-n", "100", "-o", dir.file("n.wav")], timeout: 300)
         #expect(g.succeeded, "\(g)")
         let rx = try await modem(["rx", "--profile", "bell202", "--framing", "ax25", "--stats", dir.file("n.wav")], timeout: 300)
         #expect(rx.succeeded, "\(rx)")
         let ours = Set(rx.stdoutText.split(separator: "\n").filter { $0.hasPrefix("WB2OSZ-15>TEST") })
         #expect(ours.count == Set(rx.stdoutText.split(separator: "\n")).count, "frames that were never sent: \(rx.stdoutText)")
-        let dw = try await runProcess(Self.atest!, ["-P", "E+", "-F", "1", dir.file("n.wav")], timeout: 600)
+        let dw = try await runProcess(try Peers.atest.path(), ["-P", "E+", "-F", "1", dir.file("n.wav")], timeout: 600)
         let theirs = Int(Self.plain(dw.stdoutText).firstMatch(of: /(\d+) packets decoded/)?.1 ?? "") ?? -1
         #expect(theirs > 0, "\(dw.stdoutText)")
         #expect(ours.count >= theirs + 3, "ours \(ours.count), atest \(theirs); \(rx.stderrText)")
@@ -60,11 +58,11 @@ struct FX25Tests {
     }
 
     @Test("At 300 and 9600 baud too, FX.25 from gen_packets is corrected",
-          .enabled(if: genPackets != nil, "gen_packets (direwolf) is not installed"),
+          .requires(Peers.genPackets),
           arguments: [("300", "hf300", 80), ("9600", "g3ruh", 64)])
     func otherRates(baud: String, profile: String, minimum: Int) async throws {
         let dir = try Scratch()
-        let g = try await runProcess(Self.genPackets!, ["-B", baud, "-X", "32", "-n", "100", "-o", dir.file("n.wav")], timeout: 300)
+        let g = try await runProcess(try Peers.genPackets.path(), ["-B", baud, "-X", "32", "-n", "100", "-o", dir.file("n.wav")], timeout: 300)
         #expect(g.succeeded, "\(g)")
         let rx = try await modem(["rx", "--profile", profile, "--framing", "ax25", "--stats", dir.file("n.wav")], timeout: 300)
         #expect(rx.succeeded, "\(rx)")

@@ -27,7 +27,7 @@ struct ImpairmentTests {
     }
 
     // Skipped (shown as skipped with this reason) where sox is not installed.
-    @Test("Resampled by sox", .enabled(if: Peers.sox != nil, "sox is not installed (apt-get install sox)"),
+    @Test("Resampled by sox", .requires(Peers.sox),
           arguments: [(48000, 44100), (44100, 48000), (48000, 8000), (48000, 96000)])
     func resampled(from: Int, to: Int) async throws {
         let dir = try Scratch()

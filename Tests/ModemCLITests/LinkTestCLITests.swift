@@ -1,4 +1,5 @@
 import Foundation
+import ModemTestSupport
 import ProcessTestSupport
 import Testing
 
@@ -105,7 +106,7 @@ struct LinkTestCLITests {
 /// `RealTimeTests` suites in a group of their own, one at a time.
 @Suite("modem link-test through ALSA (real time)", .serialized)
 struct LinkTestALSARealTimeTests {
-    @Test("through ALSA (a private PulseAudio null sink): master-slave exchanges complete on the shared line (real time)")
+    @Test("through ALSA (a private PulseAudio null sink): master-slave exchanges complete on the shared line (real time)", .requires(SoundServer.pulseAudio, SoundServer.pactl))
     func alsa() async throws {
         try await withLoop("LinkCLITests") { server in
             let r = try await runProcess("/usr/bin/env", [server, try Paths.modem(), "link-test", "--channel", "alsa", "--device", "default",

@@ -376,7 +376,7 @@ struct MailboxRealTimeTests {
     """
 
     @Test("a cut line (silence, no close) is END_LOST_NET on both sides within twice the keepalive, exit 1 (real time)",
-          .enabled(if: Paths.tool("python3") != nil, "python3 is not installed"), .timeLimit(.minutes(2)))
+          .requires(Peers.python3), .timeLimit(.minutes(2)))
     func cutLine() async throws {
         let dir = try Scratch("MailboxCLITests")
         let keys = try await MailboxCLITests.makeKeys(dir)
@@ -386,7 +386,7 @@ struct MailboxRealTimeTests {
                                                          "--keys", keys.a, "--keepalive", "1"], in: dir, name: "alice", stdinPipe: true)
         defer { alice.kill() }
         let port = try await alice.messagingPort()
-        let relay = try await TNCBackgroundProcess(Paths.tool("python3")!, [relayFile, String(port), dir.file("cut")],
+        let relay = try await TNCBackgroundProcess(try Peers.python3.path(), [relayFile, String(port), dir.file("cut")],
                                              in: dir, name: "relay")
         defer { relay.kill() }
         var relayPort: Int?

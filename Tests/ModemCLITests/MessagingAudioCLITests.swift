@@ -11,7 +11,7 @@ import Testing
 /// receiver says it listens (its `listening on audio:default` line).
 @Suite("messaging over audio endpoints (real time)", .serialized)
 struct MessagingAudioRealTimeTests {
-    @Test("a 300-byte file goes from send to receive over audio:default, byte-exact (real time)", .timeLimit(.minutes(5)))
+    @Test("a 300-byte file goes from send to receive over audio:default, byte-exact (real time)", .requires(SoundServer.pulseAudio, SoundServer.pactl), .timeLimit(.minutes(5)))
     func fileOverTheNullSink() async throws {
         try await withLoop("MessagingAudio") { server in
             let dir = try Scratch("MessagingAudioCLITests")
@@ -34,7 +34,7 @@ struct MessagingAudioRealTimeTests {
         }
     }
 
-    @Test("a 200 KB file over audio:default with --profile ofdm on both ends, byte-exact (real time)", .timeLimit(.minutes(5)))
+    @Test("a 200 KB file over audio:default with --profile ofdm on both ends, byte-exact (real time)", .requires(SoundServer.pulseAudio, SoundServer.pactl), .timeLimit(.minutes(5)))
     func fileOverOFDM() async throws {
         try await withLoop("MessagingAudioOFDM") { server in
             let dir = try Scratch("MessagingAudioCLITests")

@@ -12,23 +12,16 @@ import Glibc
 /// listens; every wait is for an event, bounded by a hang guard.
 @Suite("modem send / receive over Bluetooth RFCOMM (Bumble's two controllers)", .serialized)
 struct MessagingBluetoothCLITests {
-    /// Starts the Bumble peer with controller B exposed, or nil when it is not installed here.
-    private func peer() async throws -> BumblePeer? {
-        do {
-            return try await BumblePeer.start(["--expose-b", "0"])
-        } catch {
-            if case .unavailable(let message) = error, !BumblePeer.isRequired {
-                print("skipped: \(message)")
-                return nil
-            }
-            throw error
-        }
+    /// Starts the Bumble peer with controller B exposed (the tests that call this carry
+    /// `.requires(BumblePeer.venv)`).
+    private func peer() async throws -> BumblePeer {
+        try await BumblePeer.start(["--expose-b", "0"])
     }
 
-    @Test("a 100 KB file from send --to bt:ADDR_B (controller A) to receive --listen bt:ADDR_B (controller B), byte-exact",
+    @Test("a 100 KB file from send --to bt:ADDR_B (controller A) to receive --listen bt:ADDR_B (controller B), byte-exact", .requires(BumblePeer.venv),
           .timeLimit(.minutes(2)))
     func fileOverRFCOMM() async throws {
-        guard let p = try await peer() else { return }
+        let p = try await peer()
         defer { p.stop() }
         let dir = try Scratch("MessagingBluetoothCLITests")
         let (ka, kb) = try await TransferCLITests.trustedKeys(dir)
@@ -56,7 +49,7 @@ struct MessagingBluetoothCLITests {
         #expect(try readBytes(dir.file("in/f.bin")) == data)
     }
 
-    @Test("--listen bt:ADDR with another address than the controller's fails naming both; --listen bt: without --hci is a usage error; --to bt: without --hci takes the kernel's Bluetooth")
+    @Test("--listen bt:ADDR with another address than the controller's fails naming both; --listen bt: without --hci is a usage error; --to bt: without --hci takes the kernel's Bluetooth", .requires(BumblePeer.venv))
     func wrongAddressAndMissingHCI() async throws {
         let dir = try Scratch("MessagingBluetoothCLITests-errors")
         let usage = try await modem(["receive", "--listen", "bt:00:1B:DC:00:00:0B", "--dir", dir.file("in"), "--keys", dir.file("k")], timeout: 20)
@@ -69,7 +62,7 @@ struct MessagingBluetoothCLITests {
             #expect(kernel.status == 1, "\(kernel)")
             #expect(kernel.stderrText.contains("no Bluetooth") && kernel.stderrText.contains("EAFNOSUPPORT"), "\(kernel.stderrText)")
         }
-        guard let p = try await peer() else { return }
+        let p = try await peer()
         defer { p.stop() }
         let r = try await modem(["receive", "--listen", "bt:00:1B:DC:00:00:99", "--hci", "tcp:127.0.0.1:\(p.portB!)",
                                  "--dir", dir.file("in"), "--keys", dir.file("k")], timeout: 30)

@@ -4,7 +4,7 @@ import Testing
 
 /// modem and minimodem 0.24 as separate processes, each decoding what the other sends.
 // Skipped (shown as skipped with this reason) where minimodem is not installed: apt-get install minimodem.
-@Suite("Interoperability with minimodem", .enabled(if: Peers.minimodem != nil, "minimodem is not installed (apt-get install minimodem)"))
+@Suite("Interoperability with minimodem", .requires(Peers.minimodem))
 struct MinimodemInteropTests {
     static let text = Texts.pangrams
 

@@ -52,7 +52,7 @@ struct NoiseTests {
     }
 
     // Skipped (shown as skipped with this reason) where minimodem is not installed.
-    @Test("CER not worse than minimodem's on the same files", .enabled(if: Peers.minimodem != nil, "minimodem is not installed"),
+    @Test("CER not worse than minimodem's on the same files", .requires(Peers.minimodem),
           arguments: [0.0, -3.0])
     func notWorseThanMinimodem(snr: Double) async throws {
         let dir = try Scratch()

@@ -9,7 +9,7 @@ import Testing
 /// SWIFTMODEM_OFDM_ALSA_BYTES sets another size (1 MiB for the figure).
 @Suite("OFDM through the null sink (real time)", .serialized)
 struct OFDMAudioRealTimeTests {
-    @Test("bytes played at the cable's fastest configuration come back byte-exact from the capture (real time)", .timeLimit(.minutes(5)))
+    @Test("bytes played at the cable's fastest configuration come back byte-exact from the capture (real time)", .requires(SoundServer.pulseAudio, SoundServer.pactl), .timeLimit(.minutes(5)))
     func throughTheNullSink() async throws {
         let size = ProcessInfo.processInfo.environment["SWIFTMODEM_OFDM_ALSA_BYTES"].flatMap(Int.init) ?? 262_144
         try await withLoop("OFDMAudio") { server in

@@ -5,8 +5,6 @@ import Testing
 /// Packet radio through the CLI, against Dire Wolf's tools run as separate processes.
 @Suite("Packet radio (AX.25 over AFSK)")
 struct PacketRadioTests {
-    static let genPackets = Paths.tool("gen_packets")
-    static let atest = Paths.tool("atest")
 
     static let lines = [
         "N0CALL>APRS:hello world",
@@ -42,24 +40,24 @@ struct PacketRadioTests {
         #expect(decoded.count >= 22, "decoded \(decoded.count) of 30")
     }
 
-    @Test("Dire Wolf's atest decodes our frames", .enabled(if: atest != nil, "atest (direwolf) is not installed"),
+    @Test("Dire Wolf's atest decodes our frames", .requires(Peers.atest),
           arguments: [("bell202", "1200"), ("hf300", "300"), ("g3ruh", "9600")])
     func atestDecodesOurs(profile: String, baud: String) async throws {
         let dir = try Scratch()
         let input = try dir.write("in.txt", Self.lines.joined(separator: "\n") + "\n")
         let tx = try await modem(["tx", "--profile", profile, "--framing", "ax25", "--rate", "44100", "--out", dir.file("p.wav"), "-q", input])
         #expect(tx.succeeded, "\(tx)")
-        let r = try await runProcess(Self.atest!, ["-B", baud, dir.file("p.wav")])
+        let r = try await runProcess(try Peers.atest.path(), ["-B", baud, dir.file("p.wav")])
         #expect(r.stdoutText.contains("\(Self.lines.count) packets decoded"), "\(r.stdoutText)")
         for line in Self.lines.prefix(3) { #expect(r.stdoutText.contains(line), "atest did not print \(line)") }
     }
 
-    @Test("We decode gen_packets' frames", .enabled(if: genPackets != nil, "gen_packets (direwolf) is not installed"),
+    @Test("We decode gen_packets' frames", .requires(Peers.genPackets),
           arguments: [("1200", "bell202"), ("300", "hf300"), ("9600", "g3ruh")])
     func weDecodeGenPackets(baud: String, profile: String) async throws {
         let dir = try Scratch()
         let input = try dir.write("in.txt", Self.lines.prefix(3).joined(separator: "\n") + "\n")
-        let g = try await runProcess(Self.genPackets!, ["-B", baud, "-o", dir.file("g.wav"), input])
+        let g = try await runProcess(try Peers.genPackets.path(), ["-B", baud, "-o", dir.file("g.wav"), input])
         #expect(g.succeeded, "\(g)")
         let rx = try await modem(["rx", "--profile", profile, "--framing", "ax25", dir.file("g.wav")])
         #expect(rx.succeeded, "\(rx)")
@@ -70,11 +68,11 @@ struct PacketRadioTests {
     /// Dire Wolf's noise test: 100 frames with rising noise. Dire Wolf 1.6 decodes 67 by default,
     /// 75 with -P E+ -F 1; the issue asks for at least 78 at 1200 baud and 72 at 300 baud.
     @Test("gen_packets -n 100: at least 78 frames at 1200 baud, 72 at 300",
-          .enabled(if: genPackets != nil, "gen_packets (direwolf) is not installed"),
+          .requires(Peers.genPackets),
           arguments: [("1200", "bell202", 78), ("300", "hf300", 72)])
     func noiseTest(baud: String, profile: String, minimum: Int) async throws {
         let dir = try Scratch()
-        let g = try await runProcess(Self.genPackets!, ["-B", baud, "-n", "100", "-o", dir.file("n.wav")])
+        let g = try await runProcess(try Peers.genPackets.path(), ["-B", baud, "-n", "100", "-o", dir.file("n.wav")])
         #expect(g.succeeded, "\(g)")
         let rx = try await modem(["rx", "--profile", profile, "--framing", "ax25", "--stats", dir.file("n.wav")])
         #expect(rx.succeeded, "\(rx)")
@@ -85,10 +83,10 @@ struct PacketRadioTests {
 
     /// 9600 baud G3RUH: the issue asks for 64 (Dire Wolf -F 1: 63); 64 measured when this was written.
     @Test("gen_packets -B 9600 -n 100: at least 64 frames",
-          .enabled(if: genPackets != nil, "gen_packets (direwolf) is not installed"))
+          .requires(Peers.genPackets))
     func noiseTest9600() async throws {
         let dir = try Scratch()
-        let g = try await runProcess(Self.genPackets!, ["-B", "9600", "-n", "100", "-o", dir.file("n.wav")])
+        let g = try await runProcess(try Peers.genPackets.path(), ["-B", "9600", "-n", "100", "-o", dir.file("n.wav")])
         #expect(g.succeeded, "\(g)")
         let rx = try await modem(["rx", "--profile", "g3ruh", dir.file("n.wav")])
         #expect(rx.succeeded, "\(rx)")

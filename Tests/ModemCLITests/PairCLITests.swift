@@ -4,8 +4,8 @@ import ProcessTestSupport
 import Testing
 
 /// Runs `body` with the private PulseAudio null sink (scripts/audio-loop.sh) started for it, given the
-/// `PULSE_SERVER=...` assignment, and stops the sink afterwards, whether `body` threw or not; cancels
-/// the test visibly when the sink cannot start.
+/// `PULSE_SERVER=...` assignment, and stops the sink afterwards, whether `body` threw or not. Callers
+/// carry `.requires(SoundServer.pulseAudio, SoundServer.pactl)`; a sink that does not start is a failure.
 func withLoop<T>(_ label: String, _ body: (String) async throws -> T) async throws -> T {
     let folder = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-pulse-\(UUID().uuidString.prefix(8))").path
     let script = Paths.packageRoot + "/scripts/audio-loop.sh"
@@ -13,8 +13,7 @@ func withLoop<T>(_ label: String, _ body: (String) async throws -> T) async thro
     let started = try await runProcess("/usr/bin/env", ["AUDIO_LOOP_DIR=\(folder)", "bash", script, "start"], timeout: 120)
     guard started.status == 0, let line = started.stdoutText.split(separator: "\n").first(where: { $0.hasPrefix("export PULSE_SERVER=") }) else {
         await stop()
-        print("SKIPPED: no loopback sound server: \(started.stderrText)")
-        try Test.cancel("no loopback sound server")
+        throw HarnessError("no loopback sound server: \(script) start failed: \(started)")
     }
     do {
         let result = try await body(String(line.dropFirst("export ".count)))
@@ -66,7 +65,7 @@ struct PairCLITests {
 /// line: its devices are open), not for a time.
 @Suite("modem pair (real time)", .serialized)
 struct PairRealTimeTests {
-    @Test("through a private PulseAudio null sink: both ends print the same code, exit 0, the announcer within 8 s; alone: 'no pairing heard' (real time)",
+    @Test("through a private PulseAudio null sink: both ends print the same code, exit 0, the announcer within 8 s; alone: 'no pairing heard' (real time)", .requires(SoundServer.pulseAudio, SoundServer.pactl),
           .timeLimit(.minutes(3)))
     func throughNullSink() async throws {
         try await withLoop("PairCLI") { server in
@@ -111,7 +110,7 @@ struct PairRealTimeTests {
         }
     }
 
-    @Test("two announcers and one listener on the null sink: nobody pairs or trusts anyone; each end exits 3 (ambiguous) or 1 (nothing heard) (real time)",
+    @Test("two announcers and one listener on the null sink: nobody pairs or trusts anyone; each end exits 3 (ambiguous) or 1 (nothing heard) (real time)", .requires(SoundServer.pulseAudio, SoundServer.pactl),
           .timeLimit(.minutes(3)))
     func twoAnnouncers() async throws {
         try await withLoop("PairCLI2") { server in

@@ -11,9 +11,6 @@ import Glibc
 /// above the expected time.
 @Suite("modem tnc (KISS TNC) CLI")
 struct TNCCLITests {
-    static let kissutil = Paths.tool("kissutil")
-    static let genPackets = Paths.tool("gen_packets")
-    static let atest = Paths.tool("atest")
 
     static let lines = [
         "N0CALL>APRS:hello from gen_packets #001",
@@ -24,19 +21,19 @@ struct TNCCLITests {
     static let sent = ["N0CALL>APRS:kiss transmit test one", "N0CALL>APRS,WIDE1-1:kiss transmit test two"]
 
     @Test("kissutil receives every frame of the input, and what it sends comes out in --output for atest",
-          .enabled(if: kissutil != nil && genPackets != nil && atest != nil, "direwolf (kissutil, gen_packets, atest) is not installed"),
+          .requires(Peers.kissutil, Peers.genPackets, Peers.atest),
           .timeLimit(.minutes(2)))
     func kissutilBothWays() async throws {
         let dir = try Scratch("TNCCLITests")
         let messages = try dir.write("messages.txt", Self.lines.joined(separator: "\n") + "\n")
-        let g = try await runProcess(Self.genPackets!, ["-r", "44100", "-o", dir.file("in.wav"), messages])
+        let g = try await runProcess(try Peers.genPackets.path(), ["-r", "44100", "-o", dir.file("in.wav"), messages])
         #expect(g.succeeded, "\(g)")
         let tnc = try await TNCBackgroundProcess(try Paths.modem(), ["tnc", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
                                                       "--kiss-port", "0"], in: dir, name: "tnc")
         defer { tnc.kill() }
         let port = try await tnc.kissPort()
         // kissutil exits when its standard input closes: keep the pipe open until the TNC has sent.
-        let client = try await TNCBackgroundProcess(Self.kissutil!, ["-p", String(port)], in: dir, name: "kissutil", stdinPipe: true)
+        let client = try await TNCBackgroundProcess(try Peers.kissutil.path(), ["-p", String(port)], in: dir, name: "kissutil", stdinPipe: true)
         defer { client.kill() }
         try await tnc.awaitStderr("'input ended'") { $0.contains("input ended") }
         // kissutil has printed every frame of the input before it sends its own.
@@ -53,7 +50,7 @@ struct TNCCLITests {
         for line in Self.lines { #expect(received.contains(line), "kissutil did not print \(line):\n\(received)") }
         #expect(received.components(separatedBy: "#00").count - 1 == Self.lines.count, "\(received)")
         // atest decodes what kissutil sent, from a valid WAV file.
-        let a = try await runProcess(Self.atest!, [dir.file("out.wav")])
+        let a = try await runProcess(try Peers.atest.path(), [dir.file("out.wav")])
         #expect(a.stdoutText.contains("\(Self.sent.count) packets decoded"), "\(a.stdoutText)")
         for line in Self.sent { #expect(a.stdoutText.contains(line), "atest did not decode \(line): \(a.stdoutText)") }
         #expect(try Self.isValidWAV(dir.file("out.wav")))
@@ -110,7 +107,7 @@ struct TNCCLITests {
     }
 
     @Test("--device: ALSA's null device, a client's frame is played after channel access; SIGINT exits 0",
-          .enabled(if: FileManager.default.fileExists(atPath: "/usr/share/alsa/alsa.conf"), "alsa-lib's configuration is not installed"),
+          .requires(.file("/usr/share/alsa/alsa.conf", name: "alsa-lib's configuration", remedy: "apt-get install libasound2-data")),
           .timeLimit(.minutes(2)))
     func nullDevice() async throws {
         let dir = try Scratch("TNCCLITests")

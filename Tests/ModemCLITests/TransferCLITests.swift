@@ -82,7 +82,7 @@ struct TransferCLITests {
         // Kill the receiver once 16 MiB of the partial file are written: watched from a thread of its
         // own, so the kill is on time even when the tests' shared threads are all busy.
         let pid = rx.pid
-        let killedAt = EndTime(), stopWatching = EndTime(), watcherDone = EndTime()
+        let killedAt = EndTime(), stopWatching = EndTime(), watcherDone = Observed(false)
         let partial = inbox + "/.modem-partial"
         let watcher = Thread {
             let deadline = Date().addingTimeInterval(60)
@@ -94,13 +94,13 @@ struct TransferCLITests {
                 }
                 Thread.sleep(forTimeInterval: 0.005)
             }
-            watcherDone.mark()
+            watcherDone.set(true)
         }
         watcher.start()
         let cut = try await first.value
         // The watcher ends before the receiver is reaped (its pid must not be reused under it).
         stopWatching.mark()
-        while !watcherDone.isMarked { try await Task.sleep(for: .milliseconds(5)) }
+        try await watcherDone.wait(for: "the end of the partial file's watcher") { $0 }
         rx.kill()
         let killed = killedAt.isMarked
         #expect(killed, "the partial file did not reach 16 MiB within 60 s: \(rx.stderrText)")

@@ -1,15 +1,17 @@
 import Foundation
 import ModemLink
 import Synchronization
+import ProcessTestSupport
 import Testing
 
 /// Collects callback-facade calls.
 private final class Recorder: CommunicationCallback {
-    let calls = Mutex<[String]>([])
-    func onSendOK() { calls.withLock { $0.append("sendOK") } }
-    func onReceive(_ data: [UInt8]) { calls.withLock { $0.append("receive \(data.count)") } }
-    func onTimeout() { calls.withLock { $0.append("timeout") } }
-    func onError(_ code: Int32, message: String) { calls.withLock { $0.append("error \(code)") } }
+    /// The callbacks so far; each wakes the waits.
+    let calls = Observed<[String]>([])
+    func onSendOK() { calls.append("sendOK") }
+    func onReceive(_ data: [UInt8]) { calls.append("receive \(data.count)") }
+    func onTimeout() { calls.append("timeout") }
+    func onError(_ code: Int32, message: String) { calls.append("error \(code)") }
     func onProgress(bytes: Int, total: Int) {}
 }
 
@@ -70,14 +72,14 @@ struct AudioJackManagerTests {
         let recorder0 = Recorder()
         #expect(await onThread { phone.exchangeData(Array(repeating: 0, count: 101), timeout: 5, callback: recorder0) } == -3)
         #expect(await onThread { phone.exchangeData([1], timeout: -1, callback: recorder0) } == -1)
-        #expect(recorder0.calls.withLock { $0 }.isEmpty)
+        #expect(recorder0.calls.value.isEmpty)
         // The facade: one exchange at a time.
         let recorder = Recorder()
         #expect(await onThread { phone.exchangeData(Array(repeating: 7, count: 50), timeout: 30, callback: recorder) } == 0)
         #expect(await onThread { phone.exchangeData([1], timeout: 30, callback: recorder) } == -1)
         gate.signal()
-        for _ in 0..<12_000 where !recorder.calls.withLock({ $0.contains("receive 50") }) { try await Task.sleep(for: .milliseconds(5)) }  // a hang guard of 60 s
-        #expect(recorder.calls.withLock { $0 } == ["sendOK", "receive 50"])
+        try await recorder.calls.wait(for: "the reply to the exchange") { $0.contains("receive 50") }
+        #expect(recorder.calls.value == ["sendOK", "receive 50"])
         await phone.closeResources()
         #expect(phone.state == .waitingDevice)
     }

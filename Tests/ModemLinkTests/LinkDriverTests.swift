@@ -2,6 +2,7 @@ import Foundation
 import ModemAudio
 import ModemLink
 import Synchronization
+import ProcessTestSupport
 import Testing
 
 /// A source of `total` samples of silence (then the end), or one that throws after `failAfter` reads.
@@ -59,20 +60,10 @@ private func deviceStation(sampleRate: Int) throws -> LinkStation<DeviceStateMac
     return LinkStation(machine: machine, modem: try LinkModem(configuration: config, sampleRate: sampleRate))
 }
 
-/// Waits (on a thread, off the cooperative pool) until `condition` holds; `seconds` is only a hang guard.
-private func waitUntil(seconds: Double = 120, _ condition: @escaping @Sendable () -> Bool) async -> Bool {
-    await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
-        Thread {
-            let deadline = Date().addingTimeInterval(seconds)
-            while !condition() && Date() < deadline { Thread.sleep(forTimeInterval: 0.002) }
-            c.resume(returning: condition())
-        }.start()
-    }
-}
-
-/// Collects the driver's callbacks.
+/// Collects the driver's callbacks; a failure report (the last call of a loop that ends by itself)
+/// wakes the waits.
 private final class Calls: Sendable {
-    let failures = Mutex<[CommunicationError]>([])
+    let failures = Observed<[CommunicationError]>([])
     let events = Mutex<[LinkEvent]>([])
     let states = Mutex<[DeviceStateMachine.State]>([])
     let clock = Mutex<[Double]>([])
@@ -90,15 +81,17 @@ struct LinkDriverTests {
         let driver = LinkDriver(station: try deviceStation(sampleRate: sampleRate), sink: sink, source: source,
                                 observe: { m in calls.states.withLock { $0.append(m.state) } },
                                 onEvent: { e in calls.events.withLock { $0.append(e) } },
-                                onFailure: { c, _ in calls.failures.withLock { $0.append(c) } })
+                                onFailure: { c, _ in calls.failures.append(c) })
         #expect(!driver.isRunning)
         driver.start()
-        #expect(await waitUntil { !driver.isRunning })
+        try await calls.failures.wait(for: "the end of the input reported") { !$0.isEmpty }
+        driver.stop()   // returns once the loop has ended (it reports its failure just before)
+        #expect(!driver.isRunning)
         let block = max(64, sampleRate / 50)
         #expect(source.samplesRead == total)
         #expect(sink.written == total + block)
         #expect(sink.finishCount == 1)
-        #expect(calls.failures.withLock { $0 } == [.captureRead])  // the input ended by itself
+        #expect(calls.failures.value == [.captureRead])  // the input ended by itself
         let states = calls.states.withLock { $0 }
         #expect(!states.isEmpty)
         #expect(states.allSatisfy { $0 == .deviceReady })  // attached, nobody said hello
@@ -113,23 +106,23 @@ struct LinkDriverTests {
         let sink = CountingSink(sampleRate: rate)
         let calls = Calls()
         let driver = LinkDriver(station: try deviceStation(sampleRate: rate), sink: sink, source: source,
-                                onEvent: { _ in }, onFailure: { c, _ in calls.failures.withLock { $0.append(c) } })
-        let order = Mutex<[Int]>([])
-        for i in 0..<5 { driver.perform { _, now in order.withLock { $0.append(i) }; calls.clock.withLock { $0.append(now) } } }
+                                onEvent: { _ in }, onFailure: { c, _ in calls.failures.append(c) })
+        let order = Observed<[Int]>([])
+        for i in 0..<5 { driver.perform { _, now in calls.clock.withLock { $0.append(now) }; order.append(i) } }
         driver.start()
-        #expect(await waitUntil { order.withLock { $0.count } == 5 })
+        try await order.wait(for: "the first 5 performed") { $0.count >= 5 }
         for i in 5..<10 {
-            driver.perform { _, now in order.withLock { $0.append(i) }; calls.clock.withLock { $0.append(now) } }
+            driver.perform { _, now in calls.clock.withLock { $0.append(now) }; order.append(i) }
         }
-        #expect(await waitUntil { order.withLock { $0.count } == 10 })
+        try await order.wait(for: "all 10 performed") { $0.count >= 10 }
         driver.stop()
-        #expect(order.withLock { $0 } == Array(0..<10))
+        #expect(order.value == Array(0..<10))
         let clock = calls.clock.withLock { $0 }
         #expect(clock.first == 0)                          // queued before start: run before the first read
         #expect(clock == clock.sorted())
         #expect(clock.allSatisfy { $0 >= 0 && $0 <= Double(source.samplesRead) / Double(rate) })
         #expect(clock.last! > 0)  // the second batch came after some audio was read
-        #expect(calls.failures.withLock { $0 }.isEmpty)    // stopped, not failed
+        #expect(calls.failures.value.isEmpty)    // stopped, not failed
     }
 
     @Test("a failing input reports capture-read, a failing output playback-write, once, and the loop ends")
@@ -142,10 +135,12 @@ struct LinkDriverTests {
         ] {
             let calls = Calls()
             let driver = LinkDriver(station: try deviceStation(sampleRate: rate), sink: sink, source: source,
-                                    onEvent: { _ in }, onFailure: { c, _ in calls.failures.withLock { $0.append(c) } })
+                                    onEvent: { _ in }, onFailure: { c, _ in calls.failures.append(c) })
             driver.start()
-            #expect(await waitUntil { !driver.isRunning })
-            #expect(calls.failures.withLock { $0 } == [expected])
+            try await calls.failures.wait(for: "the failure reported") { !$0.isEmpty }
+            driver.stop()   // returns once the loop has ended
+            #expect(!driver.isRunning)
+            #expect(calls.failures.value == [expected])
             #expect(sink.finishCount == 1)
             #expect(source.samplesRead < rate * 100)
         }
@@ -159,8 +154,8 @@ struct LinkDriverTests {
                             onEvent: { _ in }, onFailure: { _, _ in })
         d1.stop()
         d1.start()
+        // start() marks a loop started before it runs one: not running now means none was started.
         #expect(!d1.isRunning)
-        try await Task.sleep(for: .milliseconds(50))
         #expect(s1.samplesRead == 0)
 
         // Started twice: one loop reads the input, so it reads it exactly once to the end.
@@ -169,12 +164,14 @@ struct LinkDriverTests {
         let sink2 = CountingSink(sampleRate: rate)
         let calls = Calls()
         let d2 = LinkDriver(station: try deviceStation(sampleRate: rate), sink: sink2, source: s2,
-                            onEvent: { _ in }, onFailure: { c, _ in calls.failures.withLock { $0.append(c) } })
+                            onEvent: { _ in }, onFailure: { c, _ in calls.failures.append(c) })
         d2.start()
         d2.start()
-        #expect(await waitUntil { !d2.isRunning })
+        try await calls.failures.wait(for: "the end of the input reported") { !$0.isEmpty }
+        d2.stop()   // returns once the loop has ended
+        #expect(!d2.isRunning)
         #expect(sink2.finishCount == 1)
-        #expect(calls.failures.withLock { $0 }.count == 1)
+        #expect(calls.failures.value.count == 1)
         #expect(sink2.written == total + max(64, rate / 50))
     }
 }

@@ -77,9 +77,12 @@ struct DataConnectionBoundsTests {
             }
         }
         // Wait for one of two things: the loop pausing for the reader, or the queue passing the bound.
+        // The connection's state gives no event, so this polls it, bounded by a hang guard of 120 s.
+        let hangGuard = ContinuousClock.now + .seconds(120)
         while true {
             let (paused, unread) = (await b.readingPaused, await b.unreadEvents)
             if paused || unread > 1024 { break }
+            try #require(ContinuousClock.now < hangGuard, "the reader did not pause nor the queue pass 1024 within 120 s (a hang guard)")
             try await Task.sleep(for: .milliseconds(5))
         }
         let queued = await b.unreadEvents

@@ -1,6 +1,7 @@
 import ModemCrypto
 import Foundation
 import ModemMessaging
+import ProcessTestSupport
 import Synchronization
 import Testing
 
@@ -110,13 +111,12 @@ struct DataConnectionsTests {
         }
         #expect(got == (0..<10).map { [UInt8($0), 0xEE] })
         // Now the receiver stops reading: 300 blocks queue up behind a full line; close cancels the rest.
-        final class Count: Sendable { let value = Atomic<Int>(0) }
-        let handedOver = Count()
+        let handedOver = Observed(0)
         let senders = (0..<300).map { i in
             Task { () -> Bool in
                 do throws(DataError) {
                     try await a.send([UInt8(i % 256), UInt8(i / 256)], on: ch, of: id)
-                    handedOver.value.add(1, ordering: .relaxed)
+                    handedOver.add(1)
                     return true
                 } catch {
                     #expect(error == .cancelled)
@@ -125,8 +125,7 @@ struct DataConnectionsTests {
             }
         }
         // Close once some blocks were handed over (an event; real time only guards against a hang).
-        let guardTime = ContinuousClock.now + .seconds(120)
-        while handedOver.value.load(ordering: .relaxed) == 0 && ContinuousClock.now < guardTime { try await Task.sleep(for: .milliseconds(5)) }
+        try await handedOver.wait(for: "a block handed over") { $0 > 0 }
         await a.closeStream(ch, of: id)
         // The receiver reads again: what was handed over arrives, then the close.
         var later: [[UInt8]] = []

@@ -1,4 +1,5 @@
 import ModemMessaging
+import ProcessTestSupport
 import Synchronization
 import Testing
 
@@ -55,10 +56,11 @@ private func sendAll(_ mailbox: Mailbox, _ prefix: String, count: Int) -> Task<[
 private actor Gate {
     private var isOpen = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
-    private(set) var arrived = 0
+    /// How many passed or wait at the gate: each arrival wakes its waiters.
+    nonisolated let arrivals = Observed(0)
 
     func pass() async {
-        arrived += 1
+        arrivals.add(1)
         if isOpen { return }
         await withCheckedContinuation { waiting.append($0) }
     }
@@ -85,17 +87,6 @@ private struct GatedSession: RecordSession {
 
     func receive() async -> SessionIncoming { await inner.receive() }
     func close() async { await inner.close() }
-}
-
-/// Polls `condition` every 20 ms until it holds; `seconds` is only a hang guard, far above any
-/// expected wait. Returns whether it became true.
-private func eventually(within seconds: Double = 120, _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + .seconds(seconds)
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return await condition()
 }
 
 @Suite("Mailbox over an in-memory session")
@@ -242,19 +233,19 @@ struct MailboxTests {
     @Test("a reader that stops taking chunks stalls the sender at the window; memory stays bounded")
     func stalledReader() async throws {
         let (alice, bob, _) = await pairOfMailboxes(capacity: 4)
-        let sentCount = Atomic<Int>(0)
+        let sentCount = Observed(0)
         let sender = Task {
             for i in 1...300 {
                 _ = try await alice.send([UInt8](repeating: UInt8(i & 0xFF), count: 1000))
-                sentCount.add(1, ordering: .relaxed)
+                sentCount.add(1)
             }
         }
         let aliceSeen = collect(alice)
         // Bob's application reads nothing: the sender fills the 64-chunk window (an event, however
         // slow the machine), then must go no further (checked after a short settle).
-        #expect(await eventually { sentCount.load(ordering: .relaxed) >= 64 })
+        try await sentCount.wait(for: "64 chunks sent (the window)") { $0 >= 64 }
         try await Task.sleep(for: .milliseconds(200))
-        let stalledAt = sentCount.load(ordering: .relaxed)
+        let stalledAt = sentCount.value
         #expect(stalledAt == 64)
         // Reading resumes: everything arrives.
         let bobSeen = collect(bob) { count in if count == 300 { await bob.disconnect() } }
@@ -285,7 +276,8 @@ struct MailboxTests {
         }
         #expect(chunks == ["one", "two"])
         // Asking for "two" acknowledged "one": that HELD is now stuck in the session's send.
-        #expect(await eventually { await gate.arrived == 1 })
+        try await gate.arrivals.wait(for: "HELD 1 at the gate") { $0 >= 1 }
+        #expect(gate.arrivals.value == 1)
         // Bob quits right after taking "two": HELD 2 must still go out before the close.
         await bob.disconnect()
         await gate.open()

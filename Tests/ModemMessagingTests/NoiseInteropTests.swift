@@ -6,29 +6,18 @@ import ProcessTestSupport
 import Testing
 
 /// The independent Noise peer (Python `noiseprotocol`, Tests/scripts/noise_peer.py) in the venv that
-/// scripts/msg-venv.sh makes. Tests skip without it, unless `SWIFTMODEM_REQUIRE_PEERS=1` (CI).
+/// scripts/msg-venv.sh makes (`$SWIFTMODEM_MSG_PYTHON` when set). The tests carry `.requires(NoisePeer.venv)`:
+/// skipped with the reason shown where it is missing, a failure with `SWIFTMODEM_REQUIRE_PEERS=1` (CI).
 enum NoisePeer {
-    static var python: String {
-        if let env = ProcessInfo.processInfo.environment["SWIFTMODEM_MSG_PYTHON"], !env.isEmpty { return env }
-        return messagingPackageRoot + "/.build/msg-venv/bin/python"
-    }
-    static var isRequired: Bool { ProcessInfo.processInfo.environment["SWIFTMODEM_REQUIRE_PEERS"] == "1" }
-    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: python) }
-    static var enabled: Bool {
-        if !isAvailable && !isRequired {
-            print("noise peer tests skipped: no \(python) (run scripts/msg-venv.sh, or set SWIFTMODEM_REQUIRE_PEERS=1 to fail instead)")
-        }
-        return isAvailable || isRequired
-    }
+    static var venv: Peer { Peer.venv("msg", pythonVariable: "SWIFTMODEM_MSG_PYTHON") }
 }
 
 @Suite("Noise session against an independent implementation")
 struct NoiseInteropTests {
     @Test("Python noiseprotocol dials our TCP listener: XX handshake, trust, ACCEPT, records both ways, CLOSE/CLOSED",
-          .enabled(if: NoisePeer.enabled), .timeLimit(.minutes(1)))
+          .requires(NoisePeer.venv), .timeLimit(.minutes(1)))
     func pythonDialsUs() async throws {
-        #expect(NoisePeer.isAvailable, "no Python venv with noiseprotocol at \(NoisePeer.python): run scripts/msg-venv.sh")
-        guard NoisePeer.isAvailable else { return }
+        let python = try NoisePeer.venv.path()
         let keys = try KeyStore(folder: temporaryKeysPath("py"))
         let pythonKey = X25519PrivateKey()
         try keys.trust(name: "pypeer", publicKey: Array(pythonKey.publicKey.rawRepresentation))
@@ -37,7 +26,7 @@ struct NoiseInteropTests {
 
         var generator = SystemRandomNumberGenerator()
         let bodies: [[UInt8]] = [Array("one".utf8), [], (0..<60_000).map { _ in UInt8.random(in: 0...255, using: &generator) }, [0]]
-        let process = try await ChildProcess(NoisePeer.python, [
+        let process = try await ChildProcess(python, [
             messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
             hexString(Array(pythonKey.rawRepresentation)), hexString(try keys.publicKey()),
             String(SessionService.mailbox.rawValue)] + bodies.map { $0.isEmpty ? "" : hexString($0) })
@@ -68,13 +57,13 @@ struct NoiseInteropTests {
     }
 
     @Test("a Python peer whose key is not trusted is refused before any record: FAIL_INVALID_AUTHORIZATION",
-          .enabled(if: NoisePeer.enabled), .timeLimit(.minutes(1)))
+          .requires(NoisePeer.venv), .timeLimit(.minutes(1)))
     func untrustedPython() async throws {
-        guard NoisePeer.isAvailable else { Issue.record("no Python venv at \(NoisePeer.python)"); return }
+        let python = try NoisePeer.venv.path()
         let keys = try KeyStore(folder: temporaryKeysPath("pyu"))
         let listener = try TCPListener(host: "127.0.0.1", port: 0)
         defer { listener.close() }
-        let process = try await ChildProcess(NoisePeer.python, [
+        let process = try await ChildProcess(python, [
             messagingPackageRoot + "/Tests/scripts/noise_peer.py", String(listener.port),
             hexString(Array(X25519PrivateKey().rawRepresentation)), hexString(try keys.publicKey()), "1", "00"])
         do {

@@ -5,6 +5,7 @@ import Clocks
 import ModemCrypto
 import ModemMessaging
 import ModemTransport
+import ProcessTestSupport
 import Synchronization
 import Testing
 
@@ -48,7 +49,13 @@ final class CountingTransport: MessageTransport {
     /// The test clock, when given: the time each frame came up is noted (``lastFrameAt``).
     let clock: TestClock<Duration>?
     private let last = Mutex<TestClock<Duration>.Instant?>(nil)
-    init(inner: any MessageTransport, clock: TestClock<Duration>? = nil) { self.inner = inner; self.clock = clock }
+    /// Bumped after each frame came up, when given: the event tests wait for.
+    let changes: Observed<Int>?
+    init(inner: any MessageTransport, clock: TestClock<Duration>? = nil, changes: Observed<Int>? = nil) {
+        self.inner = inner
+        self.clock = clock
+        self.changes = changes
+    }
     var received: Int { count.load(ordering: .acquiring) }
     /// The clock's time when the last frame came up (before the session read it), when a clock was given.
     var lastFrameAt: TestClock<Duration>.Instant? { last.withLock { $0 } }
@@ -60,19 +67,11 @@ final class CountingTransport: MessageTransport {
         if case .frame = input {
             if let clock { last.withLock { $0 = clock.now } }
             count.add(1, ordering: .releasing)
+            changes?.add(1)
         }
         return input
     }
     func close() async { await inner.close() }
-}
-
-/// Waits (real time only as a hang guard, 120 s) until `condition` holds.
-func waitUntil(_ what: String, _ condition: () -> Bool) async throws {
-    let guardTime = ContinuousClock.now + .seconds(120)
-    while !condition() {
-        guard ContinuousClock.now < guardTime else { throw CancellationError() }
-        try await Task.sleep(for: .milliseconds(5))
-    }
 }
 
 /// A transport wrapper that notes when it was closed.
@@ -195,12 +194,13 @@ struct NoiseSessionTests {
     func keepaliveAndSilence() async throws {
         let keys = try keyPair()
         let clock = TestClock()
+        let changes = Observed(0)   // bumped by every frame that comes up and by every end: what the waits below wait for
         let counting = Mutex<[CountingTransport]>([])
         let cuts = Mutex<[CuttableTransport]>([])
         let (rc, rd) = try await sessionPair(keys: keys, keepalive: 2, clock: SessionClock(clock)) { t, _ in
             let cut = CuttableTransport(inner: t)
             cuts.withLock { $0.append(cut) }
-            let c = CountingTransport(inner: cut, clock: clock)
+            let c = CountingTransport(inner: cut, clock: clock, changes: changes)
             counting.withLock { $0.append(c) }
             return c
         }
@@ -217,6 +217,7 @@ struct NoiseSessionTests {
                 let (_, end) = await drain(s)
                 box.seen.withLock { $0.append(clock.now) }
                 box.list.withLock { $0.append(end) }
+                changes.add(1)
             })
         }
         // Idle: each keepalive period, both ends hear a frame (PING or PONG) from the other; we wait for
@@ -224,7 +225,7 @@ struct NoiseSessionTests {
         for _ in 0..<5 {
             let before = counting.withLock { $0.map(\.received) }
             for _ in 0..<8 { await clock.advance(by: .milliseconds(250)) }
-            try await waitUntil("keepalive frames") {
+            try await changes.wait(for: "keepalive frames") { _ in
                 let now = counting.withLock { $0.map(\.received) }
                 return zip(now, before).allSatisfy { $0 > $1 } || !box.list.withLock { $0.isEmpty }
             }
@@ -237,11 +238,13 @@ struct NoiseSessionTests {
         // note of it), and is seen by its drain at or after it gave up: so the first end seen comes at
         // least 4 s after the earliest of the two last frames.
         let lastHeard = counting.withLock { $0.map { $0.lastFrameAt } }
-        var steps = 0
-        while box.list.withLock({ $0.count }) < 2 && steps < 400 {
+        // The clock moves on until both ends gave up, however long the sessions take to notice (the
+        // bound above holds for any pace); the wall-clock limit is a hang guard only.
+        let hangGuard = ContinuousClock.now + .seconds(120)
+        while box.list.withLock({ $0.count }) < 2 {
+            try #require(ContinuousClock.now < hangGuard, "the ends did not give up within 120 s (a hang guard): \(box.list.withLock { $0 })")
             await clock.advance(by: .milliseconds(250))
-            steps += 1
-            try await Task.sleep(for: .milliseconds(1))  // let the timer loops run between steps (not a decision)
+            await Task.yield()
         }
         for task in drains { await task.value }
         let got = box.list.withLock { $0 }
@@ -279,21 +282,21 @@ struct NoiseSessionTests {
         let keys = try keyPair()
         let (ra, rb) = try await sessionPair(keys: keys)
         let a = try ra.get(), b = try rb.get()
-        let sent = Atomic<Int>(0)
+        let sent = Observed(0)
         let body = [UInt8](repeating: 7, count: 60_000)
         let sender = Task {
             for _ in 0..<400 {
                 try await a.send(kind: 0x10, body: body)
-                sent.add(1, ordering: .relaxed)
+                sent.add(1)
             }
         }
         // Wait until the first record is out, then until the count stops moving for a second (the
         // bounds below hold however slow the machine is: a slow sender only stops earlier).
-        try await waitUntil("the first record sent") { sent.load(ordering: .relaxed) > 0 }
+        try await sent.wait(for: "the first record sent") { $0 > 0 }
         var stalled = -1
         for _ in 0..<120 {
             try await Task.sleep(for: .seconds(1))
-            let now = sent.load(ordering: .relaxed)
+            let now = sent.value
             if now == stalled { break }
             stalled = now
         }

@@ -261,10 +261,13 @@ struct PairingStateMachineTests {
         #expect(failure(out) == .ambiguous && trusted(out).isEmpty)
 
         var a = a1
-        guard case .play(let t) = a.start(now: 0).first else { return }
+        guard case .play(let t) = a.start(now: 0).first else { Issue.record("the announcer did not start by playing a frame"); return }
         var l1 = machine(.listener, key(15), seed: 15), l2 = machine(.listener, key(16), seed: 16)
         _ = l1.start(now: 0); _ = l2.start(now: 0)
-        guard case .play(let p1) = l1.frameHeard(t, now: 0.4).first, case .play(let p1b) = l2.frameHeard(t, now: 0.4).first else { return }
+        guard case .play(let p1) = l1.frameHeard(t, now: 0.4).first, case .play(let p1b) = l2.frameHeard(t, now: 0.4).first else {
+            Issue.record("a listener did not answer the announcer's frame")
+            return
+        }
         _ = a.frameHeard(p1, now: 1.0)
         var outA = a.frameHeard(p1b, now: 1.05)
         outA += a.tick(now: 30)

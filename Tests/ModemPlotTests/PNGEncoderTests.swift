@@ -94,7 +94,7 @@ import ProcessTestSupport
     }
 
     /// A second opinion from zlib itself, when Python is around.
-    @Test(.enabled(if: SpectrogramTestTools.executable("python3") != nil, "python3 is not installed: skipped"))
+    @Test(.requires(.tool("python3")))
     func zlibAgrees() async throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("png-zlib-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -113,7 +113,7 @@ import ProcessTestSupport
             i += 12 + n
         print(len(zlib.decompress(idat)))
         """
-        let r = try await runProcess(SpectrogramTestTools.executable("python3")!, ["-c", script, path], timeout: 120)
+        let r = try await runProcess(try Peer.tool("python3").path(), ["-c", script, path], timeout: 120)
         #expect(r.succeeded, "\(r)")
         #expect(r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == String((120 * 3 + 1) * 40))
     }

@@ -4,16 +4,6 @@ import ProcessTestSupport
 /// Helpers for the analysis and spectrogram tests: temporary directories, a tiny WAV writer,
 /// synthetic FSK, and running peer tools.
 enum SpectrogramTestTools {
-    /// The full path of an executable found on PATH, or nil.
-    static func executable(_ name: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
-        for dir in path.split(separator: ":") {
-            let candidate = "\(dir)/\(name)"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }
-
     /// A fresh temporary directory, removed by the caller.
     static func temporaryDirectory(_ tag: String) throws -> URL {
         let dir = FileManager.default.temporaryDirectory

@@ -1,6 +1,7 @@
 import Testing
 import Foundation
 import ModemDSP
+import ProcessTestSupport
 @testable import ModemPlot
 
 /// The spectrogram picture and the file analysis behind `modem analyze`.
@@ -184,19 +185,19 @@ import ModemDSP
 
     // MARK: End to end with minimodem
 
-    static let minimodem = SpectrogramTestTools.executable("minimodem")
+    static let minimodem = Peer.tool("minimodem")
 
     static func minimodemFile(_ mode: String, in dir: URL, rate: Int? = nil) async throws -> String {
         let path = dir.appendingPathComponent("mm-\(mode)-\(rate ?? 48000).wav").path
         var args = ["--tx", mode, "-f", path]
         if let rate { args += ["-R", String(rate)] }
         let text = Data(String(repeating: "The quick brown fox jumps over the lazy dog 0123456789. ", count: 3).utf8)
-        let status = try await SpectrogramTestTools.run(minimodem!, args, input: text)
+        let status = try await SpectrogramTestTools.run(try minimodem.path(), args, input: text)
         #expect(status == 0)
         return path
     }
 
-    @Test(.enabled(if: minimodem != nil, "minimodem is not installed: skipped"))
+    @Test(.requires(minimodem))
     func minimodem1200() async throws {
         let dir = try SpectrogramTestTools.temporaryDirectory("mm1200")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -210,7 +211,7 @@ import ModemDSP
         #expect(report.rxCommand == "modem rx --profile bell202 \(path)")
     }
 
-    @Test(.enabled(if: minimodem != nil, "minimodem is not installed: skipped"))
+    @Test(.requires(minimodem))
     func minimodem300AndRTTY() async throws {
         let dir = try SpectrogramTestTools.temporaryDirectory("mm300")
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -227,7 +228,7 @@ import ModemDSP
         #expect(rtty.keying?.halfBitIntervals == true)
     }
 
-    @Test(.enabled(if: minimodem != nil, "minimodem is not installed: skipped"))
+    @Test(.requires(minimodem))
     func minimodem4800() async throws {
         let dir = try SpectrogramTestTools.temporaryDirectory("mm4800")
         defer { try? FileManager.default.removeItem(at: dir) }

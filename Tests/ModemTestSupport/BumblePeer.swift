@@ -4,17 +4,14 @@ import ProcessTestSupport
 import Glibc
 #endif
 
-/// Why the Bumble peer could not be used. `unavailable` means this machine lacks it (no venv, no
-/// Bumble): tests turn it into a skip (`try Test.cancel(...)`); `failed` is a real failure.
+/// Why the Bumble peer failed: it did not start (no READY line, exited, a bad READY line). Whether
+/// it is installed at all is decided before a test runs, by its trait: `.requires(BumblePeer.venv)`.
 public enum BumblePeerError: Error, CustomStringConvertible, Sendable {
-    /// No Python venv with Bumble here (skip, unless `SWIFTMODEM_REQUIRE_BUMBLE=1`).
-    case unavailable(String)
-    /// The peer started but misbehaved (no READY in time, exited, bad READY line).
+    /// The peer could not be started or misbehaved.
     case failed(String)
 
     public var description: String {
         switch self {
-        case .unavailable(let m): return "the Bumble peer is not available: \(m)"
         case .failed(let m): return "the Bumble peer failed: \(m)"
         }
     }
@@ -26,9 +23,10 @@ public enum BumblePeerError: Error, CustomStringConvertible, Sendable {
 /// terminated when stopped or released.
 ///
 /// The Python is `$SWIFTMODEM_BT_PYTHON`, else `<package root>/.build/bt-venv/bin/python` (made by
-/// `scripts/bt-venv.sh`). When it is missing, ``start(_:readyTimeout:)`` throws
-/// ``BumblePeerError/unavailable(_:)``, or ``BumblePeerError/failed(_:)`` when
-/// `SWIFTMODEM_REQUIRE_BUMBLE=1` says the peer must be there (CI).
+/// `scripts/bt-venv.sh`): ``venv``. A test that starts the peer carries the trait
+/// `.requires(BumblePeer.venv)`, which skips it, with the reason shown, where the venv is missing (a
+/// failure with `SWIFTMODEM_REQUIRE_PEERS=1`); once a test runs, every problem in starting the peer
+/// is a failure.
 public final class BumblePeer {
     /// The TCP port of controller A (our host's H4 transport).
     public let port: UInt16
@@ -49,29 +47,22 @@ public final class BumblePeer {
     public static let packageRoot: String = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 
-    /// Whether the environment demands the peer (`SWIFTMODEM_REQUIRE_BUMBLE=1`, set by `scripts/test.sh` in CI).
-    public static var isRequired: Bool { ProcessInfo.processInfo.environment["SWIFTMODEM_REQUIRE_BUMBLE"] == "1" }
-
-    /// The Python to run the peer with: `$SWIFTMODEM_BT_PYTHON`, else the package's venv.
-    public static var python: String {
-        if let env = ProcessInfo.processInfo.environment["SWIFTMODEM_BT_PYTHON"], !env.isEmpty { return env }
-        return packageRoot + "/.build/bt-venv/bin/python"
-    }
+    /// The Python environment with Bumble: `$SWIFTMODEM_BT_PYTHON` when set, else the package's
+    /// `.build/bt-venv` once `scripts/bt-venv.sh` finished it.
+    public static var venv: Peer { Peer.venv("bt", pythonVariable: "SWIFTMODEM_BT_PYTHON") }
 
     /// Starts `scripts/bt-peer.py --port 0` plus `arguments` (e.g. `["--extra-devices", "2"]`) and
     /// waits for its READY line (which names the ports it got); `readyTimeout` seconds is a hang guard,
     /// far above the second or two Python and Bumble take to start on a busy machine.
     public static func start(_ arguments: [String] = [], readyTimeout: Double = 120) async throws(BumblePeerError) -> BumblePeer {
-        let python = Self.python
-        guard FileManager.default.isExecutableFile(atPath: python) else {
-            throw unavailable("no Python at \(python); run scripts/bt-venv.sh (needs python3-venv) or set SWIFTMODEM_BT_PYTHON")
-        }
+        let python: String
+        do { python = try venv.path() } catch { throw .failed("\(error)") }
         let script = packageRoot + "/scripts/bt-peer.py"
         let process: ChildProcess
         do {
             process = try await ChildProcess(python, ["-u", script, "--port", "0"] + arguments, name: "the Bumble peer")
         } catch {
-            throw unavailable("cannot run \(python): \(error)")
+            throw .failed("cannot run \(python): \(error)")
         }
         let found = await process.waitFor(.stdout, timeout: readyTimeout) { text in
             lines(text, ended: false).contains { $0.hasPrefix("READY ") }
@@ -80,9 +71,6 @@ public final class BumblePeer {
             let running = process.endedAt == nil
             process.stop(SIGTERM, timeout: 2)
             let errors = lines(process.stderrText, ended: true).suffix(15).joined(separator: "\n")
-            if !running, errors.contains("No module named") {
-                throw unavailable("\(python) has no Bumble (run scripts/bt-venv.sh):\n\(errors)")
-            }
             throw .failed(running ? "no READY line within \(readyTimeout) s; stderr:\n\(errors)"
                                   : "exited (status \(process.status)) before READY; stderr:\n\(errors)")
         }
@@ -128,6 +116,13 @@ public final class BumblePeer {
         return lines.first { $0.hasPrefix(prefix) }
     }
 
+    /// Waits until its stdout lines so far satisfy `condition` (the event: woken by each new output
+    /// and by its end); false when they do not within `timeout` seconds (a hang guard) or it ended first.
+    public func waitForLines(timeout: Double, _ condition: ([String]) -> Bool) async -> Bool {
+        await process.waitFor(.stdout, timeout: timeout) { text in condition(Self.lines(text, ended: false)) }
+            || condition(lines)
+    }
+
     /// Ends the peer (SIGTERM, then SIGKILL after 2 s) and waits for it.
     public func stop() { process.stop(SIGTERM, timeout: 2) }
 
@@ -137,9 +132,5 @@ public final class BumblePeer {
         let last = parts.removeLast()
         if ended && !last.isEmpty { parts.append(last) }
         return parts
-    }
-
-    private static func unavailable(_ message: String) -> BumblePeerError {
-        isRequired ? .failed(message + " (SWIFTMODEM_REQUIRE_BUMBLE=1)") : .unavailable(message)
     }
 }

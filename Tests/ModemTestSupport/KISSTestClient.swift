@@ -48,15 +48,23 @@ public final class KISSTestClient {
 
     deinit { close() }
 
-    /// Sends all of `bytes`, waiting up to 5 s for room in the kernel's buffer.
+    /// Sends all of `bytes`; when the kernel's buffer is full, waits for room (the socket becoming
+    /// writable: poll(2)); 60 s without room is a hang guard and throws.
     public func send(_ bytes: [UInt8]) throws {
         var offset = 0
-        let deadline = Date().addingTimeInterval(5)
+        let deadline = Date().addingTimeInterval(60)
         while offset < bytes.count {
             guard fd >= 0 else { throw TestSupportError("send on a closed connection") }
             let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
             if n > 0 { offset += n; continue }
-            if n < 0, errno == EAGAIN || errno == EINTR, Date() < deadline { usleep(1000); continue }
+            if n < 0, errno == EINTR { continue }
+            if n < 0, errno == EAGAIN {
+                let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
+                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+                let ready = poll(&p, 1, left)
+                if ready > 0 || (ready < 0 && errno == EINTR) { continue }
+                throw TestSupportError("send: no room in the socket's buffer within 60 s (a hang guard), \(offset) of \(bytes.count) bytes sent")
+            }
             throw TestSupportError("send: errno \(errno)")
         }
     }

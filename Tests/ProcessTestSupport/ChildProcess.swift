@@ -444,93 +444,46 @@ private func openFile(_ path: String, _ flags: Int32) throws -> FileDescriptor {
     return FileDescriptor(rawValue: fd)
 }
 
-/// A child's output so far and its end, shared by the task that drains it and the waiters.
+/// A child's output so far and its end, shared by the task that drains it and the waiters: an
+/// ``Observed`` snapshot, so every chunk of output and the end wake the waits.
 private final class ChildState: Sendable {
-    struct Snapshot: Sendable {
+    struct Snapshot: Sendable, CustomStringConvertible {
         var stdout: [UInt8] = []
         var stderr: [UInt8] = []
         var termination: TerminationStatus?
-    }
-    private struct Guarded {
-        var snapshot = Snapshot()
         var endedAt: Date?
-        /// Bumped on every change; waiters sleep until it moves or their deadline.
-        var version: UInt64 = 0
-        var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
-        var expired: Set<UInt64> = []
-        var nextWaiter: UInt64 = 0
+
+        var description: String {
+            "\(stdout.count) bytes on standard output, \(stderr.count) on standard error, "
+                + (termination.map { "ended: \($0)" } ?? "running")
+        }
     }
-    private let guarded = Mutex(Guarded())
+    private let observed = Observed(Snapshot())
 
     func output(_ stream: ChildStream) -> [UInt8] {
-        guarded.withLock { stream == .stdout ? $0.snapshot.stdout : $0.snapshot.stderr }
+        let s = observed.value
+        return stream == .stdout ? s.stdout : s.stderr
     }
-    var termination: TerminationStatus? { guarded.withLock { $0.snapshot.termination } }
-    var endedAt: Date? { guarded.withLock { $0.endedAt } }
+    var termination: TerminationStatus? { observed.value.termination }
+    var endedAt: Date? { observed.value.endedAt }
 
     func append(_ stream: ChildStream, _ bytes: [UInt8]) {
-        changed { if stream == .stdout { $0.snapshot.stdout += bytes } else { $0.snapshot.stderr += bytes } }
+        observed.update { if stream == .stdout { $0.stdout += bytes } else { $0.stderr += bytes } }
     }
 
-    func markEnded() { changed { if $0.endedAt == nil { $0.endedAt = Date() } } }
+    func markEnded() { observed.update { if $0.endedAt == nil { $0.endedAt = Date() } } }
 
     func finish(_ status: TerminationStatus) {
-        changed {
-            $0.snapshot.termination = status
+        observed.update {
+            $0.termination = status
             if $0.endedAt == nil { $0.endedAt = Date() }
         }
-    }
-
-    private func changed(_ change: (inout Guarded) -> Void) {
-        let woken = guarded.withLock { g in
-            change(&g)
-            g.version &+= 1
-            defer { g.waiters = [:] }
-            return Array(g.waiters.values)
-        }
-        for w in woken { w.resume() }
     }
 
     /// Waits until `done` holds for the current snapshot (checked now and after every change), or
     /// `timeout` seconds pass; returns whether it held.
     func wait(timeout: Double, _ done: (Snapshot) -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int64(timeout * 1000))
-        while true {
-            let (snapshot, version) = guarded.withLock { ($0.snapshot, $0.version) }
-            if done(snapshot) { return true }
-            if ContinuousClock.now >= deadline { return false }
-            await change(since: version, until: deadline)
-        }
-    }
-
-    /// Returns after the next change since `version`, or at `deadline`.
-    private func change(since version: UInt64, until deadline: ContinuousClock.Instant) async {
-        let id = guarded.withLock { g in defer { g.nextWaiter += 1 }; return g.nextWaiter }
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { [self] in
-                try? await Task.sleep(until: deadline, clock: .continuous)
-                expire(id)
-            }
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let now = guarded.withLock { g -> Bool in
-                    if g.expired.remove(id) != nil || g.version != version { return true }
-                    g.waiters[id] = c
-                    return false
-                }
-                if now { c.resume() }
-            }
-            group.cancelAll()
-        }
-        guarded.withLock { _ = $0.expired.remove(id) }
-    }
-
-    private func expire(_ id: UInt64) {
-        let waiter = guarded.withLock { g -> CheckedContinuation<Void, Never>? in
-            if let w = g.waiters.removeValue(forKey: id) { return w }
-            g.expired.insert(id)
-            return nil
-        }
-        waiter?.resume()
+        await observed.wait(timeout: timeout, until: done) != nil
     }
 }
 

@@ -58,16 +58,6 @@ enum Paths {
             """)
     }
 
-    /// A tool on `$PATH` (e.g. "minimodem", "sox"), or nil.
-    static func tool(_ name: String) -> String? {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/local/bin:/usr/bin:/bin"
-        for dir in path.split(separator: ":") where !dir.isEmpty {
-            let candidate = "\(dir)/\(name)"
-            if isExecutableFile(candidate) { return candidate }
-        }
-        return nil
-    }
-
     static func isExecutableFile(_ path: String) -> Bool {
         var isDir: ObjCBool = false
         return FileManager.default.fileExists(atPath: path, isDirectory: &isDir) && !isDir.boolValue
@@ -75,10 +65,17 @@ enum Paths {
     }
 }
 
-/// Peer tools, looked up once.
+/// The outside programs these tests run, looked up once; tests that need one carry `.requires(Peers.X)`.
 enum Peers {
-    static let minimodem = Paths.tool("minimodem")
-    static let sox = Paths.tool("sox")
+    static let minimodem = Peer.tool("minimodem")
+    static let sox = Peer.tool("sox")
+    /// Dire Wolf's test tools.
+    static let atest = Peer.tool("atest", package: "direwolf")
+    static let genPackets = Peer.tool("gen_packets", package: "direwolf")
+    static let kissutil = Peer.tool("kissutil", package: "direwolf")
+    static let python3 = Peer.tool("python3")
+    /// Wireshark's command line.
+    static let tshark = Peer.tool("tshark")
 }
 
 struct HarnessError: Error, CustomStringConvertible {
@@ -132,16 +129,14 @@ func modem(_ arguments: [String], stdinFile: String? = nil, timeout: Double = 30
     try await runProcess(try Paths.modem(), arguments, stdinFile: stdinFile, timeout: timeout)
 }
 
-/// Runs minimodem (callers are gated on ``Peers/minimodem``).
+/// Runs minimodem (callers carry `.requires(Peers.minimodem)`).
 func minimodem(_ arguments: [String], stdinFile: String? = nil, timeout: Double = 30) async throws -> ProcessResult {
-    guard let path = Peers.minimodem else { throw HarnessError("minimodem is not installed") }
-    return try await runProcess(path, arguments, stdinFile: stdinFile, timeout: timeout)
+    try await runProcess(try Peers.minimodem.path(), arguments, stdinFile: stdinFile, timeout: timeout)
 }
 
-/// Runs sox (callers are gated on ``Peers/sox``).
+/// Runs sox (callers carry `.requires(Peers.sox)`).
 func sox(_ arguments: [String]) async throws -> ProcessResult {
-    guard let path = Peers.sox else { throw HarnessError("sox is not installed") }
-    return try await runProcess(path, arguments)
+    try await runProcess(try Peers.sox.path(), arguments)
 }
 
 /// Records an issue (with the whole result) unless the process exited 0 by itself.
