@@ -352,13 +352,15 @@ public final class PhoneSession<Driver: PhoneDriver>: Sendable {
     }
 
     /// Driver thread: the transport failed; the driver is ending.
+    /// The state is WAITING DEVICE before the error is told, so a caller that reads the state on
+    /// the event sees it.
     private func transportFailed(_ code: CommunicationError, _ message: String) {
-        emit(.error(code, message))
-        finishExchange(.failure(.failed(code, message)))
         let (ow, cw) = shared.withLock { s in
             defer { s.openWaiter = nil; s.closedWaiter = nil; s.driver = nil; s.state = .waitingDevice }
             return (s.openWaiter, s.closedWaiter)
         }
+        emit(.error(code, message))
+        finishExchange(.failure(.failed(code, message)))
         ow?.resume(returning: .failure(.failed(code, message)))
         cw?.resume()
     }

@@ -457,12 +457,8 @@ struct BlueZPathTests {
         // A hang guard; BlueZPathRealTimeTests asserts the figure.
         let error = try #require(try await seen.wait(for: "error 20 after the device went", hangGuard: 60) { $0 != nil })
         #expect(error.message.contains("RFCOMM channel 1"), "\(error.message)")
-        // Known race in the product: PhoneSession.transportFailed emits error 20 before it sets
-        // WAITING DEVICE, so a reader of the event may still see IDLE (seen at once once this test
-        // stopped polling with a sleep after the event). Fix: set the state first, then emit.
-        withKnownIssue("PhoneSession emits error 20 before the state is WAITING DEVICE", isIntermittent: true) {
-            #expect(manager.state == .waitingDevice)
-        }
+        // PhoneSession is in WAITING DEVICE before it tells error 20 (it told it first once: a race).
+        #expect(manager.state == .waitingDevice)
         await manager.closeResources()
         return error.at - gone
     }

@@ -81,12 +81,8 @@ struct BluetoothManagerRealTimeTests {
         #expect(error.at - dropped < .seconds(2), "error 20 came \(error.at - dropped) after the drop")
         #expect(error.code.rawValue == 20)
         #expect(error.message.contains("link lost") || error.message.contains("disconnected"), "\(error.message)")
-        // Known race in the product: PhoneSession.transportFailed emits error 20 before it sets
-        // WAITING DEVICE, so a reader of the event may still see IDLE (seen at once once this test
-        // stopped polling with a sleep after the event). Fix: set the state first, then emit.
-        withKnownIssue("PhoneSession emits error 20 before the state is WAITING DEVICE", isIntermittent: true) {
-            #expect(manager.state == .waitingDevice)
-        }
+        // PhoneSession is in WAITING DEVICE before it tells error 20 (it told it first once: a race).
+        #expect(manager.state == .waitingDevice)
         await manager.closeResources()
     }
 

@@ -39,6 +39,7 @@ extension TransportError {
         switch error.kind {
         case .refused: self = .connectionRefused(error.description)
         case .timedOut: self = .timedOut(error.description)
+        case .cancelled: self = .cancelled(error.description)
         case .invalidAddress: self = .invalidAddress(error.description)
         case .addressInUse: self = .addressInUse(error.description)
         case .permissionDenied: self = .permissionDenied(error.description)
