@@ -71,7 +71,9 @@ public struct RemoteLinkTest: Sendable {
         var random = SplitMix64(seed: options.seed)   // the payloads the audio link test draws
         let echoes = Mailbox()
         let listener: Task<Void, Never>? = options.mode == .duplex ? Task { [events = manager.events] in
-            for await e in events { if case .received(_, let d) = e { echoes.post(d) } }
+            for await e in events {
+                if case .received(_, let d) = e { echoes.post(d) } else { echoes.wake() }
+            }
         } : nil
         defer { listener?.cancel() }
 
@@ -171,7 +173,8 @@ public struct RemoteLinkTest: Sendable {
             if echoed { return .completed }
             if ContinuousClock.now >= deadline { return .timedOut }
             if manager.state == .waitingDevice { return .failed }
-            try? await Task.sleep(for: .milliseconds(1))
+            // Until an echo or another event of the manager (a lost link changes its state), or the deadline.
+            await echoes.waitForNews(until: deadline)
         }
     }
 }
@@ -218,10 +221,58 @@ private extension LinkTestReport {
 }
 
 /// Payloads collected by the event listener, taken by the test.
+/// Echoes as they come, and a wait for news: an echo, another event of the manager, or a deadline.
 private final class Mailbox: Sendable {
-    private let items = Mutex<[[UInt8]]>([])
-    func post(_ data: [UInt8]) { items.withLock { $0.append(data) } }
-    func take() -> [[UInt8]] { items.withLock { i in defer { i.removeAll() }; return i } }
+    private struct State {
+        var items: [[UInt8]] = []
+        var news = false
+        /// The current wait is over (its deadline came): a news wait that starts late returns at once.
+        var over = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    func post(_ data: [UInt8]) {
+        state.withLock { $0.items.append(data) }
+        wake()
+    }
+
+    /// Something happened that the waiting exchange should look at: wakes it, or is kept for its
+    /// next wait.
+    func wake() {
+        state.withLock { s -> CheckedContinuation<Void, Never>? in
+            guard let w = s.waiter else { s.news = true; return nil }
+            s.waiter = nil
+            return w
+        }?.resume()
+    }
+
+    func take() -> [[UInt8]] { state.withLock { s in defer { s.items.removeAll() }; return s.items } }
+
+    /// Returns at the next news (at once if there was news since the last wait) or at `deadline`.
+    func waitForNews(until deadline: ContinuousClock.Instant) async {
+        state.withLock { $0.over = false }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.nextNews() }
+            group.addTask { try? await Task.sleep(until: deadline, clock: .continuous) }
+            await group.next()
+            group.cancelAll()
+            // The deadline came first: end the news wait (no news is made up).
+            state.withLock { s in s.over = true; defer { s.waiter = nil }; return s.waiter }?.resume()
+        }
+    }
+
+    private func nextNews() async {
+        await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { s -> Bool in
+                if s.news { s.news = false; return true }
+                if s.over { return true }
+                s.waiter = c
+                return false
+            }
+            if now { c.resume() }
+        }
+    }
 }
 
 private extension Duration {
