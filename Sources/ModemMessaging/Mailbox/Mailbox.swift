@@ -41,8 +41,8 @@ public actor Mailbox {
         var seq: UInt32
     }
 
-    private let clock = ContinuousClock()
-    private let origin: ContinuousClock.Instant
+    /// The clock of the time limit (``MailboxConfiguration/maximumSeconds``).
+    private let clock: SessionClock
     private var machine: MailboxStateMachine?
     private var session: (any RecordSession)?
     private var connecting = false
@@ -75,12 +75,14 @@ public actor Mailbox {
 
     /// A mailbox for `userName`, not yet connected. `pendingOnPeerQuit`, when given, is asked for the
     /// application's still-queued chunks when the peer quits first (they go out before our close).
+    /// `clock` runs the time limit (the system's monotonic clock unless a test or a simulation gives
+    /// its own).
     public init(userName: String, configuration: MailboxConfiguration = MailboxConfiguration(),
-                pendingOnPeerQuit: (@Sendable () async -> [[UInt8]])? = nil) {
+                pendingOnPeerQuit: (@Sendable () async -> [[UInt8]])? = nil, clock: SessionClock = .continuous) {
         self.userName = userName
         self.configuration = configuration
         self.pendingOnPeerQuit = pendingOnPeerQuit
-        self.origin = ContinuousClock().now
+        self.clock = clock
     }
 
     /// The mailbox's events in order, ending after `.disconnected` or `.connectFailed`. Pulled: take
@@ -135,11 +137,12 @@ public actor Mailbox {
         let seconds = configuration.maximumSeconds
         // The limit counts from the start, but the machine only enforces it once the session is open
         // (the peer's CONTACT may come late on a loaded machine or a slow link): tick again until it ends.
+        let clock = self.clock
         timer = Task { [weak self] in
             guard seconds.isFinite, seconds >= 0 else { return }
             var wait = seconds
             // At most a day at a time: Duration.seconds traps past Int64 seconds, and the loop ticks again anyway.
-            while (try? await Task.sleep(for: .seconds(min(wait, 86400)))) != nil {
+            while (try? await clock.sleep(min(wait, 86400))) != nil {
                 guard let self, let next = await self.timeTick() else { return }
                 wait = next
             }
@@ -209,10 +212,7 @@ public actor Mailbox {
 
     private var finalReason: String?
 
-    private func now() -> Double {
-        let elapsed = clock.now - origin
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) * 1e-18
-    }
+    private func now() -> Double { clock.now() }
 
     private func failBeforeStart(_ failure: SessionFailure) {
         guard !finished else { return }

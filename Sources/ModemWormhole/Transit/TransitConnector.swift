@@ -125,7 +125,7 @@ public final class TransitConnector: Sendable {
         let result: TransitConnection? = await withTaskGroup(of: Outcome.self) { group in
             for hint in direct {
                 group.addTask {
-                    defer { race.directLeft.subtract(1, ordering: .relaxed) }
+                    defer { race.directEnded() }
                     let r = await self.attempt(route: "direct \(hint)", relayed: false, deadline: deadline, race: race) { () async throws(WormholeError) -> ByteStream in
                         try await ByteStream.connect(host: hint.host, port: hint.port, timeout: min(10, timeout))
                     }
@@ -134,13 +134,17 @@ public final class TransitConnector: Sendable {
             }
             for hint in relaySet {
                 group.addTask {
-                    // The relay after the direct routes had their chance (or at once when there are none).
-                    let start = ContinuousClock.now
-                    while !direct.isEmpty, race.directLeft.load(ordering: .relaxed) > 0, ContinuousClock.now - start < .seconds(Self.relayDelay) {
-                        if Task.isCancelled || race.decided.load(ordering: .relaxed) { return .routeFailed }
-                        try? await Task.sleep(for: .milliseconds(50))
+                    // The relay after the direct routes had their chance (or at once when there are none):
+                    // until every direct route ended, one won, or the relay delay passed.
+                    if !direct.isEmpty {
+                        await withTaskGroup(of: Void.self) { wait in
+                            wait.addTask { await race.directsOverOrDecided() }
+                            wait.addTask { try? await Task.sleep(for: .seconds(Self.relayDelay)) }
+                            await wait.next()
+                            wait.cancelAll()
+                        }
                     }
-                    if race.decided.load(ordering: .relaxed) { return .routeFailed }
+                    if Task.isCancelled || race.decided.load(ordering: .relaxed) { return .routeFailed }
                     let r = await self.attempt(route: "relay \(hint)", relayed: true, deadline: deadline, race: race) { () async throws(WormholeError) -> ByteStream in
                         let s = try await ByteStream.connect(host: hint.host, port: hint.port, timeout: min(10, timeout))
                         try await s.write(self.keys.relayHandshake(side: self.side), deadline: deadline)
@@ -156,11 +160,10 @@ public final class TransitConnector: Sendable {
                     await self.acceptLoop(listener, deadline: deadline, race: race).map { .won($0) } ?? .other
                 }
             }
-            // A guard task: ends the wait at the deadline.
+            // A guard task: ends the wait at the deadline (cancelled with the group when a route won
+            // or every route failed).
             group.addTask {
-                while ContinuousClock.now < deadline, !Task.isCancelled, !race.decided.load(ordering: .relaxed) {
-                    try? await Task.sleep(for: .milliseconds(200))
-                }
+                try? await Task.sleep(until: deadline, clock: .continuous)
                 return .other
             }
             var winner: TransitConnection?
@@ -276,7 +279,7 @@ public final class TransitConnector: Sendable {
             guard constantTimeEqual(theirs, theirHandshake) else { throw WormholeError(.transit, "\(route): the peer's transit handshake does not match (another key)") }
             switch role {
             case .sender:
-                if race.decided.exchange(true, ordering: .acquiringAndReleasing) {
+                if race.decide() {
                     try? await s.write(Array("nevermind\n".utf8), deadline: deadline)
                     s.close()
                     return nil
@@ -289,7 +292,7 @@ public final class TransitConnector: Sendable {
                 // a slot for longer than a silent connection does.
                 let word = try await s.read(exactly: 3, deadline: handshakeBy)
                 guard word == Array("go\n".utf8) else { s.close(); return nil }  // nevermind: another route won
-                if race.decided.exchange(true, ordering: .acquiringAndReleasing) { s.close(); return nil }
+                if race.decide() { s.close(); return nil }
             }
             return TransitConnection(stream: s, route: route, relayed: relayed)
         } catch {
@@ -306,5 +309,45 @@ final class TransitRace: Sendable {
     let decided = Atomic<Bool>(false)
     let directLeft: Atomic<Int>
     let failures = Mutex<[String]>([])
+    /// Tasks waiting for every direct route to end or one route to win; `over` once either happened.
+    private let directWatch = Mutex<(over: Bool, waiters: [UInt64: CheckedContinuation<Void, Never>], next: UInt64)>((false, [:], 0))
     init(directs: Int) { directLeft = Atomic(directs) }
+
+    /// Claims the win; returns whether another route had it already.
+    func decide() -> Bool {
+        let already = decided.exchange(true, ordering: .acquiringAndReleasing)
+        if !already { directsOver() }
+        return already
+    }
+
+    /// A direct route ended (won or failed).
+    func directEnded() {
+        if directLeft.subtract(1, ordering: .relaxed).newValue <= 0 { directsOver() }
+    }
+
+    private func directsOver() {
+        let waiters = directWatch.withLock { w -> [CheckedContinuation<Void, Never>] in
+            w.over = true
+            defer { w.waiters = [:] }
+            return Array(w.waiters.values)
+        }
+        for c in waiters { c.resume() }
+    }
+
+    /// Returns when every direct route ended or one route won, or when the task is cancelled.
+    func directsOverOrDecided() async {
+        let id = directWatch.withLock { w in defer { w.next += 1 }; return w.next }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let now = directWatch.withLock { w -> Bool in
+                    if w.over || Task.isCancelled { return true }
+                    w.waiters[id] = c
+                    return false
+                }
+                if now { c.resume() }
+            }
+        } onCancel: {
+            directWatch.withLock { w in w.waiters.removeValue(forKey: id) }?.resume()
+        }
+    }
 }
