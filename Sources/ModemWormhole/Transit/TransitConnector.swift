@@ -237,8 +237,10 @@ public final class TransitConnector: Sendable {
                     accepting = false
                     listenerOpen = false
                 }
-                if race.decided.load(ordering: .relaxed) || ContinuousClock.now >= deadline || Task.isCancelled
-                    || (!accepting && pending == 0) {
+                // Not on `race.decided` alone: one of our own attempts may have decided and its `.won`
+                // be still on its way (returning then dropped the winning connection). Another route's
+                // win ends this loop by cancelling it.
+                if ContinuousClock.now >= deadline || Task.isCancelled || (!accepting && pending == 0) {
                     group.cancelAll()
                     return nil
                 }
