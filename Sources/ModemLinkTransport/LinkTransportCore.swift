@@ -48,9 +48,11 @@ extension DeviceStateMachine: LinkTransportMachine {
 
 /// Timers of a link transport, in seconds of the link's clock (channel time on the in-memory medium).
 public struct LinkTransportOptions: Sendable, Hashable {
-    /// A heartbeat frame (an acknowledgement that asks for no answer) is sent when nothing was sent
-    /// for this long, so the peer hears us even while it spends minutes sending one long message; the
-    /// peer's transport reports it as `.peerHeard`. Default 30 s.
+    /// The keepalive period: a heartbeat frame (an acknowledgement that asks for no answer) is sent
+    /// when nothing was sent for a third of it, so the peer hears us even while it spends minutes
+    /// sending one long message, and two or three lost heartbeats in a row (a noisy line) do not
+    /// look like a dead one; the peer's transport reports each as `.peerHeard`. Sessions over a link
+    /// send no PING of their own: this is their keepalive. Default 30 s.
     public var keepalive: Double
     /// The transport ends (`.localFailure`) when nothing at all was heard from the peer for this long.
     /// Default 60 s (2 x keepalive).
@@ -259,7 +261,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             s.framesSeen = frames
             if now - s.lastHeard! >= options.silenceTimeout { silent = true; return }
             m.deliveriesPaused = s.inboxCount >= options.inboxLimit
-            if s.inFlight == nil, s.outbox.isEmpty, m.messageInTransit == nil, now - s.lastSent! >= options.keepalive,
+            if s.inFlight == nil, s.outbox.isEmpty, m.messageInTransit == nil, now - s.lastSent! >= options.keepalive / 3,
                let beat = m.heartbeatFrame {
                 s.lastSent = now
                 actions.append(.transmit([beat]))

@@ -244,6 +244,25 @@ struct SessionTests {
         #expect(MachinePair.end(p.actionsB)?.seedName == "END_LOST_NET")
     }
 
+    @Test("on a link the transport's signs of life keep the session: no PING goes out, and without them it is END_LOST_NET")
+    func keepaliveOnALink() {
+        var p = MachinePair(kind: .link, keepalive: 2)
+        p.start()
+        let framesAtStart = p.framesAtoB.count + p.framesBtoA.count
+        for t in stride(from: 0.5, through: 30, by: 0.5) {
+            p.a.peerHeard(now: t)
+            p.b.peerHeard(now: t)
+            p.advance(to: t)
+        }
+        #expect(MachinePair.end(p.actionsA) == nil && MachinePair.end(p.actionsB) == nil)
+        #expect(p.framesAtoB.count + p.framesBtoA.count == framesAtStart)  // no PING, no PONG
+        p.advance(to: 33.5)
+        #expect(MachinePair.end(p.actionsA) == nil)
+        p.advance(to: 34.5)
+        #expect(MachinePair.end(p.actionsA)?.seedName == "END_LOST_NET")
+        #expect(MachinePair.end(p.actionsB)?.seedName == "END_LOST_NET")
+    }
+
     @Test("keepalive uses the smaller of the two intervals; peerHeard counts as life")
     func keepaliveNegotiation() {
         var p = MachinePair(keepalive: 10, keepaliveB: 3)

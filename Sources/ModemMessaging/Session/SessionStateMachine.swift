@@ -242,7 +242,11 @@ public struct SessionStateMachine: Sendable {
             if let limit = configuration.limits.seconds, now - openedAt >= limit, !sentClose {
                 startClose(reason: 3, detail: "the session's time limit (\(Self.seconds(limit)) s) was reached")
             }
-            if now - lastSent >= keepalive && control.isEmpty && pongDue == nil {
+            // On a link (the channel protocol's duplex messages) the transport keeps the line alive
+            // itself: heartbeat frames when idle, acknowledgements while the peer sends, each heard
+            // as `peerHeard`. A PING there would be a message each way for nothing (about 4 % of a
+            // 1200 baud transfer), so only stream sessions send them.
+            if configuration.transportKind == .stream, now - lastSent >= keepalive && control.isEmpty && pongDue == nil {
                 pingSequence &+= 1
                 control.append((SessionRecordKind.ping, .bigEndian(pingSequence)))
             }
