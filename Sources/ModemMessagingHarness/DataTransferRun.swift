@@ -1,6 +1,5 @@
 import ModemRuntime
 import ModemCrypto
-import ModemDSP
 import Foundation
 import ModemLink
 import ModemMessaging
