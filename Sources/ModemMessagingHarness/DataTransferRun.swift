@@ -113,7 +113,7 @@ final class DataTransferRun: Sendable {
     }
 
     /// One session each way, its timers on `clock` (the channel clock): returns whether the file was confirmed (CH-RESULT ok) at the sender.
-    func session(dialer: LinkTransport, listener: LinkTransport, clock: SessionClock, delivered: @escaping @Sendable (Int) -> Void,
+    func session(dialer: LinkTransport, listener: LinkTransport, clock: TimerClock, delivered: @escaping @Sendable (Int) -> Void,
                  confirmed onConfirmed: @Sendable () -> Void) async -> Bool {
         let counted = CountingTransport(dialer) { [self] length in
             guard length >= dataFrameMinimum else { return }

@@ -2,6 +2,7 @@ import Foundation
 import ModemDSP
 import ModemLink
 import ModemMessaging
+import ModemRuntime
 import ModemTransport
 import Synchronization
 
@@ -406,7 +407,7 @@ extension TransferTest {
             guard let (dialer, listener) = try await connect(pair, failedDials: &failedDials) else { continue }
             sessions += 1
             let base = report
-            let done = await run.session(dialer: dialer, listener: listener, clock: SessionClock(pair.clock), delivered: { delivered in
+            let done = await run.session(dialer: dialer, listener: listener, clock: TimerClock(pair.clock), delivered: { delivered in
                 cutPlan.delivered(delivered)
                 var p = base
                 p.delivered = delivered

@@ -238,8 +238,14 @@ public enum TCPSocket {
     /// task ends the attempt at once (kind ``SocketError/Kind/cancelled``).
     /// - Returns: the connected socket (non-blocking, close-on-exec, `TCP_NODELAY`) and the peer's address.
     public static func connect(host: String, port: Int, timeoutMilliseconds: Int) async throws(SocketError) -> (fd: Int32, peer: String) {
+        try await connect(host: host, port: port, deadline: TimerClock.continuous.deadline(after: Double(max(0, timeoutMilliseconds)) / 1000))
+    }
+
+    /// Connects to `host:port` (each resolved address in turn) by `deadline`, on the deadline's clock
+    /// (a test's manual clock decides when an attempt times out); otherwise as
+    /// ``connect(host:port:timeoutMilliseconds:)``.
+    public static func connect(host: String, port: Int, deadline: Deadline) async throws(SocketError) -> (fd: Int32, peer: String) {
         let what = "cannot connect to \(hostPort(host, port))"
-        let deadline = SystemTime.monotonicNanoseconds() + UInt64(max(0, timeoutMilliseconds)) * 1_000_000
         let addresses = try await BlockingCalls.run { () throws(SocketError) -> [ResolvedAddress] in
             try resolvedAddresses(host: host, port: port, what: what)
         }
@@ -251,9 +257,7 @@ public enum TCPSocket {
                 Glibc.connect(fd, a.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(a.count)) == 0 ? 0 : errno
             }
             if code == EINPROGRESS || code == EINTR {
-                let now = SystemTime.monotonicNanoseconds()
-                let left = deadline > now ? Int((deadline - now + 999_999) / 1_000_000) : 0
-                switch await SocketWaiter.shared.wait(fd: fd, for: .writable, timeoutMilliseconds: left) {
+                switch await SocketWaiter.shared.wait(fd: fd, for: .writable, until: deadline) {
                 case .ready:
                     var soError: Int32 = 0
                     var length = socklen_t(MemoryLayout<Int32>.size)

@@ -2,6 +2,7 @@ import Clocks
 import ModemCrypto
 import Foundation
 import ModemMessaging
+import ModemRuntime
 import ProcessTestSupport
 import Testing
 
@@ -32,7 +33,7 @@ struct NoiseInteropTests {
             String(SessionService.mailbox.rawValue)] + bodies.map { $0.isEmpty ? "" : hexString($0) })
 
         let session = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
-                                                       options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: SessionClock(TestClock())))
+                                                       options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: TimerClock(TestClock())))
         #expect(session.peer == PeerIdentity(publicKey: Array(pythonKey.publicKey.rawRepresentation), trustedName: "pypeer", claimedName: "pypeer"))
         var received: [[UInt8]] = []
         var end: SessionEnd?
@@ -68,7 +69,7 @@ struct NoiseInteropTests {
             hexString(Array(X25519PrivateKey().rawRepresentation)), hexString(try keys.publicKey()), "1", "00"])
         do {
             _ = try await NoiseSession.establish(over: try await listener.accept(), initiator: false,
-                                                 options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: SessionClock(TestClock())))
+                                                 options: SessionOptions(userName: "swift", service: .mailbox, keys: keys, clock: TimerClock(TestClock())))
             Issue.record("an untrusted peer was accepted")
         } catch let failure as SessionFailure {
             #expect(failure.seedName == "FAIL_INVALID_AUTHORIZATION")

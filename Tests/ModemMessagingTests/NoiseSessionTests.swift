@@ -4,6 +4,7 @@ import Glibc
 import Clocks
 import ModemCrypto
 import ModemMessaging
+import ModemRuntime
 import ModemTransport
 import ProcessTestSupport
 import Synchronization
@@ -93,7 +94,7 @@ final class WatchedTransport: MessageTransport {
 /// Sessions on both ends of a loopback TCP connection. Their timers run on `clock`: by default a
 /// manual clock nobody moves, so no handshake timeout or keepalive fires however slow the machine.
 func sessionPair(keys: (KeyStore, KeyStore), keepalive: Double? = nil, limitsA: SessionLimits? = nil,
-                 clock: SessionClock = SessionClock(TestClock()), userNames: (String, String) = ("alice", "bob"),
+                 clock: TimerClock = TimerClock(TestClock()), userNames: (String, String) = ("alice", "bob"),
                  wrap: @escaping @Sendable (TCPTransport, Bool) -> any MessageTransport = { t, _ in t })
     async throws -> (Result<NoiseSession, SessionFailure>, Result<NoiseSession, SessionFailure>) {
     let listener = try TCPListener(host: "127.0.0.1", port: 0)
@@ -197,7 +198,7 @@ struct NoiseSessionTests {
         let changes = Observed(0)   // bumped by every frame that comes up and by every end: what the waits below wait for
         let counting = Mutex<[CountingTransport]>([])
         let cuts = Mutex<[CuttableTransport]>([])
-        let (rc, rd) = try await sessionPair(keys: keys, keepalive: 2, clock: SessionClock(clock)) { t, _ in
+        let (rc, rd) = try await sessionPair(keys: keys, keepalive: 2, clock: TimerClock(clock)) { t, _ in
             let cut = CuttableTransport(inner: t)
             cuts.withLock { $0.append(cut) }
             let c = CountingTransport(inner: cut, clock: clock, changes: changes)

@@ -13,7 +13,7 @@ import Synchronization
 /// block or timer. So the time an application computes is no channel time, and a run is a function
 /// of its seed: the same figures on any machine, under any load. Inside, ``dial()`` opens the phone
 /// end, ``accept()`` gives the device end of each connection, and ``clock`` is the channel clock to
-/// give the applications' own timers (e.g. a session's `SessionClock`).
+/// give the applications' own timers (e.g. a session's `TimerClock`).
 ///
 /// ``mute(seconds:after:)`` cuts both lines for a while of channel time (a cut cable).
 public final class LinkLoopbackPair: Sendable {

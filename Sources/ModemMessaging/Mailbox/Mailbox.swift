@@ -1,3 +1,5 @@
+import ModemRuntime
+
 /// The two-party mailbox (the mailbox API, with Bump's names and reasons) over a ``RecordSession``: `send(chunk)` with a `sendSuccess` per
 /// chunk once the peer's application holds it, received chunks, contact exchange, the mailbox API's
 /// disconnect and connect-failed reasons, and session limits.
@@ -42,7 +44,7 @@ public actor Mailbox {
     }
 
     /// The clock of the time limit (``MailboxConfiguration/maximumSeconds``).
-    private let clock: SessionClock
+    private let clock: TimerClock
     private var machine: MailboxStateMachine?
     private var session: (any RecordSession)?
     private var connecting = false
@@ -78,7 +80,7 @@ public actor Mailbox {
     /// `clock` runs the time limit (the system's monotonic clock unless a test or a simulation gives
     /// its own).
     public init(userName: String, configuration: MailboxConfiguration = MailboxConfiguration(),
-                pendingOnPeerQuit: (@Sendable () async -> [[UInt8]])? = nil, clock: SessionClock = .continuous) {
+                pendingOnPeerQuit: (@Sendable () async -> [[UInt8]])? = nil, clock: TimerClock = .continuous) {
         self.userName = userName
         self.configuration = configuration
         self.pendingOnPeerQuit = pendingOnPeerQuit

@@ -40,12 +40,12 @@ final class SessionCore: Sendable {
 
     let transport: any MessageTransport
     let state: Mutex<State>
-    let clock: SessionClock
+    let clock: TimerClock
     let tickInterval: Double
     /// The timer loop, cancelled once the transport is closed.
     private let timer = Mutex<Task<Void, Never>?>(nil)
 
-    init(transport: any MessageTransport, machine: SessionStateMachine, clock: SessionClock) {
+    init(transport: any MessageTransport, machine: SessionStateMachine, clock: TimerClock) {
         self.transport = transport
         self.clock = clock
         state = Mutex(State(machine: machine))

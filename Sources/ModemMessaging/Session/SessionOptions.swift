@@ -1,3 +1,4 @@
+import ModemRuntime
 import ModemTransport
 /// What a session is for (mixed into the Noise prologue, so two ends must agree).
 public enum SessionService: UInt8, Sendable, Hashable {
@@ -45,7 +46,7 @@ public struct SessionOptions: Sendable {
     public var handshakeTimeout: Double?
     /// The clock of the session's timers (handshake timeout, keepalive, silence); the system's
     /// monotonic clock unless a test gives a manual one.
-    public var clock: SessionClock
+    public var clock: TimerClock
     /// Peers trusted for this session only, beside the key store's (a session met by a wormhole
     /// code trusts the key its peer sent, sealed under the code's PAKE key); empty by default.
     public var sessionTrust: [TrustedPeer] = []
@@ -54,7 +55,7 @@ public struct SessionOptions: Sendable {
 
     /// Creates options.
     public init(userName: String = defaultUserName(), service: SessionService, keepalive: Double? = nil, keys: KeyStore,
-                limits: SessionLimits? = nil, handshakeTimeout: Double? = nil, clock: SessionClock = .continuous) {
+                limits: SessionLimits? = nil, handshakeTimeout: Double? = nil, clock: TimerClock = .continuous) {
         self.userName = userName
         self.service = service
         self.keepalive = keepalive

@@ -104,6 +104,32 @@ public final class SocketWaiter: Sendable {
         }
     }
 
+    /// Suspends until `fd` is ready for `interest`, `deadline` passes (nil: no limit), or the task is
+    /// cancelled. On the system's monotonic clock the time limit goes to `poll(2)`; on any other clock
+    /// (a test's manual or simulated one) the wait races a sleep on that clock, so the deadline passes
+    /// exactly when that clock says it does.
+    public func wait(fd: Int32, for interest: Interest, until deadline: Deadline?) async -> Outcome {
+        guard let deadline else { return await wait(fd: fd, for: interest, timeoutMilliseconds: nil) }
+        if deadline.clock.isMonotonicSystemClock {
+            return await wait(fd: fd, for: interest, timeoutMilliseconds: Int((deadline.remaining * 1000).rounded(.up)))
+        }
+        if deadline.hasPassed { return .timedOut }
+        return await withTaskGroup(of: Outcome?.self) { group in
+            group.addTask { await self.wait(fd: fd, for: interest, timeoutMilliseconds: nil) }
+            group.addTask {
+                do { try await deadline.sleep() } catch { return nil }
+                return .timedOut
+            }
+            // The first to end decides (a sleep cut short by the socket's readiness says nothing).
+            while let outcome = await group.next() {
+                guard let outcome else { continue }
+                group.cancelAll()
+                return outcome
+            }
+            return .cancelled
+        }
+    }
+
     /// Blocks the calling thread (never a cooperative one: use ``wait(fd:for:timeoutMilliseconds:)``
     /// there) until one of `fds` is ready for its `events` or the time passes, as `poll(2)` does:
     /// each entry's `revents` is filled in.

@@ -1,5 +1,6 @@
 import Foundation
 import ModemCrypto
+import ModemRuntime
 import Synchronization
 
 /// A `ws://HOST[:PORT]/PATH` address. `wss://` (WebSocket over TLS) is not supported: `modem` has no
@@ -74,12 +75,12 @@ public final class WebSocketClient: Sendable {
         readState.withLock { $0.decoder.feed(leftover) }
     }
 
-    /// Connects and runs the opening handshake within `timeout` seconds.
+    /// Connects and runs the opening handshake within `timeout` seconds of `clock`.
     /// - Throws: ``WormholeError`` (`.network` for the connection, `.server` for an answer that is
     ///   not a WebSocket upgrade).
-    public static func connect(_ url: WebSocketURL, timeout: Double = 15) async throws(WormholeError) -> WebSocketClient {
-        let stream = try await ByteStream.connect(host: url.host, port: url.port, timeout: timeout)
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+    public static func connect(_ url: WebSocketURL, timeout: Double = 15, clock: TimerClock = .continuous) async throws(WormholeError) -> WebSocketClient {
+        let deadline = clock.deadline(after: timeout)
+        let stream = try await ByteStream.connect(host: url.host, port: url.port, deadline: deadline)
         let key = Data(secureRandomBytes(16)).base64EncodedString()
         let hostHeader = (url.host.contains(":") ? "[\(url.host)]" : url.host) + (url.port == 80 ? "" : ":\(url.port)")
         let request = "GET \(url.path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"

@@ -40,7 +40,7 @@ public struct WormholeSessionLink: Sendable {
             try await w.establishKey(appVersions: ["session": .string(service)])
             guard let key = w.key else { throw WormholeError(.local, "no key") }
             let connector = try TransitConnector(role: dialer ? .sender : .receiver, transitKey: WormholeKeys.derive(key, purpose: appID + "/transit-key"),
-                                                 relays: transit.relays, listen: transit.listen)
+                                                 relays: transit.relays, listen: transit.listen, clock: transit.clock)
             try await w.send(["session": ["service": .string(service), "identity": .string(Hex.encode(identity))],
                               "transit": connector.hints.message])
             let theirs = try await w.receiveJSON()

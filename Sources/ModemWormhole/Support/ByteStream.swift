@@ -32,30 +32,23 @@ public final class ByteStream: Sendable {
     public var fd: Int32 { fdBox.load(ordering: .acquiring) }
 
     /// Connects to `host:port` within `timeout` seconds, each resolved address in turn, through
-    /// ModemSockets' one TCP connect (``TCPSocket/connect(host:port:timeoutMilliseconds:)``, async): no
+    /// ModemSockets' one TCP connect (``TCPSocket/connect(host:port:deadline:)``, async): no
     /// thread blocks, so a cancelled attempt (a transit route that lost the race, an address behind a
     /// NAT that never answers) ends at once.
     /// - Throws: ``WormholeError`` (`.network`) naming the address and the reason.
-    public static func connect(host: String, port: Int, timeout: Double) async throws(WormholeError) -> ByteStream {
+    public static func connect(host: String, port: Int, deadline: Deadline) async throws(WormholeError) -> ByteStream {
         do throws(SocketError) {
-            let connected = try await TCPSocket.connect(host: host, port: port, timeoutMilliseconds: Int(timeout * 1000))
+            let connected = try await TCPSocket.connect(host: host, port: port, deadline: deadline)
             return ByteStream(fd: connected.fd, peer: TCPSocket.hostPort(host, port))
         } catch {
             throw WormholeError(.network, error.description)
         }
     }
 
-    /// Milliseconds left until `deadline` (nil: no limit).
-    private static func remaining(_ deadline: ContinuousClock.Instant?) -> Int? {
-        guard let deadline else { return nil }
-        let left = deadline - .now
-        return max(0, Int(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
-    }
-
     /// Reads what is there (waiting for something): up to `maximum` bytes, or an empty array once the
     /// peer closed its end.
     /// - Throws: ``WormholeError`` (`.network`) on a failure, a reset, the deadline or cancellation.
-    public func read(maximum: Int = 65_536, deadline: ContinuousClock.Instant? = nil) async throws(WormholeError) -> [UInt8] {
+    public func read(maximum: Int = 65_536, deadline: Deadline? = nil) async throws(WormholeError) -> [UInt8] {
         await readLock.lock()
         defer { readLock.unlock() }
         var buffer = [UInt8](repeating: 0, count: maximum)
@@ -72,7 +65,7 @@ public final class ByteStream: Sendable {
             case .failed(let code):
                 throw WormholeError(.network, "reading from \(peer): \(code == ECONNRESET ? "the connection was reset" : String(cString: strerror(code)))")
             case .wouldBlock:
-                switch await SocketWaiter.shared.wait(fd: fd, for: .readable, timeoutMilliseconds: Self.remaining(deadline)) {
+                switch await SocketWaiter.shared.wait(fd: fd, for: .readable, until: deadline) {
                 case .ready: continue
                 case .timedOut: throw WormholeError(.network, "\(peer) sent nothing in time")
                 case .cancelled: throw WormholeError(.network, "cancelled")
@@ -83,7 +76,7 @@ public final class ByteStream: Sendable {
 
     /// Reads exactly `count` bytes.
     /// - Throws: ``WormholeError`` (`.network`) when the peer closes first, or as ``read(maximum:deadline:)``.
-    public func read(exactly count: Int, deadline: ContinuousClock.Instant? = nil) async throws(WormholeError) -> [UInt8] {
+    public func read(exactly count: Int, deadline: Deadline? = nil) async throws(WormholeError) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(count)
         while out.count < count {
@@ -96,7 +89,7 @@ public final class ByteStream: Sendable {
 
     /// Writes all of `parts` in order.
     /// - Throws: ``WormholeError`` (`.network`) when the peer is gone, the deadline passes or the task is cancelled.
-    public func write(_ parts: [UInt8]..., deadline: ContinuousClock.Instant? = nil) async throws(WormholeError) {
+    public func write(_ parts: [UInt8]..., deadline: Deadline? = nil) async throws(WormholeError) {
         await writeLock.lock()
         defer { writeLock.unlock() }
         for bytes in parts {
@@ -109,7 +102,7 @@ public final class ByteStream: Sendable {
                 case .success(let n) where n > 0:
                     sent += n
                 case .success:
-                    switch await SocketWaiter.shared.wait(fd: fd, for: .writable, timeoutMilliseconds: Self.remaining(deadline)) {
+                    switch await SocketWaiter.shared.wait(fd: fd, for: .writable, until: deadline) {
                     case .ready: continue
                     case .timedOut: throw WormholeError(.network, "\(peer) took nothing in time")
                     case .cancelled: throw WormholeError(.network, "cancelled")

@@ -40,7 +40,7 @@ extension WormholeTransfer {
             if let e = m["error"]?.string { throw WormholeError(.peer, "the sender gave up: \(printableText(e))") }
             if let t = m["transit"], connector == nil {
                 peer = TransitHints(message: t)
-                let c = try TransitConnector(role: .receiver, transitKey: transitKey(w), relays: transit.relays, listen: transit.listen)
+                let c = try TransitConnector(role: .receiver, transitKey: transitKey(w), relays: transit.relays, listen: transit.listen, clock: transit.clock)
                 connector = c
                 try await w.send(["transit": c.hints.message])
             }
@@ -112,7 +112,7 @@ extension WormholeTransfer {
         var hasher = SHA256Hasher()
         var done: UInt64 = 0
         while done < size {
-            guard let record = try await records.receive(deadline: .now + .seconds(300)) else {
+            guard let record = try await records.receive(deadline: transit.clock.deadline(after: 300)) else {
                 throw WormholeError(.peer, "the sender closed the connection after \(done) of \(size) bytes")
             }
             guard UInt64(record.count) <= size - done else { throw WormholeError(.peer, "the sender sent more than the \(size) bytes offered") }
@@ -141,7 +141,7 @@ extension WormholeTransfer {
         }
         try await records.send(JSONValue.object(["ack": "ok", "sha256": .string(Hex.encode(digest))]).bytes)
         // The sender closes once it has the ack; wait for that (bounded), so the ack is not cut off.
-        _ = try? await records.receive(deadline: .now + .seconds(10))
+        _ = try? await records.receive(deadline: transit.clock.deadline(after: 10))
         return result
     }
 }

@@ -33,11 +33,15 @@ public struct WormholeTransitOptions: Sendable {
     public var listen: Bool
     /// Hang guard for making the connection, seconds.
     public var timeout: Double
+    /// The clock of the transit deadlines (the connection's, each route's, waiting for the last
+    /// record); a test passes a manual one.
+    public var clock: TimerClock
     /// Creates options.
-    public init(relays: [TransitHint] = [], listen: Bool = true, timeout: Double = 120) {
+    public init(relays: [TransitHint] = [], listen: Bool = true, timeout: Double = 120, clock: TimerClock = .continuous) {
         self.relays = relays
         self.listen = listen
         self.timeout = timeout
+        self.clock = clock
     }
 }
 
@@ -94,7 +98,7 @@ public enum WormholeTransfer {
         var fst = stat()
         fstat(fd, &fst)
         let size = UInt64(fst.st_size)
-        let connector = try TransitConnector(role: .sender, transitKey: transitKey(w), relays: transit.relays, listen: transit.listen)
+        let connector = try TransitConnector(role: .sender, transitKey: transitKey(w), relays: transit.relays, listen: transit.listen, clock: transit.clock)
         try await w.send(["transit": connector.hints.message])
         let offer: JSONValue = if let zip {
             ["directory": ["mode": "zipfile/deflated", "dirname": .string(base), "zipsize": .number(Double(size)),
@@ -130,7 +134,7 @@ public enum WormholeTransfer {
             done += UInt64(n)
             progress?(done, size)
         }
-        guard let ackBytes = try await records.receive(deadline: .now + .seconds(300)), let ack = JSONValue.parse(ackBytes) else {
+        guard let ackBytes = try await records.receive(deadline: transit.clock.deadline(after: 300)), let ack = JSONValue.parse(ackBytes) else {
             throw WormholeError(.peer, "the receiver closed without confirming the file")
         }
         guard ack["ack"]?.string == "ok" else { throw WormholeError(.peer, "the receiver did not confirm the file") }

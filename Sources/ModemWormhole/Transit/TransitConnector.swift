@@ -70,20 +70,25 @@ public final class TransitConnector: Sendable {
 
     /// Seconds before the relays are tried when there are direct routes.
     public static let relayDelay = 2.0
+    /// The clock of every deadline here (the whole attempt's, each route's connect, each handshake's,
+    /// the relay delay).
+    public let clock: TimerClock
 
     /// Creates the connector; with `listen`, a listening socket on every address (port chosen by the kernel).
     /// - Parameters:
     ///   - maximumPendingHandshakes: connections to our listener in their handshake at once (at least 1).
     ///   - handshakeTimeout: seconds each of them has for it (more than 0).
+    ///   - clock: the clock of the deadlines (a test passes a manual one).
     /// - Throws: ``WormholeError`` (`.network`) when it cannot listen.
     public init(role: Role, transitKey: [UInt8], relays: [TransitHint], listen: Bool,
-                maximumPendingHandshakes: Int = 32, handshakeTimeout: Double = 10) throws(WormholeError) {
+                maximumPendingHandshakes: Int = 32, handshakeTimeout: Double = 10, clock: TimerClock = .continuous) throws(WormholeError) {
         precondition(maximumPendingHandshakes >= 1 && handshakeTimeout > 0, "TransitConnector: at least one handshake slot and a timeout over 0")
         self.role = role
         keys = TransitKeys(key: transitKey)
         self.relays = relays
         self.maximumPendingHandshakes = maximumPendingHandshakes
         self.handshakeTimeout = handshakeTimeout
+        self.clock = clock
         if listen {
             do {
                 let (fd, port) = try TCPSocket.listen(host: "0.0.0.0", port: 0, backlog: Self.listenBacklog)
@@ -108,10 +113,13 @@ public final class TransitConnector: Sendable {
     private var ourHandshake: [UInt8] { role == .sender ? keys.senderHandshake : keys.receiverHandshake }
     private var theirHandshake: [UInt8] { role == .sender ? keys.receiverHandshake : keys.senderHandshake }
 
-    /// Connects to the peer of `peer` hints within `timeout` seconds.
+    /// Connects to the peer of `peer` hints within `timeout` seconds of ``clock``.
     /// - Throws: ``WormholeError`` (`.transit`) when no route completed its handshake.
     public func connect(to peer: TransitHints, timeout: Double = 120) async throws(WormholeError) -> TransitConnection {
-        let deadline = ContinuousClock.now + .milliseconds(Int(timeout * 1000))
+        let clock = self.clock
+        let deadline = clock.deadline(after: timeout)
+        // Each route's TCP connect has at most 10 s of it.
+        let connectBy: @Sendable () -> Deadline = { deadline.earlier(clock.deadline(after: min(10, timeout))) }
         // Each address once (a peer's hints are at most 64 of each kind: TransitHints(message:)).
         var unique: [TransitHint] = []
         for d in peer.direct.sorted(by: { $0.priority > $1.priority }) where !unique.contains(where: { $0.host == d.host && $0.port == d.port }) {
@@ -127,7 +135,7 @@ public final class TransitConnector: Sendable {
                 group.addTask {
                     defer { race.directEnded() }
                     let r = await self.attempt(route: "direct \(hint)", relayed: false, deadline: deadline, race: race) { () async throws(WormholeError) -> ByteStream in
-                        try await ByteStream.connect(host: hint.host, port: hint.port, timeout: min(10, timeout))
+                        try await ByteStream.connect(host: hint.host, port: hint.port, deadline: connectBy())
                     }
                     return r.map { .won($0) } ?? .routeFailed
                 }
@@ -139,14 +147,14 @@ public final class TransitConnector: Sendable {
                     if !direct.isEmpty {
                         await withTaskGroup(of: Void.self) { wait in
                             wait.addTask { await race.directsOverOrDecided() }
-                            wait.addTask { try? await Task.sleep(for: .seconds(Self.relayDelay)) }
+                            wait.addTask { try? await clock.sleep(Self.relayDelay) }
                             await wait.next()
                             wait.cancelAll()
                         }
                     }
                     if Task.isCancelled || race.decided.load(ordering: .relaxed) { return .routeFailed }
                     let r = await self.attempt(route: "relay \(hint)", relayed: true, deadline: deadline, race: race) { () async throws(WormholeError) -> ByteStream in
-                        let s = try await ByteStream.connect(host: hint.host, port: hint.port, timeout: min(10, timeout))
+                        let s = try await ByteStream.connect(host: hint.host, port: hint.port, deadline: connectBy())
                         try await s.write(self.keys.relayHandshake(side: self.side), deadline: deadline)
                         let ok = try await s.read(exactly: 3, deadline: deadline)
                         guard ok == Array("ok\n".utf8) else { throw WormholeError(.transit, "the relay \(hint) refused the handshake") }
@@ -163,7 +171,7 @@ public final class TransitConnector: Sendable {
             // A guard task: ends the wait at the deadline (cancelled with the group when a route won
             // or every route failed).
             group.addTask {
-                try? await Task.sleep(until: deadline, clock: .continuous)
+                try? await deadline.sleep()
                 return .other
             }
             var winner: TransitConnection?
@@ -175,7 +183,7 @@ public final class TransitConnector: Sendable {
                 case .other: break
                 }
                 // Done: a winner; the deadline; or every outgoing route failed and nobody can call us.
-                if winner != nil || ContinuousClock.now >= deadline || (outgoingLeft == 0 && listener == nil) { break }
+                if winner != nil || deadline.hasPassed || (outgoingLeft == 0 && listener == nil) { break }
             }
             group.cancelAll()
             return winner
@@ -201,9 +209,9 @@ public final class TransitConnector: Sendable {
     /// taken nothing is accepted (connections wait in the kernel's queue), so a flood of connections
     /// that never complete a handshake delays the peer by one timeout at most per slot's worth of
     /// them, and never makes us stop answering handshakes.
-    private func acceptLoop(_ listener: Int32, deadline: ContinuousClock.Instant, race: TransitRace) async -> TransitConnection? {
+    private func acceptLoop(_ listener: Int32, deadline: Deadline, race: TransitRace) async -> TransitConnection? {
         let slots = maximumPendingHandshakes
-        let timeout = Duration.milliseconds(Int(handshakeTimeout * 1000))
+        let timeout = handshakeTimeout
         return await withTaskGroup(of: AcceptEvent.self) { group in
             var pending = 0
             var accepting = true
@@ -214,7 +222,7 @@ public final class TransitConnector: Sendable {
                 case .accepted(let s):
                     pending += 1
                     group.addTask {
-                        let handshakeDeadline = min(deadline, ContinuousClock.now + timeout)
+                        let handshakeDeadline = deadline.earlier(self.clock.deadline(after: timeout))
                         let won = await self.attempt(route: "direct from \(s.peer)", relayed: false, deadline: deadline,
                                                      handshakeDeadline: handshakeDeadline, race: race) { () async throws(WormholeError) -> ByteStream in s }
                         return won.map { .won($0) } ?? .handshakeEnded
@@ -226,7 +234,7 @@ public final class TransitConnector: Sendable {
                     }
                 case .handshakeEnded:
                     pending -= 1
-                    if !accepting, listenerOpen, !race.decided.load(ordering: .relaxed), ContinuousClock.now < deadline {
+                    if !accepting, listenerOpen, !race.decided.load(ordering: .relaxed), !deadline.hasPassed {
                         accepting = true
                         group.addTask { await Self.waitAccept(listener, deadline: deadline).map { .accepted($0) } ?? .listenerDone }
                     }
@@ -240,7 +248,7 @@ public final class TransitConnector: Sendable {
                 // Not on `race.decided` alone: one of our own attempts may have decided and its `.won`
                 // be still on its way (returning then dropped the winning connection). Another route's
                 // win ends this loop by cancelling it.
-                if ContinuousClock.now >= deadline || Task.isCancelled || (!accepting && pending == 0) {
+                if deadline.hasPassed || Task.isCancelled || (!accepting && pending == 0) {
                     group.cancelAll()
                     return nil
                 }
@@ -250,16 +258,18 @@ public final class TransitConnector: Sendable {
     }
 
     /// The next connection to the listener; nil at the deadline, on cancellation or when the listener is shut.
-    private static func waitAccept(_ listener: Int32, deadline: ContinuousClock.Instant) async -> ByteStream? {
-        while !Task.isCancelled, ContinuousClock.now < deadline {
+    private static func waitAccept(_ listener: Int32, deadline: Deadline) async -> ByteStream? {
+        while !Task.isCancelled, !deadline.hasPassed {
             switch TCPSocket.accept(listener) {
             case .connection(let fd, let peer):
                 return ByteStream(fd: fd, peer: peer)
             case .none:
-                if await SocketWaiter.shared.wait(fd: listener, for: .readable, timeoutMilliseconds: 500) == .cancelled { return nil }
+                if await SocketWaiter.shared.wait(fd: listener, for: .readable, until: deadline) != .ready { return nil }
             case .failed(let code):
                 if code == EINVAL || code == EBADF { return nil }
-                try? await Task.sleep(for: .milliseconds(50))
+                // Out of descriptors or memory (EMFILE, ENFILE, ENOBUFS): a moment's pause before the
+                // next try, on the deadline's clock.
+                try? await deadline.clock.sleep(0.05)
             }
         }
         return nil
@@ -268,8 +278,8 @@ public final class TransitConnector: Sendable {
     /// One route: open the stream, run the handshake (by `handshakeDeadline`, default the route's
     /// deadline), and (sender) decide or (receiver) wait for `go` (by the same handshake deadline). The peer's handshake line is compared
     /// in constant time: it is derived from the transit key.
-    private func attempt(route: String, relayed: Bool, deadline: ContinuousClock.Instant,
-                         handshakeDeadline: ContinuousClock.Instant? = nil, race: TransitRace,
+    private func attempt(route: String, relayed: Bool, deadline: Deadline,
+                         handshakeDeadline: Deadline? = nil, race: TransitRace,
                          open: @Sendable () async throws(WormholeError) -> ByteStream) async -> TransitConnection? {
         var stream: ByteStream?
         do throws(WormholeError) {

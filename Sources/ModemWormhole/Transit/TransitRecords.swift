@@ -1,4 +1,5 @@
 import ModemCrypto
+import ModemRuntime
 import Synchronization
 
 /// The records of magic-wormhole's transit on a connection that passed its handshake: each one a
@@ -36,7 +37,7 @@ public final class TransitRecords: Sendable {
     /// The next record, opened; nil when the peer closed the connection between records.
     /// - Throws: ``WormholeError``: `.peer` for a record out of order, too large or that does not
     ///   open; `.network` for a connection cut inside a record.
-    public func receive(deadline: ContinuousClock.Instant? = nil) async throws(WormholeError) -> [UInt8]? {
+    public func receive(deadline: Deadline? = nil) async throws(WormholeError) -> [UInt8]? {
         let first = try await stream.read(maximum: 4, deadline: deadline)
         if first.isEmpty { return nil }
         let header = first + (first.count < 4 ? try await stream.read(exactly: 4 - first.count, deadline: deadline) : [])
