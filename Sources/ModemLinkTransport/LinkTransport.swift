@@ -226,7 +226,7 @@ package final class DeviceLinkHost: Sendable {
             return (old, nil, nil, displaced)
         }
         old?.finish(session == nil ? .peerClosed : .reset)
-        if let displaced { ModemRuntime.spawn { await displaced.close() } }
+        if let displaced { Simulation.spawn { await displaced.close() } }
         if let waiter, let transport { waiter.resume(returning: .success(transport)) }
     }
 
@@ -248,7 +248,7 @@ package final class DeviceLinkHost: Sendable {
             return (s.current, s.acceptWaiter, s.pending)
         }
         core?.finish(end)
-        if let pending { ModemRuntime.spawn { await pending.close() } }
+        if let pending { Simulation.spawn { await pending.close() } }
         waiter?.resume(returning: .failure(.stopped(end)))
     }
 

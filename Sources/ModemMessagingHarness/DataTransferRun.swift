@@ -161,7 +161,7 @@ final class DataTransferRun: Sendable {
         receiving.autoAcceptConnections = true
         let sender = DataConnections(session: dialed, configuration: linkConfiguration())
         let receiver = DataConnections(session: listened, configuration: receiving)
-        let receiverEvents = ModemRuntime.spawn { [self] in
+        let receiverEvents = Simulation.spawn { [self] in
             for await event in receiver.events {
                 switch event {
                 case .offered(let id, _):
@@ -179,7 +179,7 @@ final class DataTransferRun: Sendable {
                 }
             }
         }
-        let senderEvents = ModemRuntime.spawn { for await _ in sender.events {} }
+        let senderEvents = Simulation.spawn { for await _ in sender.events {} }
         var confirmed = false
         do {
             let id = try await sender.start()

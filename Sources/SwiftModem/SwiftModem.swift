@@ -13,6 +13,7 @@
 @_exported import ModemSockets
 @_exported import ModemPipelines
 @_exported import ModemPlot
+@_exported import ModemRuntime
 @_exported import ModemTNC
 @_exported import ModemTransport
 @_exported import ModemWormhole

@@ -126,7 +126,7 @@ import ModemRuntime
             let (phone, device) = try await Self.connect(pair)
             let frames = (0..<6).map { Self.frame(2000, seed: UInt64($0)) }
             let acknowledged = Mutex(0)
-            let sender = ModemRuntime.spawn {
+            let sender = Simulation.spawn {
                 for f in frames {
                     try await phone.send(f)
                     acknowledged.withLock { $0 += 1 }

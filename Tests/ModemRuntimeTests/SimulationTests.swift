@@ -47,7 +47,7 @@ import Testing
     func spawnedTasksAreInside() async throws {
         let simulation = Simulation()
         let woke = try await simulation.run {
-            let t = ModemRuntime.spawn { () -> Int64 in
+            let t = Simulation.spawn { () -> Int64 in
                 try? await simulation.clock.sleep(for: .seconds(5))
                 return simulation.clock.now.nanoseconds
             }
@@ -55,14 +55,14 @@ import Testing
         }
         #expect(woke == 5_000_000_000)
         // Outside a simulation spawn is an ordinary task.
-        #expect(await ModemRuntime.spawn { 7 }.value == 7)
+        #expect(await Simulation.spawn { 7 }.value == 7)
     }
 
     @Test("a cancelled sleep ends at once with CancellationError and its event does not move time")
     func cancelledSleep() async throws {
         let simulation = Simulation()
         let (threw, at) = try await simulation.run {
-            let sleeper = ModemRuntime.spawn { () -> Bool in
+            let sleeper = Simulation.spawn { () -> Bool in
                 do { try await simulation.clock.sleep(for: .seconds(1000)); return false } catch { return error is CancellationError }
             }
             try await simulation.clock.sleep(for: .seconds(2))

@@ -13,7 +13,7 @@ extension DataConnections {
         let key = try await openOutgoing(id, kind: .blob, size: UInt64(data.count), blockSize: UInt32(blockSize),
                                          fileKey: [], description: description, name: "")
         await adjustOutgoing(+1)
-        defer { ModemRuntime.spawn { await self.adjustOutgoing(-1) } }
+        defer { Simulation.spawn { await self.adjustOutgoing(-1) } }
         var hasher = SHA256Hasher()
         var block: UInt32 = 0
         var at = 0

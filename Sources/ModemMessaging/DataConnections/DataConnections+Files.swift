@@ -33,7 +33,7 @@ extension DataConnections {
         let key = try await openOutgoing(id, kind: .file, size: size, blockSize: UInt32(blockSize), fileKey: fileKey,
                                          description: description, name: sendName)
         await adjustOutgoing(+1)
-        defer { ModemRuntime.spawn { await self.adjustOutgoing(-1) } }
+        defer { Simulation.spawn { await self.adjustOutgoing(-1) } }
         // The receiver answers with the blocks it holds (or refuses).
         var have = 0
         var aggregate: [UInt8] = []

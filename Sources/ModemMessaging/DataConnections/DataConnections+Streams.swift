@@ -21,7 +21,7 @@ extension DataConnections {
             streams[key]!.queue.append((bytes, c))
             if !streams[key]!.pumping {
                 streams[key]!.pumping = true
-                ModemRuntime.spawn { await self.pumpStream(key) }
+                Simulation.spawn { await self.pumpStream(key) }
             }
         }
         try result.get()

@@ -77,12 +77,12 @@ public actor DataConnections {
     public init(session: any RecordSession, configuration: DataConfiguration = DataConfiguration()) {
         self.session = session
         self.configuration = configuration
-        ModemRuntime.spawn { await self.startLoop() }
+        Simulation.spawn { await self.startLoop() }
     }
 
     func startLoop() {
         guard loopTask == nil else { return }
-        loopTask = ModemRuntime.spawn { await self.loop() }
+        loopTask = Simulation.spawn { await self.loop() }
     }
 
     // MARK: connections
@@ -203,7 +203,7 @@ public actor DataConnections {
         control.append((kind, body))
         if !controlPumping {
             controlPumping = true
-            ModemRuntime.spawn { await self.pumpControl() }
+            Simulation.spawn { await self.pumpControl() }
         }
     }
 

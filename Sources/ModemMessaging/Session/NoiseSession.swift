@@ -132,9 +132,9 @@ final class SessionCore: Sendable {
 
     func start() {
         step { s, t in s.machine.start(now: t) }
-        ModemRuntime.spawn { await self.readLoop() }
-        ModemRuntime.spawn { await self.writeLoop() }
-        let task = ModemRuntime.spawn { await self.timerLoop() }
+        Simulation.spawn { await self.readLoop() }
+        Simulation.spawn { await self.writeLoop() }
+        let task = Simulation.spawn { await self.timerLoop() }
         let closed = timer.withLock { t in
             t = task
             return state.withLock { $0.transportClosed }
@@ -408,7 +408,7 @@ final class SessionCore: Sendable {
         let open = state.withLock { !$0.machine.isFinished && !$0.transportClosed }
         guard open else { return }
         let transport = self.transport
-        ModemRuntime.spawn { await transport.close() }
+        Simulation.spawn { await transport.close() }
     }
 }
 

@@ -8,7 +8,7 @@ import Synchronization
 /// So a run is a function of its inputs: it does not depend on the machine, its load or its
 /// speed. It is the model of tokio's paused time and of FoundationDB's simulator. What runs inside
 /// must wait only through the simulation: its clock, continuations resumed by other simulated
-/// work, and tasks started with ``ModemRuntime/spawn(priority:_:)`` (a plain `Task {}` would run on the
+/// work, and tasks started with ``Simulation/spawn(priority:_:)`` (a plain `Task {}` would run on the
 /// global executor, outside it). A wall-clock sleep or real I/O inside is a bug: the run would hang
 /// (nothing due) or stop being reproducible.
 ///
@@ -194,7 +194,7 @@ public enum SimulationError: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
-extension ModemRuntime {
+extension Simulation {
     /// Starts an unstructured task that runs where its creator runs: on the ``Simulation``'s
     /// executor inside one (so it is part of the simulation), on the global executor elsewhere.
     /// Like `Task {}`, it inherits the actor context it is started in (a task started in an actor's
