@@ -5,7 +5,7 @@ struct AnalyzeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "analyze",
         abstract: "Find the FSK tones, baud rate and SNR, or the OFDM transmissions, of a recording, and the `modem rx` command that decodes it.",
-        discussion: """
+        discussion: helpText("""
         The report goes to standard output; its last line is the `modem rx` command, when there is something to decode. \
         An OFDM transmission is reported with its configuration, length, clock drift, the SNR of its preamble, of its \
         carriers (the training measures the whole band) and at the decisions, and how many of its blocks checked; \
@@ -17,7 +17,7 @@ struct AnalyzeCommand: AsyncParsableCommand {
           modem analyze hello.wav
           modem analyze --png hello.png hello.wav
           modem analyze --png fast.png fast.wav        (an OFDM transmission from modem tx --profile ofdm)
-        """
+        """)
     )
 
     @Argument(help: ArgumentHelp("WAV (or other audio) file to analyse.", valueName: "INPUT.wav"))

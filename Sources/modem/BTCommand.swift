@@ -10,7 +10,7 @@ struct BTCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bt",
         abstract: "Bluetooth Classic: scan, a serial port (RFCOMM) to a device, a device emulator.",
-        discussion: """
+        discussion: helpText("""
         With --hci the host stack is our own, talking HCI to a controller: \
         tcp:HOST:PORT (H4 over TCP: virtual controllers such as Bumble's, emulators), \
         serial:/dev/ttyUSB0[,BAUD] (an H4 UART controller, 115200 baud by default) or hciN (the \
@@ -21,7 +21,7 @@ struct BTCommand: ParsableCommand {
         Exit status: 0 done; 1 no controller or Bluetooth (a setup failure); 3 the connection \
         failed (no answer, no Serial Port service, refused); 4 the device disconnected first; \
         64 usage errors; 130 interrupted.
-        """,
+        """),
         subcommands: [BTScanCommand.self, BTConnectCommand.self, BTDeviceCommand.self]
     )
 }
@@ -116,12 +116,12 @@ struct BTScanCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "scan",
         abstract: "Find Bluetooth devices in range: one line per device, its address and name.",
-        discussion: """
+        discussion: helpText("""
         Runs an inquiry for --seconds, then asks each device that gave no name for it. Prints \
         'ADDRESS  NAME' per device (the name is '(no name)' when it gave none). Exit status 0 even \
         when nothing was found; 1 when there is no controller.
         Example: modem bt scan --hci tcp:127.0.0.1:9000 --seconds 3
-        """
+        """)
     )
     @OptionGroup var controller: HCIOptions
     @Option(parsing: .unconditional, help: ArgumentHelp("How long the inquiry runs (1...60 s).", valueName: "S")) var seconds: Double = 5
@@ -158,7 +158,7 @@ struct BTConnectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "connect",
         abstract: "A serial port over Bluetooth: standard input to the device, its bytes to standard output.",
-        discussion: """
+        discussion: helpText("""
         Connects to --address, finds its Serial Port service by SDP (unless --channel names the \
         RFCOMM channel) and opens RFCOMM. Standard input goes to the device; what the device sends \
         goes to standard output as it arrives. After standard input ends (and all of it was sent) \
@@ -169,7 +169,7 @@ struct BTConnectCommand: ParsableCommand {
         is 4. Status 3: the connection failed. Status 1: set-up failed, or the controller failed (its \
         transport closed), again with every byte that arrived written.
         Example: modem bt connect --hci tcp:127.0.0.1:9000 --address 00:1B:DC:00:00:0B < request.bin > reply.bin
-        """
+        """)
     )
     @OptionGroup var controller: HCIOptions
     @Option(help: ArgumentHelp("The device's address.", valueName: "ADDR")) var address: String
@@ -240,14 +240,14 @@ struct BTDeviceCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
         abstract: "The channel protocol's device emulator on Bluetooth RFCOMM (runs until Ctrl-C).",
-        discussion: """
+        discussion: helpText("""
         Sets the controller up as a discoverable, connectable device named --name, publishes a \
         Serial Port record (SDP) for RFCOMM channel --channel and accepts connections. Each phone \
         gets a device of the channel protocol following the phone's mode: master-slave requests are \
         echoed back as replies, duplex messages are echoed back as the device's own messages. Logs \
         go to standard error. Needs --hci (BlueZ device mode would need bluetoothd).
         Example: modem bt device --hci tcp:127.0.0.1:9001 --name "Bars Device"
-        """
+        """)
     )
     @OptionGroup var controller: HCIOptions
     @Option(help: ArgumentHelp("The Bluetooth name (and the handshake's).", valueName: "NAME")) var name = "SwiftModem Device"

@@ -106,3 +106,31 @@ func checkOutput(_ output: String, option: String, notSameAs inputs: [String]) t
         }
     }
 }
+
+/// A command's discussion as swift-argument-parser should get it: each paragraph one line, which
+/// the parser wraps to the terminal's width. Written in the source as text with hard line breaks,
+/// a discussion would keep them and break mid-sentence wherever the terminal is narrower or wider
+/// than the source. Lines are joined within a paragraph; a blank line ends a paragraph; an indented
+/// line (an example, a list of events) keeps a line of its own, and so does a line that starts
+/// with "Example" or "Exit status".
+func helpText(_ text: String) -> String {
+    var out: [String] = []
+    var joinable = false
+    for raw in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        let line = String(raw)
+        if line.trimmingCharacters(in: .whitespaces).isEmpty {
+            out.append("")
+            joinable = false
+        } else if line.first == " " {
+            out.append(line)
+            joinable = false
+        } else if joinable && !line.hasPrefix("Example") && !line.hasPrefix("Exit status") {
+            let previous = out.removeLast()
+            out.append(previous.hasSuffix(" ") ? previous + line : previous + " " + line)
+        } else {
+            out.append(line)
+            joinable = true
+        }
+    }
+    return out.joined(separator: "\n")
+}

@@ -13,7 +13,7 @@ struct DeviceCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "device",
         abstract: "Run the device emulator on a sound device: answer the handshake and echo each request.",
-        discussion: """
+        discussion: helpText("""
         The other end of the Communication API (see 'modem link-test'): it plays on and records from
         --device until Ctrl-C, answers the phone's boot signal, echoes each request (master-slave),
         confirms cancel and close signals, and logs what happens on standard error.
@@ -21,7 +21,7 @@ struct DeviceCommand: AsyncParsableCommand {
         sink for both ends): transmissions then wait for a quiet line.
         Example:
           modem device --device default --mode master-slave --baud 1200
-        """
+        """)
     )
 
     @Option(help: ArgumentHelp("ALSA device to play on and record from.", valueName: "NAME")) var device: String = "default"

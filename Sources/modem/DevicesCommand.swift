@@ -10,7 +10,7 @@ struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices",
         abstract: "List the sound devices (ALSA PCMs) to pass to --device.",
-        discussion: """
+        discussion: helpText("""
         Prints two sections, playback devices (for 'modem tx --device NAME') and capture devices \
         (for 'modem rx --device NAME'), one per line: the name to pass, then what it is. 'default' \
         is the system's choice (PulseAudio or PipeWire when one runs, else the first sound card). \
@@ -31,7 +31,7 @@ struct DevicesCommand: AsyncParsableCommand {
 
         Exit status: 0 when the list was read (even if it is empty), 1 when alsa-lib could not be \
         asked, or with --bluetooth when there is no Bluetooth.
-        """
+        """)
     )
 
     @Flag(help: "Probe each device for one that answers the channel protocol's handshake.") var probe = false

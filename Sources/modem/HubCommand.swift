@@ -10,13 +10,13 @@ struct HubCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hub",
         abstract: "The hub's commands (modem-hub): login, join, listen, post, unpost, members, posts, serve, ...",
-        discussion: """
+        discussion: helpText("""
         Runs `modem-hub ARGS`, found beside this `modem` or on PATH. Examples:
           modem hub login --hub http://127.0.0.1:8080 --client-id ID --client-secret-file secret.txt
           modem hub join bars --hello
           modem hub post bars p1 --json '{"text":"hi"}'
         Build it with `swift build --product modem-hub`.
-        """)
+        """))
 
     @Argument(parsing: .captureForPassthrough, help: "Arguments for modem-hub (`modem hub --help` shows its own help).")
     var arguments: [String] = []
@@ -42,6 +42,11 @@ struct HubCommand: ParsableCommand {
     func run() throws {
         guard let hub = Self.findHubBinary() else {
             printError("modem: modem-hub was not found beside modem or on PATH; build it with `swift build --product modem-hub`")
+            // Asked for help: this command's own help is still true (and says where modem-hub's is).
+            if arguments.contains("--help") || arguments.contains("-h") {
+                print(Self.helpMessage())
+                return
+            }
             throw ExitCode(1)
         }
         // Replace this process: signals, standard streams and the exit status are modem-hub's own.

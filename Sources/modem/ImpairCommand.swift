@@ -10,14 +10,14 @@ struct ImpairCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "impair",
         abstract: "Pass a WAV file through a simulated channel: noise, clock drift, band limits, hum, gain.",
-        discussion: """
+        discussion: helpText("""
         For testing and benchmarking receivers. The same --seed gives the same noise.
         Examples:
           modem impair clean.wav noisy.wav --snr -3
           modem impair clean.wav phone.wav --band 300-3400 --drift -1000 --hum 50:-30 --gain -40
           modem impair clean.wav room.wav --snr 24 --band 250-9000 --echo 1.5:0.5 --drift 300
         Negative values may follow the option directly (--snr -3) or with = (--snr=-3).
-        """
+        """)
     )
 
     @Argument(help: "Input audio file.") var input: String

@@ -33,11 +33,11 @@ struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "keys",
         abstract: "Show this installation's public key; trust, list and forget peers' keys.",
-        discussion: """
+        discussion: helpText("""
         Sessions (mailbox, send, receive) are encrypted end to end and connect only to peers whose \
         public key is trusted here. Exchange keys with 'modem keys show' on each side and \
         'modem keys trust NAME KEY', or pair by sound with 'modem pair'.
-        """,
+        """),
         subcommands: [Show.self, Trust.self, List.self, Forget.self]
     )
 

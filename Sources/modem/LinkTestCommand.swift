@@ -12,7 +12,7 @@ struct LinkTestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "link-test",
         abstract: "Run a phone against a device emulator and count what really arrives.",
-        discussion: """
+        discussion: helpText("""
         Master-slave: each exchange sends SIZE random bytes and the emulator replies with them.
         Duplex: in each exchange both sides send SIZE random bytes at once.
         --channel loopback is the in-memory channel (two one-way audio paths, as on an audio-jack
@@ -28,7 +28,7 @@ struct LinkTestCommand: AsyncParsableCommand {
         --channel bluetooth runs the phone here and talks to a device elsewhere ('modem bt device') over
         RFCOMM; the device echoes: master-slave exchanges complete when the reply equals the request,
         duplex ones when the message was acknowledged and its echo came back. Times are real.
-        """
+        """)
     )
 
     enum Channel: String, ExpressibleByArgument, CaseIterable { case loopback, alsa, bluetooth }

@@ -16,11 +16,11 @@ struct MailboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "mailbox",
         abstract: "Exchange lines with one trusted peer: the mailbox (the mailbox API), end-to-end encrypted.",
-        discussion: """
+        discussion: helpText("""
         Each line of standard input is one chunk, sent as soon as both ends confirmed; each chunk
-        received is printed as one line on standard output. Events go to standard error:
-          connected to PEER, sent N, contact NAME (card sent by PEER), disconnected END_..., connect failed FAIL_...: detail
-        and, with --listen, listening on ENDPOINT (tcp: with port 0 names the port it got).
+        received is printed as one line on standard output. Events go to standard error, one line each:
+        connected to PEER, sent N, contact NAME (card sent by PEER), disconnected END_..., connect failed
+        FAIL_...: detail, and with --listen, listening on ENDPOINT once it listens (tcp: with the port it got, the kernel's choice for port 0).
         PEER is the name the peer's key is trusted under here (modem keys trust NAME, or the pairing);
         the name the peer gives itself (its --name) is shown beside it when it differs, as a claim:
         connected to bob (claims "the-boss").
@@ -35,7 +35,7 @@ struct MailboxCommand: AsyncParsableCommand {
           printf 'hello\\n' | modem mailbox --to tcp:alice.local:7000 --name bob
           modem mailbox --listen wormhole: --relay-url ws://hub:8080/wormhole/v1     # prints a code
           modem mailbox --to wormhole:7-guitarist-revenge --relay-url ws://hub:8080/wormhole/v1 --trust-as alice
-        """
+        """)
     )
 
     @Option(name: .long, help: ArgumentHelp("Wait for one peer on this endpoint (tcp:HOST:PORT, audio:DEVICE, bt:ADDR).", valueName: "endpoint"))

@@ -30,7 +30,8 @@ func openSession(listen: String?, to: String?, hci: String?, options: SessionOpt
                 throw SessionFailure.networkUnavailable(error.description)
             }
             defer { listener.close() }
-            if port == 0 { printError("listening on \(Endpoint.tcp(host: host, port: listener.port))") }
+            // Always, with the port it got (the one asked for, or the kernel's choice for port 0).
+            printError("listening on \(Endpoint.tcp(host: host, port: listener.port))")
             return try await withTaskCancellationHandler {
                 try await acceptFirstSession(listener, options: options)
             } onCancel: {

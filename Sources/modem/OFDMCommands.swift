@@ -11,11 +11,10 @@ import SystemPackage
 /// the SNR each needs.
 enum OFDMHelp {
     static var table: String {
-        var lines = ["OFDM (--profile ofdm), the high-rate modem: the receiver reads the",
-                     "configuration from the transmission; the sender picks the fastest at",
-                     "or below --bitrate (default: \(OFDMProfile.standard.name), which a",
-                     "sound-card cable carries with margin). Net rates while data is sent,",
-                     "and the SNR each needs (white noise over 0-24 kHz):"]
+        // One line for the paragraph (the argument parser wraps it), one per configuration.
+        var lines = ["OFDM (--profile ofdm), the high-rate modem: the receiver reads the configuration from the transmission; "
+                     + "the sender picks the fastest at or below --bitrate (default: \(OFDMProfile.standard.name), which a "
+                     + "sound-card cable carries with margin). Net rates while data is sent, and the SNR each needs (white noise over 0-24 kHz):"]
         for p in OFDMProfile.all.reversed() {
             let rate = String(Int(p.netBitRate))
             let pad = String(repeating: " ", count: max(0, 7 - rate.count))

@@ -9,7 +9,7 @@ struct PairCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "pair",
         abstract: "Pair with another installation by sound: exchange and trust each other's keys.",
-        discussion: """
+        discussion: helpText("""
         One end runs with --announce and plays a short token that commits to its key; the other end
         listens, answers, and both check each other. Both then trust the other's key and print one line
         'paired CODE' on standard output with the same 6-digit code (compare them). The key is trusted
@@ -21,7 +21,7 @@ struct PairCommand: ParsableCommand {
         Example:
           modem pair --device default            # on one machine
           modem pair --device default --announce # on the other
-        """
+        """)
     )
 
     @Option(help: ArgumentHelp("ALSA device to play on and record from.", valueName: "NAME")) var device: String

@@ -12,7 +12,7 @@ struct RxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rx",
         abstract: "Demodulate FSK or OFDM audio from a WAV file or a sound device; decoded bytes go to standard output.",
-        discussion: """
+        discussion: helpText("""
         Only the decoded bytes are written to standard output. With --framing ax25, FX.25 and plain
         AX.25 frames are decoded from the same stream, one monitor line per frame. Carrier, confidence and measured-rate
         diagnostics go to standard error (--quiet silences them).
@@ -24,7 +24,7 @@ struct RxCommand: AsyncParsableCommand {
           modem rx --profile ofdm fast.wav > file.bin
         With --profile ofdm the configuration comes from the transmission; each block is written once its
         CRC checked, and a block that fails ends the output with one line naming its byte offset (status 1).
-        """
+        """)
     )
 
     @OptionGroup var line: LineOptions

@@ -12,7 +12,7 @@ struct ReceiveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
         abstract: "Receive files over an encrypted data connection (the data-connection API) into a folder.",
-        discussion: """
+        discussion: helpText("""
         Serves one session on ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR with --hci) and exits when it ends. Each file is stored under
         a cleaned name inside --dir (never outside it), verified block by block and as a whole, and
         renamed into place only once verified; interrupted files resume from DIR/.modem-partial.
@@ -21,8 +21,8 @@ struct ReceiveCommand: AsyncParsableCommand {
         (PEER: the name the sender's key is trusted under here, never the name it gives itself).
         On standard error: session from PEER, with the sender's own --name beside it when it differs,
         as (claims "NAME").
-        Once it listens, one line on standard error: listening on ENDPOINT (tcp: with port 0 names the
-        port it got; audio: and bt: print it when the device end is up).
+        Once it listens, one line on standard error: listening on ENDPOINT (tcp: with the port it got,
+        the kernel's choice for port 0; audio: and bt: once the device end is up).
         Exit status: 0 when no file failed (one declined here is no failure), 1 when one failed or was
         cut off, 130 or 143 when interrupted by SIGINT or SIGTERM.
 
@@ -30,7 +30,7 @@ struct ReceiveCommand: AsyncParsableCommand {
         --wormhole`) through the rendezvous server (--relay-url, or $MODEM_WORMHOLE_RELAY): a text goes to
         standard output; a file or folder into --dir (default: the current folder), under a cleaned
         name, put in place only once complete. A wrong code fails with one line, exit 1, nothing written.
-        """
+        """)
     )
 
     @Option(name: .long, help: ArgumentHelp("Where to listen: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (our controller's address, with --hci).", valueName: "endpoint"))
@@ -176,7 +176,7 @@ struct SendCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "send",
         abstract: "Send files over an encrypted data connection (the data-connection API).",
-        discussion: """
+        discussion: helpText("""
         Dials ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR: our own host stack with --hci, else the kernel's Bluetooth), offers one connection carrying --metadata, and sends each FILE
         in verified blocks; a file the receiver already holds part of resumes. One line per file on
         standard output: sent NAME BYTES in S s (X MB/s). Exit status 0 only when the receiver has
@@ -186,7 +186,7 @@ struct SendCommand: AsyncParsableCommand {
         `wormhole receive` or `modem receive --wormhole`) through the rendezvous server (--relay-url, or
         $MODEM_WORMHOLE_RELAY); prints `wormhole code: CODE` on standard error (--code chooses it) and
         waits for the receiver. Exit status 0 once the receiver confirmed (a file: its SHA-256).
-        """
+        """)
     )
 
     @Option(name: .long, help: ArgumentHelp("Where to dial: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (our own host stack with --hci, else the kernel's Bluetooth).", valueName: "endpoint"))

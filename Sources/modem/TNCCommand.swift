@@ -11,7 +11,7 @@ struct TNCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tnc",
         abstract: "A packet radio TNC: serves KISS over TCP (as Dire Wolf's port 8001) for a WAV file or a sound device.",
-        discussion: """
+        discussion: helpText("""
         Every AX.25 frame decoded from the input goes to every connected client as a KISS data frame \
         (port 0); data frames that clients send are modulated to --output (a WAV file) or played on \
         --device. Clients may set TXDELAY (preamble, 10 ms units), TXTAIL, persistence, slot time \
@@ -32,7 +32,7 @@ struct TNCCommand: AsyncParsableCommand {
           modem tnc --input packets.wav --output sent.wav --kiss-port 8001
           modem tnc --device default --kiss-port 8001
           kissutil -p 8001            (Dire Wolf's KISS client, in another terminal)
-        """
+        """)
     )
 
     @Option(name: .long, help: ArgumentHelp("Receive from (and transmit on) an ALSA device (see `modem devices`).", valueName: "NAME"))

@@ -8,7 +8,7 @@ struct TransferTestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "transfer-test",
         abstract: "Move a seeded random payload between two messaging ends over the in-memory channel.",
-        discussion: """
+        discussion: helpText("""
         Both ends run in this process over the channel protocol's duplex messages on the in-memory
         channel (two one-way audio paths), in channel time like link-test: the payload goes in blocks
         of 16,256 bytes (one link message each), every block checked by its SHA-256; a new session
@@ -33,7 +33,7 @@ struct TransferTestCommand: AsyncParsableCommand {
           modem transfer-test --profile ofdm --line speaker --size 262144
           modem transfer-test --channel loopback --size 262144 --snr 3 --loss 0.1 --seed 2
           modem transfer-test --channel loopback --size 262144 --cuts 10 --seed 3 --json
-        """
+        """)
     )
 
     enum Channel: String, ExpressibleByArgument, CaseIterable { case loopback }

@@ -12,7 +12,7 @@ struct TxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tx",
         abstract: "Modulate bytes into FSK or OFDM audio: a WAV file or a sound device.",
-        discussion: """
+        discussion: helpText("""
         Reads INPUT (default: standard input) and writes its bytes as FSK characters, or
         with --profile ofdm as one OFDM transmission in checked blocks.
         Examples:
@@ -22,7 +22,7 @@ struct TxCommand: AsyncParsableCommand {
           modem tx --profile bell202 --framing ax25 --fx25 32 --out fx25.wav frames.txt
           modem tx --profile ofdm --bitrate 160000 --out fast.wav file.bin
 
-        """ + OFDMHelp.table
+        """) + "\n" + OFDMHelp.table
     )
 
     @OptionGroup var line: LineOptions

@@ -50,6 +50,29 @@ struct StdoutTests {
         }
     }
 
+    /// Discussions are paragraphs that the argument parser wraps to the terminal (`helpText`): at any
+    /// width no sentence breaks where the source had a line break. A line of the discussion that
+    /// does not end a sentence or a clause, followed by one that starts in lower case, is such a break.
+    @Test("help text wraps at the terminal's width, never mid-sentence where the source broke its lines", arguments: [100, 400])
+    func helpWrapsCleanly(columns: Int) async throws {
+        let modemPath = try Paths.modem()
+        let commands: [[String]] = [[], ["tx"], ["rx"], ["analyze"], ["devices"], ["device"], ["link-test"], ["transfer-test"], ["send"],
+                                    ["receive"], ["mailbox"], ["pair"], ["keys"], ["tnc"], ["impair"], ["hub"], ["bt", "scan"],
+                                    ["bt", "connect"], ["bt", "device"]]
+        for command in commands {
+            let r = try await runProcess("/usr/bin/env", ["COLUMNS=\(columns)", modemPath] + command + ["--help"])
+            #expect(r.status == 0, "\(command): \(r)")
+            let text = r.stdoutText.components(separatedBy: "USAGE:").first ?? ""
+            let lines = text.components(separatedBy: "\n")
+            for (a, b) in zip(lines, lines.dropFirst()) where !a.isEmpty && !b.isEmpty && a.first != " " && b.first != " " {
+                // Wrapped at `columns`, a line is as long as the width allows: only a short line that
+                // stops mid-sentence is a break the source put there.
+                guard a.count < columns - 40, let last = a.last, !".:;)".contains(last), let first = b.first else { continue }
+                #expect(!first.isLowercase, "\(command) at \(columns) columns breaks mid-sentence:\n\(a)\n\(b)")
+            }
+        }
+    }
+
     @Test("--help and --version go to stdout and exit 0")
     func helpAndVersion() async throws {
         for args in [["--help"], ["--version"], ["tx", "--help"], ["rx", "--help"], ["impair", "--help"]] {
