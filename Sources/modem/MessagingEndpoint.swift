@@ -130,7 +130,9 @@ func parseSessionEndpoint(listen: String?, to: String?, hci: String?) throws -> 
         // on tcp:HOST:PORT`). Endpoint.parse takes ports 1...65535 only, so HOST is checked with port 1.
         guard let listen, listen.hasPrefix("tcp:"), listen.hasSuffix(":0"),
               case .tcp(let host, _)? = try? Endpoint.parse(String(listen.dropLast()) + "1") else {
-            throw UsageError("\(listen != nil ? "--listen" : "--to"): \(error.description)")
+            // The CLI knows one kind more than the library: a magic-wormhole code.
+            let kinds = error.isKindProblem ? "; wormhole:CODE connects through a rendezvous server" : ""
+            throw UsageError("\(listen != nil ? "--listen" : "--to"): \(error.description)\(kinds)")
         }
         endpoint = .tcp(host: host, port: 0)
     }

@@ -19,7 +19,8 @@ struct EndpointTests {
     }
 
     @Test("invalid endpoints name the bad part", arguments: [
-        ("localhost:5000", "unknown kind 'localhost'"),
+        ("localhost:5000", "has no kind: for TCP write tcp:localhost:5000"),
+        ("127.0.0.1:9", "for TCP write tcp:127.0.0.1:9"),
         ("5000", "not an endpoint"),
         ("tcp:127.0.0.1", "port is missing"),
         ("tcp:127.0.0.1:", "port is missing"),
@@ -42,6 +43,18 @@ struct EndpointTests {
             Issue.record("'\(text)' parsed")
         } catch {
             #expect(error.description.contains(fragment), "\(error.description)")
+        }
+    }
+
+    @Test("a missing or unknown kind says so (the CLI then names wormhole:CODE too); a bad part after a kind does not")
+    func kindProblems() {
+        for (text, isKind) in [("127.0.0.1:9", true), ("5000", true), ("ftp:x:1", true), ("tcp:127.0.0.1", false), ("bt:00:11", false)] {
+            do {
+                _ = try Endpoint.parse(text)
+                Issue.record("'\(text)' parsed")
+            } catch {
+                #expect(error.isKindProblem == isKind, "\(text): \(error.description)")
+            }
         }
     }
 }

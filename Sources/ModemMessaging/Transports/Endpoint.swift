@@ -11,7 +11,7 @@ public enum Endpoint: Sendable, Equatable, CustomStringConvertible {
     /// - Throws: ``EndpointError`` naming the bad part.
     public static func parse(_ text: String) throws(EndpointError) -> Endpoint {
         guard let colon = text.firstIndex(of: ":") else {
-            throw EndpointError("'\(text)' is not an endpoint: write tcp:HOST:PORT, audio:DEVICE or bt:ADDR")
+            throw EndpointError("'\(text)' is not an endpoint: write tcp:HOST:PORT, audio:DEVICE or bt:ADDR", isKindProblem: true)
         }
         let scheme = text[..<colon].lowercased()
         let rest = String(text[text.index(after: colon)...])
@@ -31,7 +31,12 @@ public enum Endpoint: Sendable, Equatable, CustomStringConvertible {
             }
             return .bluetooth(address: rest.uppercased())
         default:
-            throw EndpointError("'\(text)': unknown kind '\(scheme)' (tcp, audio or bt)")
+            // HOST:PORT without a kind: most likely meant for TCP.
+            if !rest.isEmpty, rest.allSatisfy(\.isNumber), !scheme.isEmpty,
+               scheme.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._".contains($0)) }) {
+                throw EndpointError("'\(text)' has no kind: for TCP write tcp:\(text) (the kinds are tcp:HOST:PORT, audio:DEVICE and bt:ADDR)", isKindProblem: true)
+            }
+            throw EndpointError("'\(text)': unknown kind '\(scheme)' (the kinds are tcp:HOST:PORT, audio:DEVICE and bt:ADDR)", isKindProblem: true)
         }
     }
 
@@ -83,6 +88,12 @@ public enum Endpoint: Sendable, Equatable, CustomStringConvertible {
 public struct EndpointError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The problem in words.
     public let description: String
+    /// Whether the kind (`tcp:`, `audio:`, `bt:`) is missing or unknown, rather than a part after it
+    /// being wrong: a caller that knows more kinds may name them.
+    public let isKindProblem: Bool
     /// Creates an error.
-    public init(_ description: String) { self.description = description }
+    public init(_ description: String, isKindProblem: Bool = false) {
+        self.description = description
+        self.isKindProblem = isKindProblem
+    }
 }
