@@ -141,7 +141,7 @@ struct RxCommand: AsyncParsableCommand {
                 try out.flush()
                 progress.clear()
                 if stats_ {
-                    printError("modem rx: \(stats.decoded) frames decoded (\(stats.repaired) repaired by inverting one bit), \(stats.crcFailures) CRC failures, \(stats.duplicates) duplicates from other slicers")
+                    printError("modem rx: \(stats.decoded) frames decoded (\(stats.repaired) repaired by inverting one bit), \(stats.crcFailures) CRC failures, \(stats.duplicates) copies from other slicers or from FX.25 blocks")
                     // Repairs that passed the FCS but not the plausibility test: CRC collisions, never sent.
                     let reasons = AX25Plausibility.Problem.allCases
                         .map { "\($0) \(stats.implausibleByReason[$0.rawValue, default: 0])" }.joined(separator: ", ")

@@ -34,6 +34,22 @@ struct FX25Tests {
         for f in Self.frames { #expect(out.contains(f), "atest did not print \(f)") }
     }
 
+    /// The counts of a clean FX.25 file add up: every frame came in its block (the plain AX.25 path
+    /// decodes it too, which does not make it any less an FX.25 frame), and the check bytes, which the
+    /// plain path reads as bits between flags, are no CRC failure.
+    @Test("rx --stats on a clean FX.25 file: 20 frames, 20 out of FX.25 blocks, no CRC failure",
+          arguments: [("bell202", 16), ("bell202", 32), ("bell202", 64), ("hf300", 32), ("g3ruh", 32)])
+    func cleanStatistics(profile: String, checkBytes: Int) async throws {
+        let dir = try Scratch()
+        let input = try dir.write("in.txt", Self.frames.joined(separator: "\n") + "\n")
+        #expect(try await modem(["tx", "--profile", profile, "--framing", "ax25", "--fx25", "\(checkBytes)", "--out", dir.file("c.wav"), "-q", input]).succeeded)
+        let rx = try await modem(["rx", "--profile", profile, "--framing", "ax25", "--stats", dir.file("c.wav")], timeout: 300)
+        #expect(rx.succeeded, "\(rx)")
+        #expect(Set(rx.stdoutText.split(separator: "\n").map(String.init)) == Set(Self.frames), "\(rx.stdoutText)")
+        #expect(rx.stderrText.contains("20 frames decoded (0 repaired by inverting one bit), 0 CRC failures"), "\(rx.stderrText)")
+        #expect(rx.stderrText.contains("FX.25: 20 frames out of FX.25 blocks, 0 corrected by FEC"), "\(rx.stderrText)")
+    }
+
     /// Dire Wolf's noise test with FX.25 (`gen_packets -X N -n 100`, noise rising through the file):
     /// the issue asks for at least Dire Wolf's strongest setting plus 3, both counted here on the same file.
     @Test("gen_packets -X 16/32/64 -n 100: we decode at least atest -P E+ -F 1 plus 3",

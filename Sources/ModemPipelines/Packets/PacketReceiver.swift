@@ -21,6 +21,8 @@ public struct ReceivedPacket: Sendable {
     public var fecUsedErasures = false
     /// When it came as a coded frame (``CodedFrame``): the share of its line levels that were wrong.
     public var codedLevelErrorRate: Double? = nil
+    /// Whether a corrected FX.25 block carried it (first, or as a copy of the plain AX.25 frame inside).
+    public var cameInFX25Block = false
     /// Whether it came as a coded frame.
     public var isCoded: Bool { codedLevelErrorRate != nil }
 
@@ -54,10 +56,11 @@ public struct PacketStatistics: Sendable {
     /// (misaligned) only a flip that adds or removes a stuffing bit can give whole bytes, so almost all
     /// false FCS passes come from these: expect about `alignedRepairTrials / 65536` of them.
     public var alignedRepairTrials = 0
-    /// Frames delivered out of FX.25 blocks (the plain AX.25 inside was not decoded first).
+    /// Frames delivered that a corrected FX.25 block carried, whether the plain AX.25 inside was
+    /// decoded too (a clean block: both paths have it) or not (the block saved it).
     public var fx25Frames = 0
-    /// Of those, frames whose block had bytes corrected by the Reed-Solomon code: each is a frame FEC
-    /// saved.
+    /// Of those, frames that came first out of their FX.25 block and whose block had bytes corrected
+    /// by the Reed-Solomon code: each is a frame FEC saved.
     public var fecCorrected = 0
     /// Bytes the code corrected in those blocks.
     public var fecBytesFixed = 0
@@ -146,7 +149,7 @@ public final class PacketReceiver {
     private var baseband: [BasebandLane]?
     private var nrzi: [NRZIDecoder]
     private var hdlc: [HDLCDecoder]
-    private var recent: [(bytes: [UInt8], end: Int)] = []
+    private var recent: [(bytes: [UInt8], end: Int, inFX25Block: Bool)] = []
     private var held: [ReceivedPacket] = []
     private var damaged: [(end: Int, slicer: Int, candidate: HDLCFrameCandidate, confidence: [Float]?)] = []
     /// Per AFSK slicer, the confidence of its recent line bits.
@@ -158,6 +161,9 @@ public final class PacketReceiver {
     private var coded: [CodedFrameDecoder]
     /// FX.25 blocks beyond correction, not yet settled: their tag and last bit's samples.
     private var failedBlocks: [(start: Int, end: Int)] = []
+    /// Corrected FX.25 blocks (from the tag to the last check byte): what the plain HDLC path finds
+    /// damaged inside one (the check bytes, read as bits between flags) is no frame and no CRC failure.
+    private var correctedBlocks: [(start: Int, end: Int)] = []
     private var statistics = PacketStatistics()
     private var bits: [SlicedBit] = []
     /// Slack between slicers finding the same frame (about eight bytes of air time), in samples.
@@ -350,6 +356,7 @@ public final class PacketReceiver {
             failedBlocks.append((block.tagStamp, block.endStamp))
             return
         }
+        var kept = false
         for (frame, end) in block.frames {
             // With many erasures the code checks little by itself: such frames must also look like
             // AX.25, as repaired frames must.
@@ -359,7 +366,10 @@ public final class PacketReceiver {
                 continue
             }
             hold(frame.bytes, end: end, repaired: 0, slicer: slicer, fec: corrected, erasures: block.usedErasures)
+            kept = true
         }
+        // Only a block whose frame was taken: otherwise a damaged plain copy inside it may still be repaired.
+        if kept { correctedBlocks.append((block.tagStamp, block.endStamp)) }
     }
 
     /// The baseband path: each lane (a share of the slicers with its own demodulator, descramblers,
@@ -411,14 +421,23 @@ public final class PacketReceiver {
     private func hold(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int, fec: Int? = nil, erasures: Bool = false,
                       codedErrorRate: Double? = nil) {
         let window = frameWindow
-        if held.contains(where: { $0.bytes == bytes && abs($0.endSample - end) <= window })
-            || recent.contains(where: { $0.bytes == bytes && abs($0.end - end) <= window }) {
+        if let i = held.firstIndex(where: { $0.bytes == bytes && abs($0.endSample - end) <= window }) {
+            // A copy; from an FX.25 block, it says the frame came in one too.
+            if fec != nil { held[i].cameInFX25Block = true }
+            statistics.duplicates += 1
+            return
+        }
+        if let i = recent.firstIndex(where: { $0.bytes == bytes && abs($0.end - end) <= window }) {
+            if fec != nil && !recent[i].inFX25Block {
+                recent[i].inFX25Block = true
+                statistics.fx25Frames += 1
+            }
             statistics.duplicates += 1
             return
         }
         held.append(ReceivedPacket(bytes: bytes, frame: format.isAX25 ? try? AX25Frame(decoding: bytes) : nil, endSample: end,
                                    repairedBits: repaired, slicer: slicer, fecCorrectedBytes: fec, fecUsedErasures: erasures,
-                                   codedLevelErrorRate: codedErrorRate))
+                                   codedLevelErrorRate: codedErrorRate, cameInFX25Block: fec != nil))
     }
 
     /// Repair attempts per damaged frame (copies from different slicers; each costs one de-stuffing
@@ -448,7 +467,10 @@ public final class PacketReceiver {
     /// different slicers); then frames ending before `horizon` are delivered in time order.
     private func settle(before horizon: Int) -> [ReceivedPacket] {
         let window = frameWindow
-        let ripe = damaged.filter { $0.end < horizon }
+        // Inside a corrected FX.25 block the plain path's damaged "frames" are its check bytes, up to
+        // the flag after them (two bytes' worth of line bits of slack).
+        let blocks = correctedBlocks, slack = Int(samplesPerBit * 16)
+        let ripe = damaged.filter { d in d.end < horizon && !blocks.contains { d.end >= $0.start && d.end <= $0.end + slack } }
         damaged.removeAll { $0.end < horizon }
         var i = 0
         while i < ripe.count {
@@ -505,15 +527,15 @@ public final class PacketReceiver {
             statistics.decoded += 1
             if p.repairedBits > 0 { statistics.repaired += 1 }
             if p.isCoded { statistics.codedFrames += 1 }
+            if p.cameInFX25Block { statistics.fx25Frames += 1 }
             if let fixed = p.fecCorrectedBytes {
-                statistics.fx25Frames += 1
                 if fixed > 0 {
                     statistics.fecCorrected += 1
                     statistics.fecBytesFixed += fixed
                     if p.fecUsedErasures { statistics.fecWithErasures += 1 }
                 }
             }
-            recent.append((p.bytes, p.endSample))
+            recent.append((p.bytes, p.endSample, p.cameInFX25Block))
         }
         // A block beyond correction on every slicer, whose frame came by no other path, is counted once.
         let failed = failedBlocks.filter { $0.end < horizon }.sorted { $0.start < $1.start }
@@ -527,6 +549,7 @@ public final class PacketReceiver {
             }
         }
         recent.removeAll { $0.end < horizon - 8 * window }
+        correctedBlocks.removeAll { $0.end < horizon - 8 * window }
         return out
     }
 
