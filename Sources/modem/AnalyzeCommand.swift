@@ -7,6 +7,10 @@ struct AnalyzeCommand: AsyncParsableCommand {
         abstract: "Find the FSK tones, baud rate and SNR, or the OFDM transmissions, of a recording, and the `modem rx` command that decodes it.",
         discussion: helpText("""
         The report goes to standard output; its last line is the `modem rx` command, when there is something to decode. \
+        The framing is found by decoding the first 30 s with each candidate (AX.25 at the profile's or a standard rate; \
+        the profile's own, 8N1, 7E1, 7O1, 8E1, 8O1 and 8N2, and Baudot below 100 baud, with the tones both ways round \
+        when no profile matched): the `framing` line says which decoded, with how many errors, and "uncertain" when \
+        more than one character in 20 had a framing or parity error. \
         An OFDM transmission is reported with its configuration, length, clock drift, the SNR of its preamble, of its \
         carriers (the training measures the whole band) and at the decisions, and how many of its blocks checked; \
         --png then draws the equalised constellation and the SNR per carrier below the spectrogram. \
@@ -51,8 +55,22 @@ struct AnalyzeCommand: AsyncParsableCommand {
             }
             if !ofdm.transmissions.isEmpty {
                 lines.append("modem rx --profile ofdm\(channel > 0 ? " --channel \(channel)" : "") \(FSKAnalysis.shellQuoted(input))")
-            } else if let cmd = report.rxCommand {
-                lines.append(cmd)
+            } else if report.rxCommand != nil {
+                // The framing, by decoding the start of the file with each candidate (FramingProbe).
+                let a = report.analysis
+                let found = try FramingProbe.probe(path: input, channel: channel, profile: a.profile?.name, baudRate: a.baudRate,
+                                                   mark: a.markFrequency, space: a.spaceFrequency)
+                if let found {
+                    let what = found.framing == "ax25" ? "\(found.decoded) AX.25 frames" : "\(found.decoded) characters, \(found.errors) with framing or parity errors"
+                    let tones = found.swappedTones ? "; mark and space the other way round" : ""
+                    lines.append("  framing   \(found.framing) (\(what) in the first \(Int(FramingProbe.maximumSeconds)) s\(tones)\(found.isUncertain ? "; uncertain" : ""))")
+                } else {
+                    lines.append("  framing   unknown: no candidate decoded anything (tried AX.25 and \(FramingProbe.uartCandidates.joined(separator: ", ")))")
+                }
+                if let cmd = a.rxCommand(path: input, channel: channel, framing: found?.framing, baudRate: found?.baudRate,
+                                            swappedTones: found?.swappedTones ?? false) {
+                    lines.append(cmd)
+                }
             }
             for line in lines { try printOutput(line) }
         }

@@ -8,14 +8,20 @@ extension FSKAnalysis {
     /// - Parameters:
     ///   - path: the file name to put on the command line (shell-quoted when needed).
     ///   - channel: the channel analysed, counted from 0 (`--channel` is added when not 0).
-    public func rxCommand(path: String, channel: Int = 0) -> String? {
-        guard finding == .fsk, let mark = markFrequency, let space = spaceFrequency else { return nil }
+    ///   - framing: the framing found by decoding (`--framing` is added unless it is the profile's own).
+    ///   - baudRate: the rate that decoded it, when decoding found another than the measured one
+    ///     (a profile's own rate gives no `--baud`).
+    ///   - swappedTones: it decodes with mark and space the other way round (no profile matched).
+    public func rxCommand(path: String, channel: Int = 0, framing: String? = nil, baudRate decodedRate: Double? = nil,
+                          swappedTones: Bool = false) -> String? {
+        guard finding == .fsk, var mark = markFrequency, var space = spaceFrequency else { return nil }
+        if swappedTones && profile == nil { swap(&mark, &space) }
         var words = ["modem", "rx"]
         if let p = profile {
             words += ["--profile", p.name]
-            if let b = measuredBaudRate, abs(b / p.baudRate - 1) > 0.03 { words += ["--baud", FSKAnalysis.rate(b)] }
+            if let b = decodedRate ?? measuredBaudRate, abs(b / p.baudRate - 1) > 0.03 { words += ["--baud", FSKAnalysis.rate(b)] }
         } else {
-            guard let b = baudRate else { return nil }
+            guard let b = decodedRate ?? baudRate else { return nil }
             let shown = FSKAnalysis.rate(b)
             words += ["--baud", shown]
             let d = FSKProfile.defaultTones(forBaudRate: Double(shown) ?? b)
@@ -23,8 +29,9 @@ extension FSKAnalysis {
             if !matches {
                 words += ["--mark", FSKAnalysis.commandFrequency(mark), "--space", FSKAnalysis.commandFrequency(space)]
             }
-            if keying?.halfBitIntervals == true && b < 100 { words += ["--framing", "baudot"] }
+            if framing == nil, keying?.halfBitIntervals == true && b < 100 { words += ["--framing", "baudot"] }
         }
+        if let framing, framing.lowercased() != (profile?.defaultFraming ?? "8N1").lowercased() { words += ["--framing", framing] }
         if channel != 0 { words += ["--channel", String(channel)] }
         words.append(FSKAnalysis.shellQuoted(path))
         return words.joined(separator: " ")
