@@ -5,11 +5,13 @@ import SwiftModem
 struct Modem: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "modem",
-        abstract: "A software FSK modem: moves bytes over sound, in files or through a sound card.",
+        abstract: "A software modem: moves bytes over sound (FSK, packet radio, OFDM up to 200 kbit/s) and Bluetooth, with encrypted messaging on top.",
         discussion: helpText("""
+        Files and sound cards: tx and rx (FSK with the RTTY, Bell, V.21, V.23 and G3RUH profiles or any rate and tones, AX.25 and FX.25 packets, OFDM), analyze, impair, devices, tnc (a KISS TNC). The channel protocol: link-test, device, bt. Messaging between trusted keys: keys, pair (by sound), mailbox, send and receive (over TCP, audio, Bluetooth or a magic-wormhole code), transfer-test. The hub: hub.
         Examples:
           echo hello | modem tx --baud 1200 --out hello.wav
           modem rx --baud 1200 hello.wav
+          modem tx --profile ofdm --out fast.wav file.bin && modem rx --profile ofdm fast.wav > copy.bin
           modem analyze hello.wav --png hello.png
           modem devices
         """),
