@@ -163,6 +163,7 @@ let package = Package(
         .target(
             name: "HubClient",
             dependencies: [
+                "ModemRuntime",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
