@@ -70,7 +70,7 @@ import Testing
         }
     }
 
-    @Test("close() stops waiting for a hub that never answers the close frame when its clock passes 5 s")
+    @Test("close() stops waiting for a socket stuck behind a hub that reads nothing when its clock passes 5 s")
     func closeWaitIsOnTheClock() async throws {
         try await Self.withSilentHub(hello: true) { base in
             let clock = StepClock()
@@ -78,6 +78,11 @@ import Testing
             #expect(connection.user == "d_silent")
             // The hello's timer was cancelled when hello came: nobody sleeps on the clock.
             try await clock.waitForSleepers(0, "the hello timer's end")
+            // 40 MB of posts to a hub that reads nothing: far more than the socket buffers on both ends
+            // and the writer's own hold, so the socket's writer is stuck for good before it reaches the
+            // close frame, and its task cannot end until close() gives up on it.
+            let filler = HubJSON.string(String(repeating: "x", count: 15_000))   // under the hub's 16 KB frames
+            for i in 0..<2_700 { try connection.post(group: "g", pid: "p\(i)", pidload: ["x": filler]) }
             let closed = Observed(false)
             let closing = Task {
                 await connection.close()
