@@ -163,6 +163,7 @@ let package = Package(
         .target(
             name: "HubClient",
             dependencies: [
+                "ModemRuntime",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "Logging", package: "swift-log"),
@@ -237,7 +238,7 @@ let package = Package(
         .testTarget(
             name: "HubServerTests",
             dependencies: [
-                "HubCore", "HubStore", "HubServer", "HubTestSupport", "ProcessTestSupport",
+                "HubCore", "HubStore", "HubServer", "HubTestSupport", "ProcessTestSupport", "ModemRuntime",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HummingbirdBcrypt", package: "hummingbird-auth"),
@@ -258,7 +259,13 @@ let package = Package(
             ],
             path: "Tests/HubTestSupport"
         ),
-        .testTarget(name: "HubClientTests", dependencies: ["HubClient", "HubTestSupport", "ProcessTestSupport"]),
+        .testTarget(
+            name: "HubClientTests",
+            dependencies: ["HubClient", "HubTestSupport", "ProcessTestSupport", "ModemRuntime",
+                           // A stand-in hub that upgrades and then stays silent (the client's timers).
+                           .product(name: "Hummingbird", package: "hummingbird"),
+                           .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket")]
+        ),
 
         // Fuzz targets: every parser of outside bytes, as a registry name -> input -> parse (Fuzz/ runs them
         // under libFuzzer); never HubServer/HubStore (too slow to build with sanitizers).

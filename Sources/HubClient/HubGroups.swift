@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import HummingbirdWSClient
 import Logging
+import ModemRuntime
 import NIOSSL
 import Synchronization
 
@@ -85,7 +86,7 @@ public enum HubGroupEvent: Sendable, Hashable {
 }
 
 /// One groups socket (`/v1/socket`) with the groups API's operations; its events are an `AsyncSequence`
-/// (one consumer). Made by `HubClient.connectGroups(user:)` or ``connect(baseURL:accessToken:user:tlsConfiguration:)``.
+/// (one consumer). Made by `HubClient.connectGroups(user:)` or ``connect(baseURL:accessToken:user:tlsConfiguration:clock:)``.
 ///
 /// `close()` ends the events normally; any other end (the hub closed it, the connection dropped)
 /// ends them by throwing ``HubClientError/socketClosed(_:)`` naming what happened.
@@ -99,6 +100,8 @@ public final class HubGroupsConnection: AsyncSequence, Sendable {
     private let commands: AsyncStream<Command>.Continuation
     private let flags: Flags
     private let task: Task<Void, Never>
+    /// What `close()`'s wait for the end runs on.
+    private let clock: TimerClock
 
     enum Command: Sendable {
         case text(String)
@@ -106,7 +109,8 @@ public final class HubGroupsConnection: AsyncSequence, Sendable {
     }
 
     private init(user: String, events: AsyncThrowingStream<HubGroupEvent, any Error>, commands: AsyncStream<Command>.Continuation,
-                 flags: Flags, task: Task<Void, Never>) {
+                 flags: Flags, task: Task<Void, Never>, clock: TimerClock) {
+        self.clock = clock
         self.user = user
         self.events = events
         self.commands = commands
@@ -147,9 +151,11 @@ public final class HubGroupsConnection: AsyncSequence, Sendable {
 
     /// Connects to `baseURL`'s `/v1/socket` with a Bearer token and says hello (with `user`: a device id
     /// kept from an earlier connection of the same OAuth client; nil asks the hub for a new one). Returns
-    /// once the hub has answered hello.
+    /// once the hub has answered hello, or throws when it has not within 15 seconds of `clock`.
+    /// - Parameter clock: what the wait for hello and `close()`'s wait for the end run on (default: the
+    ///   system's monotonic clock; a test passes a manual one)
     public static func connect(baseURL: String, accessToken: String, user: String? = nil,
-                               tlsConfiguration: TLSConfiguration? = nil) async throws -> HubGroupsConnection {
+                               tlsConfiguration: TLSConfiguration? = nil, clock: TimerClock = .continuous) async throws -> HubGroupsConnection {
         var url = baseURL
         while url.hasSuffix("/") { url.removeLast() }
         if url.lowercased().hasPrefix("https://") { url = "wss://" + url.dropFirst(8) }
@@ -239,7 +245,7 @@ public final class HubGroupsConnection: AsyncSequence, Sendable {
         }
         // A hub that upgrades but never answers hello must not hang the caller.
         let timer = Task {
-            try? await Task.sleep(for: .seconds(15))
+            try? await clock.sleep(15)
             if !Task.isCancelled { flags.settleHello(.failure(.socketClosed("no hello from the hub within 15 s"))) }
         }
         let id: String
@@ -253,7 +259,7 @@ public final class HubGroupsConnection: AsyncSequence, Sendable {
             task.cancel()
             throw error
         }
-        return HubGroupsConnection(user: id, events: events, commands: commands, flags: flags, task: task)
+        return HubGroupsConnection(user: id, events: events, commands: commands, flags: flags, task: task, clock: clock)
     }
 
     /// The events, in the order the hub sent them: the hello, then presence and posts of the groups joined
@@ -291,16 +297,17 @@ public final class HubGroupsConnection: AsyncSequence, Sendable {
         }
     }
 
-    /// Closes the socket (a normal close frame) and waits, up to 5 seconds, for it to end. The events
-    /// end without an error.
+    /// Closes the socket (a normal close frame) and waits, up to 5 seconds (of the clock given to
+    /// ``connect(baseURL:accessToken:user:tlsConfiguration:clock:)``), for it to end. The events end
+    /// without an error.
     public func close() async {
         flags.closing.store(true, ordering: .releasing)
         commands.yield(.close)
         commands.finish()
-        let task = self.task
+        let task = self.task, clock = self.clock
         await withTaskGroup(of: Void.self) { g in
             g.addTask { await task.value }
-            g.addTask { try? await Task.sleep(for: .seconds(5)) }
+            g.addTask { try? await clock.sleep(5) }
             await g.next()
             g.cancelAll()
         }

@@ -56,6 +56,8 @@ public final class PostgresGroupBus: GroupBus {
     let origin: String
     let logger: Logger
     let window: Duration
+    /// What the flush window and the prune loop sleep on.
+    let timers: TimerClock
     private let pending = Mutex<[String]>([])
     /// Whether the LISTEN connection is up: until it is (start-up, a reconnection), this node's own
     /// presence events are delivered here at once instead of coming back through LISTEN.
@@ -67,13 +69,15 @@ public final class PostgresGroupBus: GroupBus {
     /// - Parameters:
     ///   - origin: this node's instance id (its own notifications are skipped)
     ///   - window: how long events are batched before a NOTIFY
+    ///   - timers: the clock of the window and of the minutely prune (default: the system's monotonic clock)
     public init(fanout: GroupFanout, notifications: PostgresNotifications, origin: String,
-                logger: Logger, window: Duration = .milliseconds(10)) {
+                logger: Logger, window: Duration = .milliseconds(10), timers: TimerClock = .continuous) {
         self.fanout = fanout
         self.notifications = notifications
         self.origin = origin
         self.logger = logger
         self.window = window
+        self.timers = timers
     }
 
     /// Posts: delivered here at once and batched to the other nodes. Presence events left inside their
@@ -97,7 +101,7 @@ public final class PostgresGroupBus: GroupBus {
             group.addTask { await self.listenLoop() }
             group.addTask {
                 while !Task.isCancelled {
-                    try? await Task.sleep(for: .seconds(60))
+                    try? await self.timers.sleep(60)
                     await self.prune()
                 }
             }
@@ -107,7 +111,7 @@ public final class PostgresGroupBus: GroupBus {
 
     private func flushLoop() async {
         for await _ in wake.stream {
-            try? await Task.sleep(for: window)
+            try? await timers.sleep(window.timerSeconds)
             let batch = pending.withLock { p in defer { p = [] }; return p }
             if batch.isEmpty { continue }
             do { try await send(batch) } catch {
@@ -202,9 +206,4 @@ public final class PostgresGroupBus: GroupBus {
     public func prune() async {
         await notifications.prune(olderThan: 60)
     }
-}
-
-/// Wall-clock time in Unix milliseconds.
-enum Clock {
-    static var nowMs: Int64 { Int64(SystemTime.wallNanoseconds() / 1_000_000) }
 }

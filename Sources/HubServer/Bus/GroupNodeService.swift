@@ -5,6 +5,9 @@
 // restarted node cleans up after its killed self); on a single-node store (SQLite) every other instance
 // is a ghost of an earlier run. A clean stop marks the node's own users offline.
 //
+// Every time here is the hub's `GroupClock`: the loops and the twin check sleep on its timers, and the
+// heartbeats and staleness compare its wall-clock milliseconds (`hub.now`).
+//
 // Why four beats per heartbeat, on a pool of their own (`liveness`): a live node must never look dead.
 // With one beat per heartbeat, written after the sweep in the same loop through the main pool, a
 // 1,000-socket join storm queued the beat behind hundreds of joins for over 1.5 heartbeats, and the
@@ -13,14 +16,17 @@
 import HubCore
 import HubStore
 import Logging
+import ModemRuntime
 
-/// Heartbeat and dead-node sweep of one node.
+/// Heartbeat and dead-node sweep of one node, on the hub's clock (``GroupHub/clock``).
 public struct GroupNodeService: Sendable {
     let hub: GroupHub
     /// Where heartbeats and sweeps go: a small pool of their own on PostgreSQL, else the hub's store.
     let liveness: any GroupStore
     let heartbeat: Duration
     let logger: Logger
+    /// What the loops and the twin check sleep on: the hub's timers.
+    var timers: TimerClock { hub.clock.timers }
 
     /// - Parameter liveness: the store for heartbeats and sweeps (default: the hub's own)
     public init(hub: GroupHub, liveness: (any GroupStore)? = nil, heartbeat: Duration, logger: Logger) {
@@ -67,7 +73,7 @@ public struct GroupNodeService: Sendable {
 
     private func every(_ tick: Duration, _ what: String, _ body: () async throws -> Void) async {
         while !Task.isCancelled {
-            do { try await Task.sleep(for: tick) } catch { return }
+            do { try await timers.sleep(tick.timerSeconds) } catch { return }
             do { try await body() } catch {
                 if Task.isCancelled { return }
                 logger.warning("groups: \(what) failed: \(error)")
@@ -98,7 +104,7 @@ public struct GroupNodeService: Sendable {
             logger.notice("groups: node '\(hub.nodeName)' has another instance that beat \(hub.now - watched[0].heartbeatMs) ms ago; waiting to see whether it is alive")
         }
         while !watched.isEmpty {
-            try await Task.sleep(for: heartbeat / 8)
+            try await timers.sleep((heartbeat / 8).timerSeconds)
             let now = hub.now
             let beats = Dictionary(try await liveness.nodeBeats(name: hub.nodeName, except: hub.instance).map { ($0.instance, $0.heartbeatMs) },
                                    uniquingKeysWith: { max($0, $1) })

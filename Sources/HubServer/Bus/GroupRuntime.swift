@@ -32,7 +32,9 @@ public final class GroupRuntime: Service {
 
     /// Builds the groups on an open, migrated database: PostgreSQL gets the LISTEN/NOTIFY bus, SQLite
     /// the in-process one. `run()` writes the first heartbeat and sweeps ghosts of earlier runs.
-    public init(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger, settings: GroupSettings = GroupSettings()) {
+    /// - Parameter clock: the node's time, for its timers and stored times (default: the system's)
+    public init(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger, settings: GroupSettings = GroupSettings(),
+                clock: GroupClock = .system) {
         let fanout = GroupFanout()
         let instance = nodeName + "-" + String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF, radix: 36)
         // Joins read no group into memory: each socket's writer pages its history from the store.
@@ -50,14 +52,15 @@ public final class GroupRuntime: Service {
             groupsDB = groups
             liveness = pg.derived(asynchronousCommit: true, minimumConnections: 1, maximumConnections: 2, logger: logger)
             let pgBus = PostgresGroupBus(fanout: fanout, notifications: PostgresNotifications(channel: PostgresGroupBus.channel, engine: groups, logger: logger),
-                                         origin: instance, logger: logger)
+                                         origin: instance, logger: logger, timers: clock.timers)
             bus = pgBus
             notifier = { tx, events in try await pgBus.notifyPresence(on: tx, events) }
             store = SQLGroupStore(db: groups, notifier: notifier, postBounds: settings.posts, snapshotOnJoin: false,
                                   deviceBounds: settings.devices)
         }
         self.hub = GroupHub(store: store, fanout: fanout, bus: bus ?? LocalGroupBus(fanout: fanout) as any GroupBus,
-                            instance: instance, nodeName: nodeName, logger: logger, socketLimits: settings.socket, ready: false)
+                            instance: instance, nodeName: nodeName, logger: logger, socketLimits: settings.socket, ready: false,
+                            clock: clock)
         self.node = GroupNodeService(hub: hub, liveness: liveness.map { SQLGroupStore(db: $0, notifier: notifier) }, heartbeat: heartbeat, logger: logger)
         self.pgBus = bus
         self.livenessDB = liveness

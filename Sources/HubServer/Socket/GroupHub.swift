@@ -35,6 +35,9 @@ public final class GroupHub: Sendable {
     public let nodeName: String
     /// What one socket may hold (`--max-socket-queue-bytes`).
     public let socketLimits: GroupSocketLimits
+    /// Where this node takes its time: the wall-clock milliseconds of ``now`` and the timers of its
+    /// heartbeat, sweep and twin check (``GroupNodeService``).
+    public let clock: GroupClock
     let logger: Logger
     private let counter = Atomic<Int>(0)
     /// What each local socket has joined (to announce it again after this node was swept).
@@ -47,10 +50,12 @@ public final class GroupHub: Sendable {
     /// before the store is read (the window in which a live post may arrive), to force that interleaving.
     let afterSubscribe: (@Sendable (ConnectionID, String) async -> Void)?
 
+    /// - Parameter clock: the node's time (default: the system's; a test passes one on a manual clock)
     public init(store: any GroupStore, fanout: GroupFanout, bus: any GroupBus, instance: String, nodeName: String, logger: Logger,
-                socketLimits: GroupSocketLimits = GroupSocketLimits(), ready: Bool = true,
+                socketLimits: GroupSocketLimits = GroupSocketLimits(), ready: Bool = true, clock: GroupClock = .system,
                 afterSubscribe: (@Sendable (ConnectionID, String) async -> Void)? = nil) {
         self.afterSubscribe = afterSubscribe
+        self.clock = clock
         self.socketLimits = socketLimits
         self.readiness = Mutex((ready, []))
         self.store = store
@@ -89,8 +94,8 @@ public final class GroupHub: Sendable {
         instance + "/" + String(counter.add(1, ordering: .relaxed).newValue)
     }
 
-    /// Current wall-clock time in Unix ms.
-    public var now: Int64 { Clock.nowMs }
+    /// Current wall-clock time in Unix ms (``clock``'s).
+    public var now: Int64 { clock.nowMs() }
 
     /// Performs one client op of `user` on `conn` and carries out the resulting actions.
     public func perform(_ op: ClientOp, conn: ConnectionID, user: String) async {
