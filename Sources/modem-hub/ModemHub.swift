@@ -5,6 +5,7 @@ import HubServer
 import HubStore
 import Hummingbird
 import Logging
+import ModemRuntime
 import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
@@ -16,6 +17,7 @@ struct ModemHub: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "modem-hub",
         abstract: "The hub: groups with presence behind an OAuth2 API (SQLite by default, PostgreSQL for several nodes).",
+        version: SwiftModemVersion.string,
         subcommands: [Serve.self, ClientCommand.self, UserCommand.self, PrintOpenAPI.self] + clientSubcommands)
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import ProcessTestSupport
+import ModemRuntime
 import Testing
 
 /// The built `modem-hub` as a process, against independent OAuth2 clients in Python (requests-oauthlib's
@@ -94,6 +95,12 @@ import Testing
         #expect(try await HubProcess.run("/usr/bin/curl", ["-sf", "-o", "/dev/null", n1.base + "/.well-known/oauth-authorization-server"]).status == 0)
         n1.stop()
         n2.stop()
+    }
+
+    @Test("modem-hub --version prints the version on standard output and exits 0", .requires(HubProcess.server))
+    func version() async throws {
+        let r = try await HubProcess.run(HubProcess.binary, ["--version"])
+        #expect(r.status == 0 && r.stdoutText == SwiftModemVersion.string + "\n", "\(r.stdoutText)\(r.stderrText)")
     }
 
     @Test func cliOutputAndExitCodes() async throws {

@@ -1,5 +1,6 @@
 import ModemAudio
 import ModemDSP
+import ModemRuntime
 
 /// The analysis of one audio file, as `modem analyze` prints it.
 public struct FileAnalysisReport: Sendable {
