@@ -56,6 +56,11 @@ public enum FramingProbe {
     /// - Throws: ``ModemSettingsError`` for a line that cannot be decoded; the audio reader's errors.
     public static func probe(path: String, channel: Int = 0, profile: String?, baudRate: Double?,
                              mark: Double?, space: Double?) throws -> Finding? {
+        // The line as found: the profile's tones, or the tones given (the other way round when `swapped`).
+        func settings(rate: Double?, framing: String?, swapped: Bool = false) throws -> ModemSettings {
+            try ModemSettings(profile: profile, baudRate: rate, mark: profile == nil ? (swapped ? space : mark) : nil,
+                              space: profile == nil ? (swapped ? mark : space) : nil, framing: framing)
+        }
         // AX.25 at the profile's own rate first (a few frames measure a poor rate), then the measured
         // one, then (no profile) the standard packet rates on the tones found.
         var attempts: [(rate: Double?, reported: Double?)] = []
@@ -64,40 +69,37 @@ public enum FramingProbe {
         if profile == nil { attempts += [1200.0, 300.0].filter { $0 != baudRate }.map { ($0, $0) } }
         for (rate, reported) in attempts {
             // Below 100 baud there is no packet radio (the settings refuse AX.25 there).
-            guard let settings = try? ModemSettings(profile: profile, baudRate: rate, mark: profile == nil ? mark : nil,
-                                                    space: profile == nil ? space : nil, framing: "ax25") else { continue }
-            let frames = try countFrames(path: path, channel: channel, settings: settings)
+            guard let ax25 = try? settings(rate: rate, framing: "ax25") else { continue }
+            let frames = try countFrames(path: path, channel: channel, settings: ax25)
             if frames > 0 { return Finding(framing: "ax25", baudRate: reported, decoded: frames, errors: 0) }
         }
         // The profile's own framing first (baudot for rtty), then the UART formats; baudot below 100 baud.
-        let line = try ModemSettings(profile: profile, baudRate: baudRate, mark: profile == nil ? mark : nil,
-                                     space: profile == nil ? space : nil)
+        let line = try settings(rate: baudRate, framing: nil)
         var candidates = [line.framing.description] + uartCandidates + (line.baudRate < 100 ? ["baudot"] : [])
         candidates = candidates.enumerated().filter { i, c in !candidates[..<i].contains { $0.lowercased() == c.lowercased() } }.map(\.element)
         var best: Finding?
         let polarities = profile == nil && mark != nil && space != nil ? [false, true] : [false]
         for swapped in polarities {
-        for framing in candidates {
-            let settings = try ModemSettings(profile: profile, baudRate: baudRate, mark: profile == nil ? (swapped ? space : mark) : nil,
-                                             space: profile == nil ? (swapped ? mark : space) : nil, framing: framing)
-            guard settings.framing.isAsynchronous else { continue }
-            let (characters, errors) = try countCharacters(path: path, channel: channel, settings: settings)
-            guard characters > 0 else { continue }
-            var finding = Finding(framing: framing, baudRate: nil, decoded: characters, errors: errors)
-            finding.swappedTones = swapped
-            let bits = settings.framing.shape.bitsBeforeStop + Int(settings.framing.shape.stopBits.rounded(.up))
-            finding.lineBits = (characters - errors) * bits
-            guard let b = best else { best = finding; continue }
-            // A format that explains the signal: few errors (the cut at maximumSeconds may end one
-            // character early), then the most line bits decoded clean (Baudot read as 8N1 gives a few
-            // clean characters, not the whole signal), then parity: a clean format with parity beats
-            // a clean one without, since 7E1 read as 8N1 gives no framing error, only wrong bytes.
-            let good = errors * 50 <= characters, wasGood = b.errors * 50 <= b.decoded
-            let explainsMore = good && wasGood && (finding.lineBits > b.lineBits + bits
-                || (finding.lineBits >= b.lineBits - bits && characters >= 8 && Self.hasParity(framing) && !Self.hasParity(b.framing)))
-            let mine = Double(errors) / Double(characters), theirs = Double(b.errors) / Double(b.decoded)
-            if explainsMore || (!wasGood && mine < theirs) { best = finding }
-        }
+            for framing in candidates {
+                let uart = try settings(rate: baudRate, framing: framing, swapped: swapped)
+                guard uart.framing.isAsynchronous else { continue }
+                let (characters, errors) = try countCharacters(path: path, channel: channel, settings: uart)
+                guard characters > 0 else { continue }
+                var finding = Finding(framing: framing, baudRate: nil, decoded: characters, errors: errors)
+                finding.swappedTones = swapped
+                let bits = uart.framing.shape.bitsBeforeStop + Int(uart.framing.shape.stopBits.rounded(.up))
+                finding.lineBits = (characters - errors) * bits
+                guard let b = best else { best = finding; continue }
+                // A format that explains the signal: few errors (the cut at maximumSeconds may end one
+                // character early), then the most line bits decoded clean (Baudot read as 8N1 gives a few
+                // clean characters, not the whole signal), then parity: a clean format with parity beats
+                // a clean one without, since 7E1 read as 8N1 gives no framing error, only wrong bytes.
+                let good = errors * 50 <= characters, wasGood = b.errors * 50 <= b.decoded
+                let explainsMore = good && wasGood && (finding.lineBits > b.lineBits + bits
+                    || (finding.lineBits >= b.lineBits - bits && characters >= 8 && Self.hasParity(framing) && !Self.hasParity(b.framing)))
+                let mine = Double(errors) / Double(characters), theirs = Double(b.errors) / Double(b.decoded)
+                if explainsMore || (!wasGood && mine < theirs) { best = finding }
+            }
         }
         return best
     }
