@@ -8,10 +8,10 @@ private func soft(_ levels: [Bool], sigma: Float, _ rng: inout TestRandom) -> [F
 }
 
 /// Runs `values` through a decoder; returns what it delivered.
-private func decodeAll(_ values: [Float], maximumLength: Int = 4096) -> (frames: [(bytes: [UInt8], endStamp: Int, levelErrorRate: Double)],
+private func decodeAll(_ values: [Float], maximumLength: Int = 4096) -> (frames: [(bytes: [UInt8], tagStamp: Int, endStamp: Int, levelErrorRate: Double)],
                                                                       decoder: CodedFrameDecoder) {
     var d = CodedFrameDecoder(maximumLength: maximumLength)
-    var out: [(bytes: [UInt8], endStamp: Int, levelErrorRate: Double)] = []
+    var out: [(bytes: [UInt8], tagStamp: Int, endStamp: Int, levelErrorRate: Double)] = []
     for (i, v) in values.enumerated() { if let f = d.decode(v, stamp: i) { out.append(f) } }
     return (out, d)
 }

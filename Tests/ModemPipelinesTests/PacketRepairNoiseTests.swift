@@ -59,7 +59,7 @@ struct PacketRepairNoiseTests {
         #expect(limited.lines.count >= 15, "\(limited.lines.count) of 30; \(stats)")
         #expect(stats.repaired > 0, "\(stats)")
         // At most five distinct copies (slicers) per damaged frame, 32 positions each.
-        let damaged = stats.crcFailures + stats.repaired
+        let damaged = stats.failedCandidates + stats.repaired
         #expect(stats.repairTrials <= damaged * 5 * 32, "\(stats)")
         #expect(stats.alignedRepairTrials <= stats.repairTrials)
         // Trying every position costs many times the trials and finds few more frames.
@@ -81,7 +81,7 @@ struct PacketRepairNoiseTests {
         #expect(stats.crcFailures + stats.repaired > 0, "no damaged frames: \(stats)")
         // At most nine distinct copies (slicers) per damaged frame, 32 positions each: trying every
         // position (about 500-900 per copy) would break this.
-        let damaged = stats.crcFailures + stats.repaired
+        let damaged = stats.failedCandidates + stats.repaired
         #expect(stats.repairTrials <= damaged * 9 * 32, "\(stats)")
         #expect(all.statistics.repairTrials > 5 * stats.repairTrials, "\(all.statistics) against \(stats)")
         #expect(limited.lines.count + 3 >= all.lines.count, "\(limited.lines.count) against \(all.lines.count)")

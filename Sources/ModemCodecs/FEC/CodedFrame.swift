@@ -119,12 +119,13 @@ public struct CodedFrameDecoder: Sendable {
     /// - Parameters:
     ///   - soft: positive for mark (1), negative for space (0), its size the confidence.
     ///   - stamp: where the level is (e.g. its sample), reported back as the frame's end.
-    /// - Returns: when a frame completes: its bytes without the FCS, the stamp of its last level, and the
-    ///   share of its body's levels that were wrong (the line's error rate, as the code saw it).
-    public mutating func decode(_ soft: Float, stamp: Int) -> (bytes: [UInt8], endStamp: Int, levelErrorRate: Double)? {
+    /// - Returns: when a frame completes: its bytes without the FCS, the stamps of its tag's last level
+    ///   and of its own last level, and the share of its body's levels that were wrong (the line's error
+    ///   rate, as the code saw it).
+    public mutating func decode(_ soft: Float, stamp: Int) -> (bytes: [UInt8], tagStamp: Int, endStamp: Int, levelErrorRate: Double)? {
         seen += 1
         shift = shift >> 1 | (soft > 0 ? 1 << 63 : 0)
-        var done: (bytes: [UInt8], endStamp: Int, levelErrorRate: Double)?
+        var done: (bytes: [UInt8], tagStamp: Int, endStamp: Int, levelErrorRate: Double)?
         var i = 0
         while i < active.count {
             if active[i].need == 0 {
@@ -144,7 +145,7 @@ public struct CodedFrameDecoder: Sendable {
                 if active[i].body.count == active[i].need {
                     let g = active.remove(at: i)
                     if let (bytes, errors) = Self.body(g.body, length: g.length) {
-                        if done == nil { done = (bytes, stamp, Double(errors) / Double(g.body.count)) }
+                        if done == nil { done = (bytes, g.tagStamp, stamp, Double(errors) / Double(g.body.count)) }
                     } else {
                         framesLost += 1
                     }

@@ -662,7 +662,7 @@ public struct FSKDemodulator: Sendable {
         if !ch.stopBitOK { burst.framingErrors += 1 }
         burstConfidenceSum += ch.confidence
         let w = corr.window(from: start, to: stop)
-        burstEnergy += Double(w.energy)
+        burstEnergy += Double(w.variance)
         burstSamples += Double(w.length)
         let level = w.energy / max(1, w.length)
         referenceLevel = referenceLevel == 0 ? level : referenceLevel + 0.1 * (level - referenceLevel)

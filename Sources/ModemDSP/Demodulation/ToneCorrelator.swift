@@ -154,7 +154,7 @@ struct ToneCorrelator {
             let low = dcv + dcw + dcx
             let q = p - low * ref
             let e = max(0, sxx - 2 * low * sx + fd * low * low)
-            let r = SIMD8<Float>(q.x, q.y, q.z, q.w, sx - fd * low, e, 0, 0)
+            let r = SIMD8<Float>(q.x, q.y, q.z, q.w, sx - fd * low, e, sxx, sx)
             let mean = sx / fd
             // Stage k low-passes what the stages before it leave: the sum is the low-frequency
             // part of a third-order high-pass, (1 - LP)^3.
@@ -246,7 +246,8 @@ struct ToneCorrelator {
     @inline(__always)
     static func window(_ a: SIMD8<Float>, _ b: SIMD8<Float>, length: Float) -> ToneWindow {
         let d = b - a
-        return ToneWindow(markI: d[0], markQ: d[1], spaceI: d[2], spaceQ: d[3], energy: max(0, d[5]), length: length)
+        return ToneWindow(markI: d[0], markQ: d[1], spaceI: d[2], spaceQ: d[3], energy: max(0, d[5]),
+                          variance: max(0, d[6] - d[7] * d[7] / max(1, length)), length: length)
     }
 
     /// Correlations over the window [start, stop) in absolute samples.
@@ -299,8 +300,12 @@ struct PhasorFallback {
 /// The correlations of one window of samples with the two tones.
 struct ToneWindow {
     var markI: Float, markQ: Float, spaceI: Float, spaceQ: Float
-    /// Sum of squared samples (DC removed).
+    /// Sum of squared samples (DC removed by the running high-pass: what the decisions use).
     var energy: Float
+    /// Sum of squared deviations from the window's own mean: the signal's energy as a meter reads
+    /// it (the running high-pass's estimate wanders with the tones and inflates ``energy`` by up to
+    /// 1.5 dB, which the decisions do not mind but a level reading would).
+    var variance: Float
     /// Window length in samples.
     var length: Float
 

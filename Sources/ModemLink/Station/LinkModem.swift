@@ -27,8 +27,8 @@ public final class LinkModem {
     public let configuration: LinkConfiguration
     /// Frames decoded (valid CRC-32) so far.
     public private(set) var framesDecoded = 0
-    /// HDLC frames whose FCS failed (channel damage, including noise that happened to fall between
-    /// two flag patterns).
+    /// Frames heard whose FCS failed and could not be repaired: channel damage (``PacketStatistics/crcFailures``:
+    /// not the chance flag patterns of noise, nor the code bits of a coded frame).
     public var framesDamaged: Int { receiver.currentStatistics.crcFailures }
     /// Frames with a good FCS that are not link frames of this version (another protocol, or a bad CRC-32).
     public private(set) var framesForeign = 0

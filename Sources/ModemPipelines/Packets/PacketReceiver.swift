@@ -39,8 +39,13 @@ public struct PacketStatistics: Sendable {
     public var decoded = 0
     /// Of those, frames made to pass their FCS by inverting one line bit.
     public var repaired = 0
-    /// Frames that failed their FCS on every slicer that saw them and could not be repaired.
+    /// Frames that failed their FCS on every slicer that saw them and could not be repaired, and were
+    /// heard as frames: their closing flag seen by at least half the slicers at one place (noise makes
+    /// flag patterns too, but each on a slicer or two), outside any corrected FX.25 block or coded frame.
     public var crcFailures = 0
+    /// Every damaged candidate that no slicer decoded and no repair saved: ``crcFailures`` and the
+    /// "frames" noise makes between chance flag patterns (what repairs were tried on).
+    public var failedCandidates = 0
     /// Copies of frames already delivered that other slicers decoded too (not delivered again).
     public var duplicates = 0
     /// Repairs that made a frame pass its FCS but were rejected because the result is implausible
@@ -164,6 +169,8 @@ public final class PacketReceiver {
     /// Corrected FX.25 blocks (from the tag to the last check byte): what the plain HDLC path finds
     /// damaged inside one (the check bytes, read as bits between flags) is no frame and no CRC failure.
     private var correctedBlocks: [(start: Int, end: Int)] = []
+    /// Slicers in all (AFSK or baseband).
+    private let slicerCount: Int
     private var statistics = PacketStatistics()
     private var bits: [SlicedBit] = []
     /// Slack between slicers finding the same frame (about eight bytes of air time), in samples.
@@ -244,6 +251,7 @@ public final class PacketReceiver {
                              decoder: decoder, maximumFrameBits: format.maximumLength * 8)
             }
             count = 0
+            slicerCount = all.count
             samplesPerBit = rate / settings.baudRate
         } else {
             let configuration = try settings.configuration(sampleRate: sampleRate)
@@ -251,6 +259,7 @@ public final class PacketReceiver {
             demodulator = FSKBitDemodulator(configuration: configuration, slicers: sl)
             samplesPerBit = configuration.samplesPerBit
             count = sl.count
+            slicerCount = sl.count
         }
         nrzi = Array(repeating: NRZIDecoder(), count: count)
         confidence = Array(repeating: LineConfidence(maximumFrameBits: format.maximumLength * 8), count: count)
@@ -302,14 +311,14 @@ public final class PacketReceiver {
         var coded = self.coded
         self.fx25 = []
         self.coded = []
-        var codedFrames: [(slicer: Int, bytes: [UInt8], end: Int, errorRate: Double)] = []
+        var codedFrames: [(slicer: Int, bytes: [UInt8], start: Int, end: Int, errorRate: Double)] = []
         var blocks: [(slicer: Int, block: FX25Block)] = []
         for b in bits {
             let k = b.slicer
             // The line bit with HDLC bit index i decides data bits i and i + 1 (NRZI).
             confidence[k].append(b.confidence)
             if let f = coded[k].decode(b.mark ? b.confidence : -b.confidence, stamp: b.sample) {
-                codedFrames.append((k, f.bytes, f.endStamp, f.levelErrorRate))
+                codedFrames.append((k, f.bytes, f.tagStamp, f.endStamp, f.levelErrorRate))
             }
             let bit = nrzi[k].decode(b.mark)
             if let block = fx25[k].decode(bit, confidence: min(b.confidence, last[k]), stamp: b.sample) {
@@ -335,6 +344,8 @@ public final class PacketReceiver {
         for (k, block) in blocks { take(block, slicer: k) }
         for f in codedFrames where format.problem(f.bytes) == nil {
             hold(f.bytes, end: f.end, repaired: 0, slicer: f.slicer, codedErrorRate: f.errorRate)
+            // The plain path's "frames" inside it (chance flag patterns in the code bits) are no damage.
+            correctedBlocks.append((f.start, f.end))
         }
         bits.removeAll(keepingCapacity: true)
         return settle(before: horizon)
@@ -468,7 +479,8 @@ public final class PacketReceiver {
     private func settle(before horizon: Int) -> [ReceivedPacket] {
         let window = frameWindow
         // Inside a corrected FX.25 block the plain path's damaged "frames" are its check bytes, up to
-        // the flag after them (two bytes' worth of line bits of slack).
+        // the flag after them (two bytes' worth of line bits of slack); inside a coded frame, chance
+        // flag patterns in its code bits.
         let blocks = correctedBlocks, slack = Int(samplesPerBit * 16)
         let ripe = damaged.filter { d in d.end < horizon && !blocks.contains { d.end >= $0.start && d.end <= $0.end + slack } }
         damaged.removeAll { $0.end < horizon }
@@ -517,7 +529,11 @@ public final class PacketReceiver {
                         }
                     }
                 }
-                if !fixedOne { statistics.crcFailures += 1 }
+                if !fixedOne {
+                    statistics.failedCandidates += 1
+                    // A frame that was sent ends where most slicers see its closing flag.
+                    if Set(cluster.map(\.slicer)).count * 2 >= slicerCount { statistics.crcFailures += 1 }
+                }
             }
             i = j
         }
