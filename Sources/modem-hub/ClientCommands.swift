@@ -99,7 +99,9 @@ func clientFailure(_ error: any Error) -> ExitCode {
         switch e {
         case .invalidArgument: return fail("\(e)", Exit.usage)
         case .fail(let status, _, _) where status == 400: return fail("\(e)", Exit.usage)
-        case .notAuthenticated, .invalidToken:
+        case .notAuthenticated:
+            return fail("the login holds no token: log in again (modem-hub login)", Exit.failure)
+        case .invalidToken:
             return fail("\(e) (log in again: modem-hub login)", Exit.failure)
         default: return fail("\(e)", Exit.failure)
         }
@@ -158,16 +160,19 @@ struct Login: AsyncParsableCommand {
 }
 
 struct Logout: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Revoke the login's tokens at the hub and forget them.")
+    static let configuration = CommandConfiguration(
+        abstract: "Revoke the login's tokens at the hub and forget the login (its file, the client secret in it included).")
     func run() async throws {
-        var login = try ClientLogin.load()
+        let login = try ClientLogin.load()
         let client = try login.makeClient()
         client.onCredentialsChange = nil
         let a = await client.deauthenticateResourceOwner()
         let b = await client.deauthenticateClient()
-        login.credentials = HubCredentials()
-        try login.save()
-        guard a && b else { throw fail("forgot the tokens, but the hub did not confirm their revocation", Exit.failure) }
+        // Forgotten here whatever the hub said: the user asked to be logged out on this machine.
+        if unlink(ClientLogin.path) != 0 && errno != ENOENT {
+            throw fail("cannot remove \(ClientLogin.path): \(String(cString: strerror(errno)))", Exit.failure)
+        }
+        guard a && b else { throw fail("forgot the login, but the hub did not confirm the tokens' revocation", Exit.failure) }
         printLine("logged out of \(login.hub)")
     }
 }

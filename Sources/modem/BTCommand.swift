@@ -26,11 +26,6 @@ struct BTCommand: ParsableCommand {
     )
 }
 
-/// Exit status when the connection to the device could not be made.
-let connectionFailedStatus: Int32 = 3
-/// Exit status when the device disconnected before we were done.
-let deviceDisconnectedStatus: Int32 = 4
-
 /// The controller options every Bluetooth command takes.
 struct HCIOptions: ParsableArguments {
     @Option(help: ArgumentHelp("The controller: tcp:HOST:PORT, serial:DEVICE[,BAUD] or hciN (default: the kernel's Bluetooth).",
@@ -218,7 +213,7 @@ struct BTConnectCommand: ParsableCommand {
         case .finished: return
         case .deviceDisconnected(let reason):
             printError("modem: \(reason)")
-            throw ExitCode(deviceDisconnectedStatus)
+            throw ExitCode(connectionLostStatus)
         case .openFailed(let reason):
             printError("modem: cannot connect to \(address): \(reason)")
             throw ExitCode(connectionFailedStatus)

@@ -20,6 +20,24 @@ var stderrIsTerminal: Bool { isatty(2) != 0 }
 /// (the argument parser's own status for usage errors, EX_USAGE).
 let usageErrorStatus: Int32 = 64
 
+/// Exit status when no connection could be made: nobody answered, the connection was refused, the
+/// line never opened, no exchange completed, a rendezvous or pairing failed (README's table).
+let connectionFailedStatus: Int32 = 3
+/// Exit status when the other end went away during a session: a device that disconnected, a
+/// mailbox peer or network lost.
+let connectionLostStatus: Int32 = 4
+
+/// A failure of the run, reported as one line on standard error (``reportingErrors(_:)``) with its
+/// exit status: 1 unless it says otherwise (``connectionFailedStatus``, ``connectionLostStatus``).
+struct CLIError: Error, CustomStringConvertible {
+    var description: String
+    var status: Int32
+    init(_ description: String, status: Int32 = 1) {
+        self.description = description
+        self.status = status
+    }
+}
+
 /// An option value that is wrong, found after parsing (e.g. it does not fit the input file):
 /// reported as one line, exit status 64 like the parser's own usage errors.
 struct UsageError: Error, CustomStringConvertible {
@@ -27,8 +45,8 @@ struct UsageError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Runs `body`; any error becomes one line on standard error ("modem: <what>") and exit status 1,
-/// or 64 for option errors (``UsageError``, ``ModemSettingsError``, a channel the file lacks).
+/// Runs `body`; any error becomes one line on standard error ("modem: <what>") and exit status 1
+/// (a ``CLIError``'s own status), or 64 for option errors (``UsageError``, ``ModemSettingsError``, a channel the file lacks).
 /// Usage errors from the argument parser keep their own status (64); an error after SIGINT/SIGTERM
 /// is reported as the interruption (130).
 func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
@@ -53,6 +71,9 @@ func reportingErrors<T>(_ body: () async throws -> T) async throws -> T {
     } catch let e as AudioError where e.kind == .noSuchChannel || e.kind == .invalidParameter {
         printError("modem: \(e)")
         throw ExitCode(usageErrorStatus)
+    } catch let e as CLIError {
+        printError("modem: \(e.description)")
+        throw ExitCode(e.status)
     } catch {
         printError("modem: \(error)")
         throw ExitCode(1)

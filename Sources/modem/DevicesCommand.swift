@@ -18,7 +18,9 @@ struct DevicesCommand: AsyncParsableCommand {
         hardware.
 
         A machine without a sound card or sound server may list none, or only virtual devices such \
-        as 'null' (which discards what is played and records silence).
+        as 'null' (which discards what is played and records silence). Plugin names that are no \
+        device (rate converters and filters such as 'samplerate' or 'upmix'; 'jack' without a JACK \
+        server running, 'oss' without /dev/dsp) are left out; --all lists every name alsa-lib gives.
 
         With --probe, each device that can both play and record is also probed for a device that \
         answers the channel protocol's handshake (see 'modem device'), at --baud (default 1200); \
@@ -29,12 +31,13 @@ struct DevicesCommand: AsyncParsableCommand {
         channels): an inquiry of --seconds through --hci (or the kernel's inquiry on hci0), one line per \
         device with its address and name.
 
-        Exit status: 0 when the list was read (even if it is empty), 1 when alsa-lib could not be \
-        asked, or with --bluetooth when there is no Bluetooth.
+        Exit status: 0 when the list was read (even if it is empty); 1 when alsa-lib could not be \
+        asked, or with --bluetooth when there is no Bluetooth; 3 with --probe when no device answered.
         """)
     )
 
     @Flag(help: "Probe each device for one that answers the channel protocol's handshake.") var probe = false
+    @Flag(help: "List every PCM name alsa-lib gives, the converter plugins and absent servers' included.") var all = false
     @Option(parsing: .unconditional, help: ArgumentHelp("Baud rate of the probe (50...9600).", valueName: "N")) var baud: Double = 1200
     @Flag(help: "Also search for Bluetooth devices.") var bluetooth = false
     @OptionGroup var controller: HCIOptions
@@ -90,7 +93,7 @@ struct DevicesCommand: AsyncParsableCommand {
     func list() async throws {
         let devices: [ALSADeviceInfo]
         do {
-            devices = try ALSADevices.scan()
+            devices = try ALSADevices.scan(all: all)
         } catch {
             printError("modem: \(error)")
             throw ExitCode(1)
@@ -118,7 +121,10 @@ struct DevicesCommand: AsyncParsableCommand {
             let found = await AudioJackManager.searchDevices(
                 candidates: candidates, configuration: LinkConfiguration(baudRate: baud, latencySeconds: 0.3),
                 found: { info in try? printOutput("  \(info.identifier)  answers: \(info.name ?? "(no name)")") })
-            if found.isEmpty { try printOutput("  (no device answered)") }
+            if found.isEmpty {
+                try printOutput("  (no device answered)")
+                throw ExitCode(connectionFailedStatus)
+            }
         }
     }
 

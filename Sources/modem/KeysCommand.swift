@@ -93,7 +93,8 @@ struct KeysCommand: AsyncParsableCommand {
     /// `modem keys list`.
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List the trusted peers: name, key, fingerprint, expiry."
+            abstract: "List the trusted peers: name, key, fingerprint, expiry.",
+            discussion: "One line per peer on standard output; with none, standard output stays empty and standard error says so."
         )
         @OptionGroup var keyOptions: KeysOptions
 
@@ -102,6 +103,9 @@ struct KeysCommand: AsyncParsableCommand {
                 let store = try keyOptions.open()
                 let peers = try KeysOptions.mapping { () throws(KeyStoreError) in try store.trustedPeers() }
                 let now = Date()
+                if peers.isEmpty {
+                    printError("modem keys: no trusted peers in \(store.folder) (add one with `modem keys trust NAME KEY`)")
+                }
                 for peer in peers {
                     var line = "\(peer.name) \(KeyText.encode(peer.publicKey)) \(keyFingerprint(peer.publicKey))"
                     if let expires = peer.expires {

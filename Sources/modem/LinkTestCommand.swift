@@ -28,6 +28,9 @@ struct LinkTestCommand: AsyncParsableCommand {
         --channel bluetooth runs the phone here and talks to a device elsewhere ('modem bt device') over
         RFCOMM; the device echoes: master-slave exchanges complete when the reply equals the request,
         duplex ones when the message was acknowledged and its echo came back. Times are real.
+        Exit status: 0 when the line opened and an exchange completed (or --count 0); 1 an error here
+        (a sound device, no Bluetooth); 3 the line never opened or no exchange completed; 64 usage;
+        130/143 interrupted.
         """)
     )
 
@@ -109,7 +112,7 @@ struct LinkTestCommand: AsyncParsableCommand {
             } else {
                 try printOutput("""
                 \(link.mode.rawValue) over \(channel.rawValue) \(link.profile == .ofdm ? "with OFDM (the phone sent with \(test.phone.modem.sendDescription) at the end)" : "at \(Int(link.baud)) baud"), \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
-                open: \(report.openCode == 0 ? "ok" : "failed (\(report.openCode))")
+                open: \(report.openCode == 0 ? "ok" : "failed (\(report.openCode): \(Self.openFailure(report.openCode)))")
                 exchanges \(report.exchanges): completed \(report.completed), timed out \(report.timedOut), failed \(report.failed)
                 delivered corrupt \(report.corruptDelivered), duplicated \(report.duplicatesDelivered)
                 mean round trip \(DecimalFormat.fixed(report.meanRoundTripMs, 0)) ms, goodput \(DecimalFormat.fixed(report.goodputBps, 0)) bit/s over \(DecimalFormat.fixed(report.channelSeconds, 1)) s of channel time
@@ -119,6 +122,17 @@ struct LinkTestCommand: AsyncParsableCommand {
             if isStopRequested { throw ExitCode(interruptedStatus) }
             // A test in which the line never opened, or nothing got through, failed.
             if report.openCode != 0 || (count > 0 && report.completed == 0) { throw ExitCode(3) }
+        }
+    }
+
+    /// Why the open failed, for the summary line: the Communication API's return code in words.
+    static func openFailure(_ code: Int32) -> String {
+        switch code {
+        case ReturnCode.busyOrOutput: "the output could not be opened"
+        case ReturnCode.notOpenedOrInput: "the input could not be opened"
+        case ReturnCode.handshakeFailedOrCancelling: "the handshake failed: another protocol or version answered"
+        case ReturnCode.noDevice: "no device answered the handshake in 3 tries"
+        default: "return code \(code)"
         }
     }
 

@@ -26,8 +26,9 @@ struct MailboxCommand: AsyncParsableCommand {
         connected to bob (claims "the-boss").
         Standard input ending quits (END_USER_QUIT) once every chunk is held by the peer; the peer
         quitting first ends this side too (END_OTHER_USER_QUIT). --listen serves one session.
-        Exit status: 0 quit (either side), 1 lost (END_OTHER_USER_LOST, END_LOST_NET) or an error,
-        2 connect failed, 64 usage.
+        Exit status: 0 quit (either side, SIGINT/SIGTERM once connected included); 1 an error here
+        (the contact file, the keys, standard input or output); 3 connect failed; 4 lost
+        (END_OTHER_USER_LOST, END_LOST_NET); 64 usage; 130/143 SIGINT/SIGTERM before a peer came.
 
         Examples:
           modem keys show; modem keys trust bob smk1...
@@ -98,7 +99,7 @@ struct MailboxCommand: AsyncParsableCommand {
                 card = try readContact(contact)
             } catch {
                 printError("connect failed FAIL_BAD_CONTACT: \(error)")
-                throw ExitCode(2)
+                throw ExitCode(1)
             }
         }
         // Standard input is read from the start, so lines typed (or piped) before the peer
@@ -155,11 +156,12 @@ struct MailboxCommand: AsyncParsableCommand {
                 }
                 switch reason {
                 case .userQuit, .otherUserQuit: status = 0
-                case .otherUserLost, .lostNet: status = 1
+                case .otherUserLost, .lostNet: status = connectionLostStatus
                 }
             case .connectFailed(let failure):
                 printError("connect failed \(failure.description)")
-                status = 2
+                // Cancelled by SIGINT/SIGTERM before a peer came: an interruption, as in every command.
+                if case .userCanceled = failure { status = interruptedStatus } else { status = connectionFailedStatus }
             }
         }
         _ = connecting
@@ -176,7 +178,7 @@ struct MailboxCommand: AsyncParsableCommand {
             return try KeyStore(folder: keys)
         } catch {
             printError("connect failed FAIL_INVALID_AUTHORIZATION: keys: \(error)")
-            throw ExitCode(2)
+            throw ExitCode(1)
         }
     }
 }

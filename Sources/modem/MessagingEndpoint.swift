@@ -1,3 +1,4 @@
+import ArgumentParser
 import Foundation
 import ModemBluetooth
 import ModemLink
@@ -45,6 +46,24 @@ func openSession(listen: String?, to: String?, hci: String?, options: SessionOpt
             throw SessionFailure.networkUnavailable("\(endpoint) endpoints are not built yet (use tcp:HOST:PORT)")
         }
         return try await NoiseSession.establish(over: transport, initiator: !listening, options: options)
+    }
+}
+
+/// Runs the connection phase of a command (dialing or listening, the handshake): a failure there is
+/// "no connection", exit status 3 (``connectionFailedStatus``); usage errors and interruptions keep theirs.
+func connecting<T>(_ body: () async throws -> T) async throws -> T {
+    do {
+        return try await body()
+    } catch let e as UsageError {
+        throw e
+    } catch let e as ValidationError {
+        throw e
+    } catch let e as ExitCode {
+        throw e
+    } catch {
+        // After SIGINT/SIGTERM the failure is the interruption's (reportingErrors says so).
+        if isStopRequested { throw error }
+        throw CLIError("\(error)", status: connectionFailedStatus)
     }
 }
 

@@ -16,8 +16,9 @@ struct PairCommand: ParsableCommand {
         under the name the peer gave (--name) unless another key already has that name (then
         paired-CODE); a key trusted before keeps its name. Both ends may share
         one line and hear themselves (a sound server's null sink).
-        Exit status: 0 paired; 1 'no pairing heard' (or not completed) after --seconds; 3 'ambiguous,
-        pair again' (two pairings heard at once: nothing is trusted); 64 bad options.
+        Exit status: 0 paired; 1 an error here (the keys, the sound device); 3 no pairing: 'no pairing
+        heard' (or not completed) after --seconds, or 'ambiguous, pair again' (two pairings heard at
+        once: nothing is trusted); 64 bad options; 130/143 interrupted.
         Example:
           modem pair --device default            # on one machine
           modem pair --device default --announce # on the other
@@ -154,7 +155,7 @@ struct PairCommand: ParsableCommand {
                 status = 0
             case .failed(let f):
                 printError(f.description)
-                status = f == .ambiguous ? 3 : 1
+                status = connectionFailedStatus  // none heard, or two at once: no pairing was made
             default: break
             }
         }

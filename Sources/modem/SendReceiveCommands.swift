@@ -23,8 +23,9 @@ struct ReceiveCommand: AsyncParsableCommand {
         as (claims "NAME").
         Once it listens, one line on standard error: listening on ENDPOINT (tcp: with the port it got,
         the kernel's choice for port 0; audio: and bt: once the device end is up).
-        Exit status: 0 when no file failed (one declined here is no failure), 1 when one failed or was
-        cut off, 130 or 143 when interrupted by SIGINT or SIGTERM.
+        Exit status: 0 when no file failed (one declined here is no failure, with --wormhole too), 1
+        when one failed or was cut off, 3 when no session was made (with --wormhole: a wrong code), 4
+        when a wormhole transfer's network failed, 130 or 143 when interrupted by SIGINT or SIGTERM.
 
         With --wormhole CODE: receives from a magic-wormhole sender (stock `wormhole send` or `modem send
         --wormhole`) through the rendezvous server (--relay-url, or $MODEM_WORMHOLE_RELAY): a text goes to
@@ -36,7 +37,7 @@ struct ReceiveCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Where to listen: tcp:HOST:PORT, audio:DEVICE or bt:ADDR (our controller's address, with --hci).", valueName: "endpoint"))
     var listen: String?
 
-    @Option(name: .long, help: ArgumentHelp("The folder files are stored in (created if missing; with --wormhole it must exist, default the current folder).", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("The folder files are stored in (created, mode 0700, if missing, and removed again if nothing arrived; with --wormhole the default is the current folder).", valueName: "dir"))
     var dir: String?
 
     @Flag(name: .long, help: "Receive by magic-wormhole code (CODE) through a rendezvous server.")
@@ -104,8 +105,10 @@ struct ReceiveCommand: AsyncParsableCommand {
         do {
             let store = try keyOptions.open()
             let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-            session = try await openSession(listen: listen, to: nil, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs,
-                                            audioModem: audio.profile)
+            session = try await connecting {
+                try await openSession(listen: listen, to: nil, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs,
+                                      audioModem: audio.profile)
+            }
         } catch {
             folder.removeIfCreatedAndEmpty()  // no session, no trace
             throw error
@@ -147,6 +150,9 @@ struct ReceiveCommand: AsyncParsableCommand {
                 break
             }
         }
+        // Finished files leave no empty partial folder behind; an interrupted one stays for the resume.
+        folder.removeEmptyPartialFolder()
+        folder.removeIfCreatedAndEmpty()
         // Exit 0 only when nothing failed: an interrupted receive exits 128 + the signal, a failed file 1.
         if isStopRequested { throw ExitCode(interruptedStatus) }
         if failed > 0 {
@@ -180,12 +186,14 @@ struct SendCommand: AsyncParsableCommand {
         Dials ENDPOINT (tcp:HOST:PORT, audio:DEVICE, bt:ADDR: our own host stack with --hci, else the kernel's Bluetooth), offers one connection carrying --metadata, and sends each FILE
         in verified blocks; a file the receiver already holds part of resumes. One line per file on
         standard output: sent NAME BYTES in S s (X MB/s). Exit status 0 only when the receiver has
-        confirmed every file.
+        confirmed every file; 1 when a file failed or was declined, 3 when no session was made.
 
         With --wormhole: sends one FILE or folder, or --text MESSAGE, to a magic-wormhole receiver (stock
         `wormhole receive` or `modem receive --wormhole`) through the rendezvous server (--relay-url, or
         $MODEM_WORMHOLE_RELAY); prints `wormhole code: CODE` on standard error (--code chooses it) and
-        waits for the receiver. Exit status 0 once the receiver confirmed (a file: its SHA-256).
+        waits for the receiver. Exit status 0 once the receiver confirmed (a file: its SHA-256); 1 when
+        it declined or the transfer failed, 3 with a wrong code or no transit connection, 4 when the
+        network failed during the transfer.
         """)
     )
 
@@ -264,8 +272,10 @@ struct SendCommand: AsyncParsableCommand {
         }
         let store = try keyOptions.open()
         let options = SessionOptions(userName: name ?? defaultUserName(), service: .data, keys: store)
-        let session = try await openSession(listen: nil, to: to!, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs,
-                                            audioModem: audio.profile)
+        let session = try await connecting {
+            try await openSession(listen: nil, to: to!, hci: hci, options: options, wormhole: wormholeOptions, trustAs: trustAs,
+                                  audioModem: audio.profile)
+        }
         let connections = DataConnections(session: session, configuration: DataConfiguration())
         printError("modem send: session with \(printable(session.peer.description))")
         let stopWatch = onStop { await connections.close() }

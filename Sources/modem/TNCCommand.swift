@@ -5,6 +5,18 @@ import ArgumentParser
 import ModemAudio
 import SwiftModem
 
+/// `--profile` of `modem tnc`: the tone plans at packet radio's rates (100 baud and up), listed
+/// by `--help`. (RTTY's 45.45 baud, V.23's 75 baud back channel and OFDM carry no AX.25 here.)
+enum TNCProfileArgument: String, CaseIterable, ExpressibleByArgument {
+    case bell202, hf300, g3ruh, bell103, bell103Answer = "bell103-answer", v21, v21Answer = "v21-answer", v23
+
+    /// Accepts any case, as `--profile` of `tx` and `rx` does.
+    init?(argument: String) { self.init(rawValue: argument.lowercased()) }
+
+    /// The profile's name for ``ModemSettings``.
+    var name: String { rawValue }
+}
+
 /// `modem tnc`: a KISS-over-TCP TNC (Dire Wolf's port 8001 protocol). All logic is in
 /// `SwiftModem.TNC` and `SwiftModem.KISSServer`.
 struct TNCCommand: AsyncParsableCommand {
@@ -50,8 +62,8 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Address to listen on: 127.0.0.1 (this machine only), 0.0.0.0 or :: (all interfaces).", valueName: "ADDR"))
     var bind: String = "127.0.0.1"
 
-    @Option(name: .long, help: ArgumentHelp("A tone plan: bell202 (1200 baud AFSK, default), hf300 (300 baud HF), g3ruh (9600 baseband, receive only); the others work too.", valueName: "P"))
-    var profile: ProfileArgument = .bell202
+    @Option(name: .long, help: ArgumentHelp("A tone plan that carries AX.25: bell202 (1200 baud AFSK, default), hf300 (300 baud HF), g3ruh (9600 baseband, receive only), or the 300 and 1200 baud telephone plans (bell103, v21, v23 and their answer sides).", valueName: "P"))
+    var profile: TNCProfileArgument = .bell202
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Baud rate, overrides the profile's.", valueName: "N"))
     var baud: Double?
@@ -62,7 +74,7 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Space frequency, overrides the profile's.", valueName: "HZ"))
     var space: Double?
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Sample rate of --output (default: the input's) and of --device (default 44100).", valueName: "HZ"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Sample rate of --output (default: the input's) and of --device (default 48000).", valueName: "HZ"))
     var rate: Int?
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Channel of a multi-channel input file, counted from 0.", valueName: "N"))
@@ -103,7 +115,6 @@ struct TNCCommand: AsyncParsableCommand {
 
     func validate() throws {
         if (input == nil) == (device == nil) { throw ValidationError("give exactly one of --input IN.wav or --device NAME") }
-        if profile == .ofdm { throw ValidationError("the TNC carries AX.25 over FSK; --profile ofdm is for tx and rx") }
         guard (0...65535).contains(kissPort) else { throw ValidationError("--kiss-port \(kissPort) is not a TCP port (1...65535, or 0 for any free port)") }
         if let rate { guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") } }
         guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
@@ -138,7 +149,7 @@ struct TNCCommand: AsyncParsableCommand {
                 source = try AudioFileReader(path: input, channel: channel,
                                              interruptionCheck: { isStopRequested })
             } else {
-                source = try ALSACapture(device: device!, sampleRate: rate ?? 44100)
+                source = try ALSACapture(device: device!, sampleRate: rate ?? 48000)
             }
             guard supportedSampleRates.contains(source.sampleRate) else {
                 throw CLIError("\(input ?? device!): sample rate \(source.sampleRate) Hz is outside the \(supportedSampleRates.lowerBound)...\(supportedSampleRates.upperBound) Hz that can be decoded")

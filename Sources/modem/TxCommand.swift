@@ -219,10 +219,6 @@ extension TxCommand {
 }
 
 /// An error with a ready-made one-line message.
-struct CLIError: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
-}
 
 extension String {
     /// A number with one decimal.

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import ArgumentParser
+import ModemMessaging
 import ModemWormhole
 import Synchronization
 import ModemRuntime
@@ -47,9 +48,17 @@ func parseWormholeCode(_ text: String, option: String) throws -> WormholeCode {
     do { return try WormholeCode(text) } catch { throw UsageError("\(option): \(error.description)") }
 }
 
-/// Turns a wormhole failure into the CLI's error: one line, exit 1 (a wrong code says so).
-func wormholeFailure(_ error: WormholeError) -> CLIError {
-    CLIError(error.description)
+/// Turns a wormhole failure into the CLI's error: one line with the exit status of README's table.
+/// Before the key is agreed (the server, the network), with a wrong code, or without a transit
+/// connection, no connection was made: 3. After, a network that failed lost the connection (4), and
+/// anything else failed the transfer (1).
+func wormholeFailure(_ error: WormholeError, keyAgreed: Bool) -> CLIError {
+    let status: Int32 = switch (keyAgreed, error.kind) {
+    case (false, _), (_, .wrongCode), (_, .transit): connectionFailedStatus
+    case (true, .network): connectionLostStatus
+    default: 1
+    }
+    return CLIError(error.description, status: status)
 }
 
 /// `modem send --wormhole`: one text or one file or folder to a stock `wormhole receive` or a
@@ -67,13 +76,15 @@ func sendByWormhole(text: String?, files: [String], code: String?, options: Worm
         guard access(files[0], R_OK) == 0 else { throw UsageError("\(files[0]): not readable") }
     }
     let w: Wormhole
-    do { w = try await Wormhole.open(relay: relay, appID: WormholeTransfer.appID, code: given) } catch { throw wormholeFailure(error) }
+    do { w = try await Wormhole.open(relay: relay, appID: WormholeTransfer.appID, code: given) } catch { throw wormholeFailure(error, keyAgreed: false) }
     if let motd = w.motd { printError("modem send: the server says: \(motd)") }
     printError("wormhole code: \(w.code.text)")
     let watch = stopWatch { await w.close(mood: "lonely") }
     defer { watch.cancel() }
+    var keyAgreed = false
     do {
         try await w.establishKey()
+        keyAgreed = true
         if let text {
             try await WormholeTransfer.sendText(text, over: w)
             await w.close(mood: "happy")
@@ -91,7 +102,7 @@ func sendByWormhole(text: String?, files: [String], code: String?, options: Worm
         try printOutput("sent \(files[0].split(separator: "/").last ?? "") in \(String(format2: seconds)) s")
     } catch let error as WormholeError {
         await w.close(mood: error.kind == .wrongCode ? "scary" : "errory")
-        throw wormholeFailure(error)
+        throw wormholeFailure(error, keyAgreed: keyAgreed)
     }
 }
 
@@ -102,13 +113,19 @@ func receiveByWormhole(code: String, dir: String, acceptAll: Bool, textOnly: Boo
     let transit = try options.transit()
     let parsed = try parseWormholeCode(code, option: "CODE")
     let folder: WormholeFolder?
+    // --dir as a receive over any other endpoint takes it: created (0700) when missing, removed again
+    // when nothing arrived in it.
+    let created: ReceiveFolder?
     if textOnly {
         folder = nil
+        created = nil
     } else {
+        do throws(FolderError) { created = try ReceiveFolder(path: dir) } catch { throw UsageError("--dir: \(error.description)") }
         do { folder = try WormholeFolder(path: dir) } catch { throw UsageError("--dir: \(error.description)") }
     }
+    defer { created?.removeIfCreatedAndEmpty() }
     let w: Wormhole
-    do { w = try await Wormhole.open(relay: relay, appID: WormholeTransfer.appID, code: parsed) } catch { throw wormholeFailure(error) }
+    do { w = try await Wormhole.open(relay: relay, appID: WormholeTransfer.appID, code: parsed) } catch { throw wormholeFailure(error, keyAgreed: false) }
     let watch = stopWatch { await w.close(mood: "lonely") }
     defer { watch.cancel() }
     var decide: (@Sendable (WormholeOffer) async -> Bool)?
@@ -130,8 +147,10 @@ func receiveByWormhole(code: String, dir: String, acceptAll: Bool, textOnly: Boo
             return answer == "y" || answer == "yes"
         }
     }
+    var keyAgreed = false
     do {
         try await w.establishKey()
+        keyAgreed = true
         let started = ProgressLine.now()
         let bar = SharedProgress()
         let got = try await WormholeTransfer.receive(over: w, options: .init(folder: folder, textOnly: textOnly, decide: decide, zipLimits: zipLimits),
@@ -148,10 +167,14 @@ func receiveByWormhole(code: String, dir: String, acceptAll: Bool, textOnly: Boo
         case .directory(let name, let files, let bytes):
             try printOutput("received folder \(name) \(files) files \(bytes) bytes in \(String(format2: ProgressLine.now() - started)) s")
         }
+    } catch let failure as WormholeError where failure.kind == .declined {
+        // Declined here: this side did what it chose (exit 0, as a file declined over any endpoint); the sender fails.
+        await w.close(mood: "happy")
+        printError("modem receive: \(failure.description)")
     } catch {
         let failure = error as? WormholeError
         await w.close(mood: failure?.kind == .wrongCode ? "scary" : "errory")
-        throw failure.map(wormholeFailure) ?? error
+        throw failure.map { wormholeFailure($0, keyAgreed: keyAgreed) } ?? error
     }
 }
 

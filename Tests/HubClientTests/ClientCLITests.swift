@@ -99,7 +99,11 @@ import Testing
 
             let out = try await s.run(["logout"])
             #expect(out.status == 0, "\(out)")
-            #expect(try s.stored()["credentials"] == [:])
+            #expect(throws: (any Error).self, "the login file (with the client secret) outlived logout") { try s.stored() }
+            // After logout: told to log in, in the tool's words (not the library's method names).
+            let who = try await s.run(["whoami"])
+            #expect(who.status == 1 && who.stderrText.contains("not logged in") && who.stderrText.contains("modem-hub login"), "\(who)")
+            #expect(!who.stderrText.contains("authenticate"), "\(who)")
         }
     }
 

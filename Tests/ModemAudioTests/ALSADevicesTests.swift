@@ -33,6 +33,18 @@ struct ALSADevicesTests {
         #expect(byName["null"]?.description.hasPrefix("Discard") == true)
     }
 
+    @Test("converter and filter plugins are no devices: left out unless all are asked for; oss without /dev/dsp likewise")
+    func plugins() throws {
+        let fake = FakeALSA()
+        fake.hints = ["default", "null", "lavrate", "samplerate", "speexrate", "speex", "upmix", "vdownmix", "pulse", "oss"].map {
+            ALSANameHint(name: $0, description: "the \($0) plugin", ioid: nil)
+        }
+        let listed = try ALSADevices.scan(backend: fake).map(\.name)
+        let oss = access("/dev/dsp", F_OK) == 0
+        #expect(listed == ["default", "null", "pulse"] + (oss ? ["oss"] : []), "\(listed)")
+        #expect(try ALSADevices.scan(backend: fake, all: true).count == fake.hints.count)
+    }
+
     @Test("no cards and no hints is an empty list, not an error")
     func empty() throws {
         #expect(try ALSADevices.scan(backend: FakeALSA()).isEmpty)

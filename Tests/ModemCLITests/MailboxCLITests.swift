@@ -86,7 +86,7 @@ struct MailboxCLITests {
         }
     }
 
-    @Test("an untrusted key fails with FAIL_INVALID_AUTHORIZATION before any chunk (exit 2); the listener logs it and keeps serving: the trusted peer then gets its session",
+    @Test("an untrusted key fails with FAIL_INVALID_AUTHORIZATION before any chunk (exit 3); the listener logs it and keeps serving: the trusted peer then gets its session",
           .timeLimit(.minutes(2)))
     func untrustedKey() async throws {
         let dir = try Scratch("MailboxCLITests")
@@ -109,7 +109,7 @@ struct MailboxCLITests {
         let codes = run.stdoutText.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         let aErr = (try? String(contentsOfFile: dir.file("a.err"), encoding: .utf8)) ?? ""
         let cErr = (try? String(contentsOfFile: dir.file("c.err"), encoding: .utf8)) ?? ""
-        #expect(codes == [0, 2, 0], "exit codes alice, stranger, bob: \(codes); alice:\n\(aErr)\nstranger:\n\(cErr)")
+        #expect(codes == [0, 3, 0], "exit codes alice, stranger, bob: \(codes); alice:\n\(aErr)\nstranger:\n\(cErr)")
         #expect(cErr.contains("connect failed FAIL_INVALID_AUTHORIZATION"), "\(cErr)")
         #expect(aErr.contains("failed its handshake (FAIL_INVALID_AUTHORIZATION"), "\(aErr)")
         #expect(try readBytes(dir.file("c.out")).isEmpty)
@@ -178,7 +178,7 @@ struct MailboxCLITests {
         #expect(a.split(separator: "\n").contains("yo"), "\(a)")
     }
 
-    @Test("usage errors exit 64 naming the problem; a bad --contact is FAIL_BAD_CONTACT, exit 2")
+    @Test("usage errors exit 64 naming the problem; a bad --contact is FAIL_BAD_CONTACT, exit 1; nobody listening, exit 3")
     func usage() async throws {
         let dir = try Scratch("MailboxCLITests")
         let none = try await modem(["mailbox"])
@@ -199,15 +199,15 @@ struct MailboxCLITests {
         }
         let card = try dir.write("bad.vcf", "BEGIN:VCARD\r\nVERSION:3.0\r\nFN:Old\r\nEND:VCARD\r\n")
         let badContact = try await modem(["mailbox", "--to", "tcp:127.0.0.1:1", "--contact", card, "--keys", dir.file("k")])
-        #expect(badContact.status == 2, "\(badContact)")
+        #expect(badContact.status == 1, "\(badContact)")
         #expect(badContact.stderrText.contains("connect failed FAIL_BAD_CONTACT") && badContact.stderrText.contains("4.0"),
                 "\(badContact)")
-        // Nothing listens on the port: FAIL_NETWORK_UNAVAILABLE, exit 2.
+        // Nothing listens on the port: FAIL_NETWORK_UNAVAILABLE, exit 3.
         // The port is bound (no other process can take it) but not listening: every connection is refused.
         let closed = try TCPRefusingPort()
         defer { closed.close() }
         let refused = try await modem(["mailbox", "--to", "tcp:127.0.0.1:\(closed.port)", "--keys", dir.file("k")], timeout: 60)
-        #expect(refused.status == 2 && refused.stderrText.contains("connect failed FAIL_NETWORK_UNAVAILABLE"), "\(refused)")
+        #expect(refused.status == 3 && refused.stderrText.contains("connect failed FAIL_NETWORK_UNAVAILABLE"), "\(refused)")
     }
 
     @Test("contact cards are exchanged and shown; the byte limit ends the session with END_USER_QUIT and its detail",
@@ -242,7 +242,7 @@ struct MailboxCLITests {
         #expect(got == (1...5).map { "line \($0) from alice\n" }.joined(), "\(got)")
     }
 
-    @Test("SIGINT before a peer came is FAIL_USER_CANCELED (exit 2); after, END_USER_QUIT (exit 0) and the peer END_OTHER_USER_QUIT",
+    @Test("SIGINT before a peer came is FAIL_USER_CANCELED (exit 130); after, END_USER_QUIT (exit 0) and the peer END_OTHER_USER_QUIT",
           .timeLimit(.minutes(2)))
     func interrupt() async throws {
         let dir = try Scratch("MailboxCLITests")
@@ -255,7 +255,7 @@ struct MailboxCLITests {
         _ = try await lonely.messagingPort()
         lonely.signal(SIGINT)
         #expect(await lonely.wait(timeout: 30), "still running 30 s after SIGINT: \(lonely.stderrText)")
-        #expect(lonely.status == 2 && lonely.stderrText.contains("connect failed FAIL_USER_CANCELED"), "\(lonely.status) \(lonely.stderrText)")
+        #expect(lonely.status == 130 && lonely.stderrText.contains("connect failed FAIL_USER_CANCELED"), "\(lonely.status) \(lonely.stderrText)")
 
         let alice = try await TNCBackgroundProcess(modemPath, ["mailbox", "--listen", "tcp:127.0.0.1:0", "--name", "alice",
                                                          "--keys", keys.a], in: dir, name: "alice", stdinPipe: true)
@@ -324,7 +324,7 @@ struct MailboxRealTimeTests {
         #expect(max(rss1, rss2) < 65_536, "alice's resident memory: \(rss1) then \(rss2) KiB")
     }
 
-    @Test("a peer killed with SIGKILL is reported as END_OTHER_USER_LOST within keepalive + 2 s, exit 1 (real time)",
+    @Test("a peer killed with SIGKILL is reported as END_OTHER_USER_LOST within keepalive + 2 s, exit 4 (real time)",
           .timeLimit(.minutes(2)))
     func killedPeer() async throws {
         let dir = try Scratch("MailboxCLITests")
@@ -347,7 +347,7 @@ struct MailboxRealTimeTests {
         #expect(reported, "alice did not report the lost peer within 30 s: \(alice.stderrText)")
         #expect(after <= 4.0, "reported after \(after) s (keepalive 2 s + 2 s allowed)")
         #expect(await alice.wait(timeout: 30), "alice still running 30 s after the lost peer: \(alice.stderrText)")
-        #expect(alice.exitedNormally && alice.status == 1, "alice exit \(alice.status): \(alice.stderrText)")
+        #expect(alice.exitedNormally && alice.status == 4, "alice exit \(alice.status): \(alice.stderrText)")
     }
 
     /// A TCP relay on a port of its own choosing (named in its line `ready PORT`) to the port of its
@@ -375,7 +375,7 @@ struct MailboxRealTimeTests {
         select.select([], [], [], 1)
     """
 
-    @Test("a cut line (silence, no close) is END_LOST_NET on both sides within twice the keepalive, exit 1 (real time)",
+    @Test("a cut line (silence, no close) is END_LOST_NET on both sides within twice the keepalive, exit 4 (real time)",
           .requires(Peers.python3), .timeLimit(.minutes(2)))
     func cutLine() async throws {
         let dir = try Scratch("MailboxCLITests")
@@ -413,7 +413,7 @@ struct MailboxRealTimeTests {
         let aliceExited = await alice.wait(timeout: 30)
         let bobExited = await bob.wait(timeout: 30)
         #expect(aliceExited && bobExited, "still running 30 s after END_LOST_NET: alice \(aliceExited ? "exited" : "runs"), bob \(bobExited ? "exited" : "runs")")
-        #expect(alice.status == 1 && bob.status == 1, "exit \(alice.status) \(bob.status)")
+        #expect(alice.status == 4 && bob.status == 4, "exit \(alice.status) \(bob.status)")
         #expect(alice.stdoutText == "through the relay\n")
     }
 }

@@ -159,6 +159,9 @@ struct TNCCLITests {
               (["tnc", "--input", "IN", "--device", "null", "--kiss-port", "8001"], Int32(64), "--device"),
               (["tnc", "--input", "IN", "--kiss-port", "8001", "--txdelay", "300"], Int32(64), "txdelay"),
               (["tnc", "--input", "IN", "--kiss-port", "8001", "--profile", "nope"], Int32(64), "nope"),
+              (["tnc", "--input", "IN", "--kiss-port", "8001", "--profile", "rtty"], Int32(64), "rtty"),
+              (["tnc", "--input", "IN", "--kiss-port", "8001", "--profile", "ofdm"], Int32(64), "ofdm"),
+              (["tnc", "--input", "IN", "--kiss-port", "8001", "--profile", "v23-back"], Int32(64), "v23-back"),
               (["tnc", "--input", "IN", "--kiss-port", "0", "--bind", "192.0.2.1"], Int32(1), "192.0.2.1"),
           ])
     func badCommandLines(arguments: [String], status: Int32, mention: String) async throws {

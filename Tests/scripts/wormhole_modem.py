@@ -101,8 +101,7 @@ try:
         p = os.path.join(d, "src", "tree", rel)
         os.makedirs(os.path.dirname(p), exist_ok=True)
         open(p, "wb").write(data)
-    for sub in ("in1", "in2"):
-        os.makedirs(os.path.join(d, sub))
+    os.makedirs(os.path.join(d, "in1"))  # in2 is not made: modem receive creates its --dir as over TCP
     def same_tree(root):
         return all(os.path.exists(os.path.join(root, rel)) and open(os.path.join(root, rel), "rb").read() == data for rel, data in tree.items())
     c = next(code)
@@ -113,7 +112,7 @@ try:
     c = next(code)
     (sr, so, se), (rr, ro, re_) = pair(stock + ["send", "--hide-progress", "--code", c, "tree"],
                                        ours("receive", "--dir", os.path.join(d, "in2"), "--accept-all", c), first_cwd=os.path.join(d, "src"))
-    check("a folder: stock send -> modem receive, every file exact, nothing else", sr == 0 and rr == 0
+    check("a folder: stock send -> modem receive into a --dir it creates, every file exact, nothing else", sr == 0 and rr == 0
           and same_tree(os.path.join(d, "in2", "tree")) and os.listdir(os.path.join(d, "in2")) == ["tree"], (sr, rr, ro, re_[-300:], se[-300:]))
     # A wrong code, both ways: refused with a non-zero exit, nothing written.
     d = os.path.join(work, "wrong")
@@ -121,15 +120,15 @@ try:
     open(os.path.join(d, "secret.bin"), "wb").write(os.urandom(4096))
     c = next(code)
     (sr, so, se), (rr, ro, re_) = pair(stock + ["send", "--hide-progress", "--code", c, "secret.bin"],
-                                       ours("receive", "--dir", os.path.join(d, "out"), "--accept-all", c.replace("sausages", "elephants")),
+                                       ours("receive", "--dir", os.path.join(d, "never"), "--accept-all", c.replace("sausages", "elephants")),
                                        first_cwd=d)
-    check("a wrong code: modem receive refuses (exit 1, one line), nothing written, the stock sender fails too",
-          rr == 1 and sr != 0 and os.listdir(os.path.join(d, "out")) == [] and re_.strip().count("\n") == 0 and "wrong code" in re_
-          and c.split("-", 1)[1] not in re_, (rr, sr, re_, os.listdir(os.path.join(d, "out"))))
+    check("a wrong code: modem receive refuses (exit 3: no connection, one line), its --dir not left behind, the stock sender fails too",
+          rr == 3 and sr != 0 and not os.path.exists(os.path.join(d, "never")) and re_.strip().count("\n") == 0 and "wrong code" in re_
+          and c.split("-", 1)[1] not in re_, (rr, sr, re_, os.listdir(d)))
     c = next(code)
     (sr, so, se), (rr, ro, re_) = pair(ours("send", "--code", c, os.path.join(d, "secret.bin")),
                                        stock + ["receive", "--accept-file", c.replace("sausages", "elephants")], second_cwd=os.path.join(d, "out"))
-    check("a wrong code: modem send fails (exit 1) against a stock receiver with another code", sr == 1 and rr != 0
+    check("a wrong code: modem send fails (exit 3: no connection) against a stock receiver with another code", sr == 3 and rr != 0
           and os.listdir(os.path.join(d, "out")) == [] and "wrong code" in se, (sr, rr, se[-300:]))
     # --text-only refuses a file; the stock sender hears it was refused.
     c = next(code)
@@ -137,6 +136,13 @@ try:
                                        first_cwd=d)
     check("--text-only refuses a file (exit 1); the stock sender is told 'transfer rejected'", rr == 1 and sr != 0
           and "rejected" in so + se, (rr, sr, re_[-200:], (so + se)[-300:]))
+    # Declined (no terminal to ask on, no --accept-all): no failure here, as over TCP; the sender fails.
+    c = next(code)
+    (sr, so, se), (rr, ro, re_) = pair(stock + ["send", "--hide-progress", "--code", c, "secret.bin"],
+                                       ours("receive", "--dir", os.path.join(d, "declined"), c), first_cwd=d)
+    check("declined for want of a terminal: modem receive exits 0 (as over TCP), keeps nothing; the stock sender is told 'transfer rejected'",
+          rr == 0 and sr != 0 and "declined" in re_ and "rejected" in so + se and not os.path.exists(os.path.join(d, "declined")),
+          (rr, sr, re_[-200:], (so + se)[-300:]))
     # Hostile names from a stock sender: ../ and a hidden name are cleaned, nothing lands outside --dir.
     d = os.path.join(work, "names")
     os.makedirs(os.path.join(d, "src")); os.makedirs(os.path.join(d, "out", "inside"))

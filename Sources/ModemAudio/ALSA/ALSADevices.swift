@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A PCM device that alsa-lib offers, as ``ALSADevices`` lists it.
 public struct ALSADeviceInfo: Sendable, Hashable {
     /// The name to open it by: pass it as `device:` to ``ALSAPlayback`` or ``ALSACapture`` (and as
@@ -31,11 +35,45 @@ public enum ALSADevices {
         (try? scan(backend: ALSASystem())) ?? []
     }
 
+    /// PCM names that alsa-lib's plugin packages (libasound2-plugins) define but that are no sound
+    /// device: rate converters and filters that need another PCM under them (`samplerate`, `upmix`,
+    /// ...). They open, then fail or wrap `default`; ``scan(backend:all:)`` leaves them out unless asked.
+    public static let converterPlugins: Set<String> = [
+        "lavrate", "lavrate_higher", "lavrate_high", "lavrate_fast", "lavrate_faster",
+        "samplerate", "samplerate_best", "samplerate_medium", "samplerate_order", "samplerate_linear",
+        "speexrate", "speexrate_best", "speexrate_medium", "speex", "upmix", "vdownmix", "a52", "lav",
+    ]
+
+    /// Whether a sound server or device that a plugin PCM needs is there: `jack` needs a running JACK
+    /// server (its sockets in /dev/shm), `oss` the kernel's /dev/dsp. Opening them without it fails,
+    /// and the JACK client library prints a screenful of errors first.
+    public static func backendPresent(for name: String) -> Bool {
+        switch name {
+        case "jack":
+            guard let dir = opendir("/dev/shm") else { return false }
+            defer { closedir(dir) }
+            while let entry = readdir(dir) {
+                let found = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                    raw.starts(with: Array("jack".utf8))
+                }
+                if found { return true }
+            }
+            return false
+        case "oss":
+            return access("/dev/dsp", F_OK) == 0
+        default:
+            return true
+        }
+    }
+
     /// The devices `backend` reports.
-    /// - Parameter backend: the alsa-lib calls to use; ``ALSASystem`` for the real ones.
+    /// - Parameters:
+    ///   - backend: the alsa-lib calls to use; ``ALSASystem`` for the real ones.
+    ///   - all: also the names that are no device here: ``converterPlugins``, and `jack` and `oss`
+    ///     without their server or device (``backendPresent(for:)``).
     /// - Throws: ``AudioError/Kind/deviceUnavailable`` with alsa-lib's code when the device names
     ///   cannot be read at all. A sound card that cannot be queried is left out instead.
-    public static func scan(backend: any ALSABackend = ALSASystem()) throws -> [ALSADeviceInfo] {
+    public static func scan(backend: any ALSABackend = ALSASystem(), all: Bool = false) throws -> [ALSADeviceInfo] {
         var hints: [ALSANameHint] = []
         let rc = backend.pcmNameHints(&hints)
         if rc < 0 {
@@ -52,7 +90,7 @@ public enum ALSADevices {
             guard !info.name.isEmpty, seen.insert(info.name).inserted else { return }
             result.append(info)
         }
-        for hint in hints {
+        for hint in hints where all || (!converterPlugins.contains(hint.name) && backendPresent(for: hint.name)) {
             let ioid = hint.ioid?.lowercased()
             add(ALSADeviceInfo(name: hint.name, description: oneLine(hint.description),
                                playback: ioid == nil || ioid == "output",

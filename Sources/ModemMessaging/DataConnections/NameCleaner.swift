@@ -170,6 +170,12 @@ public final class ReceiveFolder: Sendable {
         _ = rmdir(path)  // fails, leaving it, when anything is inside
     }
 
+    /// Removes the partial folder (`.modem-partial`) when nothing is left in it: every file finished
+    /// or was discarded. Call it when the receive is over; a file still partial keeps it for the resume.
+    public func removeEmptyPartialFolder() {
+        _ = unlinkat(fd, ".modem-partial", AT_REMOVEDIR)  // fails, leaving it, when anything is inside
+    }
+
     deinit { close(fd) }
 
     /// Creates a new file under the cleaned name, adding ` (2)`, ` (3)`... while the name is taken.

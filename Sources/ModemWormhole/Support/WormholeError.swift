@@ -11,6 +11,8 @@ public struct WormholeError: Error, Sendable, Equatable, CustomStringConvertible
         case network
         /// The peer sent something not of the protocol, or refused the transfer.
         case peer
+        /// This side declined the offer (the receiver's decision said no; the sender was told).
+        case declined
         /// Local input or files (a bad code, a file that cannot be read or written).
         case local
         /// No transit connection could be made.

@@ -28,8 +28,9 @@ extension WormholeTransfer {
 
     /// Receives one offer: a text is returned; a file or folder, once accepted, comes over transit,
     /// is checked (its exact size; a folder's zip unpacked with every path checked) and put in place.
-    /// - Throws: ``WormholeError``: `.peer` for a refusal sent to the peer (`transfer rejected`) or
-    ///   an offer not of the protocol; `.local` for files that cannot be written.
+    /// - Throws: ``WormholeError``: `.declined` when `decide` said no, `.peer` for another refusal sent
+    ///   to the peer (`transfer rejected`) or an offer not of the protocol; `.local` for files that
+    ///   cannot be written.
     public static func receive(over w: Wormhole, options: ReceiveOptions, transit: WormholeTransitOptions,
                                offered: (@Sendable (WormholeOffer) -> Void)? = nil,
                                progress: Progress? = nil) async throws(WormholeError) -> WormholeReceived {
@@ -65,9 +66,9 @@ extension WormholeTransfer {
         }
     }
 
-    private static func refuse(_ w: Wormhole, _ why: String) async throws(WormholeError) -> Never {
+    private static func refuse(_ w: Wormhole, _ why: String, kind: WormholeError.Kind = .peer) async throws(WormholeError) -> Never {
         try await w.send(["error": "transfer rejected"])
-        throw WormholeError(.peer, why)
+        throw WormholeError(kind, why)
     }
 
     private static func receive(_ offer: WormholeOffer, over w: Wormhole, options: ReceiveOptions, transit: WormholeTransitOptions,
@@ -97,7 +98,7 @@ extension WormholeTransfer {
                 try await refuse(w, "refused \(printableText(cleaned)): \(zipSize) bytes that unpack to \(bytes), over the limit of \(limits.maximumRatio) bytes per byte (a zip bomb)")
             }
         }
-        if let decide = options.decide, await !decide(offer) { try await refuse(w, "declined \(printableText(cleaned))") }
+        if let decide = options.decide, await !decide(offer) { try await refuse(w, "declined \(printableText(cleaned))", kind: .declined) }
         guard let connector, let peer else { try await refuse(w, "the sender sent no transit hints") }
         let (fd, partial) = try folder.createPartial(for: cleaned)
         var kept = false
