@@ -50,6 +50,33 @@ struct StdoutTests {
         }
     }
 
+    /// The manual page (docs/man/modem.1, written by scripts/man.sh from the argument parser) names
+    /// every subcommand and option the tool has: a page left stale when an option came or went fails here.
+    @Test("docs/man/modem.1 has every subcommand and option of modem --experimental-dump-help")
+    func manualPageCurrent() async throws {
+        let dump = try await modem(["--experimental-dump-help"])
+        #expect(dump.succeeded, "\(dump)")
+        let tool = try #require(try JSONSerialization.jsonObject(with: Data(dump.stdout)) as? [String: Any])
+        let page = try String(contentsOfFile: Paths.packageRoot + "/docs/man/modem.1", encoding: .utf8)
+        var missing: [String] = []
+        func walk(_ command: [String: Any], path: String) {
+            let name = command["commandName"] as? String ?? "?"
+            let here = path.isEmpty ? name : path + " " + name
+            if !path.isEmpty, !page.contains(".It Em \(name)") { missing.append("subcommand \(here)") }
+            for argument in command["arguments"] as? [[String: Any]] ?? [] {
+                guard argument["shouldDisplay"] as? Bool ?? true else { continue }
+                for n in argument["names"] as? [[String: Any]] ?? [] where n["kind"] as? String == "long" {
+                    let option = n["name"] as? String ?? "?"
+                    // `.It Fl -baud`, or `.It Fl q , -quiet` for an option with a short name too.
+                    if option != "help", !page.contains("Fl -\(option)"), !page.contains(" , -\(option)") { missing.append("\(here) --\(option)") }
+                }
+            }
+            for sub in command["subcommands"] as? [[String: Any]] ?? [] { walk(sub, path: here) }
+        }
+        walk(tool["command"] as? [String: Any] ?? [:], path: "")
+        #expect(missing.isEmpty, "not in docs/man/modem.1 (run bash scripts/man.sh): \(missing)")
+    }
+
     /// Discussions are paragraphs that the argument parser wraps to the terminal (`helpText`): at any
     /// width no sentence breaks where the source had a line break. A line of the discussion that
     /// does not end a sentence or a clause, followed by one that starts in lower case, is such a break.
