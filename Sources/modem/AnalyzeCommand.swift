@@ -12,8 +12,9 @@ struct AnalyzeCommand: AsyncParsableCommand {
         when no profile matched): the `framing` line says which decoded, with how many errors, and "uncertain" when \
         more than one character in 20 had a framing or parity error. \
         An OFDM transmission is reported with its configuration, length, clock drift, the SNR of its preamble, of its \
-        carriers (the training measures the whole band) and at the decisions, and how many of its blocks checked; \
-        --png then draws the equalised constellation and the SNR per carrier below the spectrogram. \
+        carriers (the training measures the whole band) and at the decisions, and how many of its blocks checked \
+        (the report is then the OFDM report alone); --png then draws the spectrogram up to the top carrier and the \
+        equalised constellation and the SNR per carrier below it. The `picture` line says the spectrogram's frequency range. \
         Files with nothing keyed in them (silence, noise, one steady tone) say "no tones found" (or "no keying found") \
         and exit 0; an unreadable file is an error (one line on standard error, status 1).
 
@@ -44,14 +45,30 @@ struct AnalyzeCommand: AsyncParsableCommand {
             installStopHandlers()
             let report = try analyzeFile(path: input, channel: channel, pngPath: nil)
             let ofdm = try OFDMFindings.scan(path: input, channel: channel)
-            var lines = Array(report.lines.dropLast(report.rxCommand == nil ? 0 : 1))
-            lines += ofdm.lines
+            // With OFDM in the file the report is the OFDM report: the FSK findings (no tones, or
+            // energy with no two-tone keying) say nothing about it.
+            var lines = ofdm.transmissions.isEmpty ? Array(report.lines.dropLast(report.rxCommand == nil ? 0 : 1))
+                                                   : [report.headerLine] + ofdm.lines
             if let png {
-                let spectrogram = renderSpectrogram(of: report.analysis, title: spectrogramTitle(path: input, analysis: report.analysis))
+                let a = report.analysis
+                var renderer = SpectrogramRenderer()
+                let markers: [SpectrogramMarker], title: String
+                if let t = ofdm.last {
+                    // The spectrogram covers the band the transmission sounds, up to its top carrier.
+                    renderer.maximumFrequency = OFDMPicture.spectrogramTop(sampleRate: a.sampleRate)
+                    markers = []
+                    title = OFDMPicture.spectrogramTitle(path: input, configuration: t.profile.name, netBitRate: t.profile.netBitRate,
+                                                         statistics: t.statistics, transmissions: ofdm.transmissions.count)
+                } else {
+                    markers = spectrogramMarkers(of: a)
+                    title = spectrogramTitle(path: input, analysis: a)
+                }
+                let spectrogram = renderer.render(a.spectrogram, duration: a.duration, markers: markers, title: title)
                 let image = ofdm.last.map { OFDMPicture.compose(spectrogram: spectrogram, statistics: $0.statistics, title: "OFDM \($0.profile.name)") }
                     ?? spectrogram
-                try PNGEncoder.write(image, to: png, text: [("Software", "SwiftModem \(SwiftModemVersion.string)"), ("Source", input)])
-                lines.append("  picture   \(png)")
+                try PNGEncoder.write(image, to: png, text: [("Title", title), ("Software", "SwiftModem \(SwiftModemVersion.string)"), ("Source", input)])
+                let top = Int(renderer.frequencyAxisTop(sampleRate: a.sampleRate, markers: markers).rounded())
+                lines.append("  picture   \(png) (spectrogram 0-\(top) Hz)")
             }
             if !ofdm.transmissions.isEmpty {
                 lines.append("modem rx --profile ofdm\(channel > 0 ? " --channel \(channel)" : "") \(FSKAnalysis.shellQuoted(input))")

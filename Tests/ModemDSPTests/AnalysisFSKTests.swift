@@ -249,4 +249,33 @@ import Foundation
             #expect(b.activeColumns > b.columnCount / 2)
         }
     }
+
+    /// 8E1 ASCII text at 300 baud on Bell 103 tones: the data's spectrum makes the band lopsided (a
+    /// strong line above the mark tone), so the band's centre is no place to slice. Sliced there, the
+    /// rising and falling transitions move opposite ways, the runs stop being whole bits and the rate
+    /// came out near 390 baud; sliced again halfway between the measured tones, it is 300.
+    @Test func lopsidedBandIsSlicedBetweenTheTones() throws {
+        let fs = 48000
+        let text = (1...6).map { "Parity and framing matter: 8E1 text, line \($0)\n" }.joined()
+        var bits = [Bool](repeating: true, count: 2)
+        for b in text.utf8 {
+            bits.append(false)
+            for i in 0..<8 { bits.append((b >> i) & 1 == 1) }
+            bits.append(b.nonzeroBitCount % 2 == 1)     // even parity
+            bits.append(true)
+        }
+        bits += [true, true]
+        let x = AnalysisSignal.fsk(bits: bits, sampleRate: fs, baudRate: 300, mark: 1270, space: 1070)
+        // The case is what it claims: the band's centre is well off the tones' middle (1170 Hz).
+        var s = SpectrumSurvey(sampleRate: fs, expectedSampleCount: x.count)
+        s.process(x)
+        let band = try #require(OccupiedBand.find(in: s.result().spectrogram))
+        #expect(abs(band.centerFrequency - 1170) > 2 * FSKAnalyzer.resliceOffset * 200, "\(band.lowFrequency)-\(band.highFrequency) Hz")
+        let a = FSKAnalyzer.analyze(x, sampleRate: fs)
+        #expect(a.finding == .fsk)
+        #expect(a.standardBaudRate == 300, "\(a.summaryLines)")
+        #expect(a.regularity > 0.9, "\(a.summaryLines)")
+        #expect(a.profile?.name == "bell103")
+        #expect(abs((a.keying?.lowerTone ?? 0) - 1070) < 5 && abs((a.keying?.upperTone ?? 0) - 1270) < 5, "\(a.summaryLines)")
+    }
 }

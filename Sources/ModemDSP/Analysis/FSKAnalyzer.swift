@@ -1,6 +1,6 @@
 /// Finds the FSK tones in a signal, which is mark, the baud rate and the signal-to-noise ratio.
 ///
-/// The analysis reads the input up to three times, streaming each time (memory does not grow
+/// The analysis reads the input up to four times, streaming each time (memory does not grow
 /// with the input's length):
 /// 1. the spectrum pass: a Welch power spectrum and a bounded spectrogram (``SpectrumSurvey``),
 ///    from which the occupied band is found (``OccupiedBand``);
@@ -8,7 +8,13 @@
 ///    where the instantaneous frequency spends its time in that band (``ToneClusterSurvey``), which
 ///    puts the slicing frequency between the two tones;
 /// 3. the keying pass: a crude demodulator sliced there measures the two tones precisely and the
-///    rhythm of the transitions (``KeyingSurvey``).
+///    rhythm of the transitions (``KeyingSurvey``);
+/// 4. the keying pass again, sliced halfway between the tones it measured, when the first slicing
+///    frequency was more than ``resliceOffset`` of the shift away from there. The band's centre is
+///    only a first guess at that point: the data's own spectrum can make the band lopsided (8E1 text
+///    puts a strong line 200 Hz above a Bell 103 mark tone), and a slicer off the middle moves every
+///    transition one way on rising edges and the other on falling ones, so the runs are no longer
+///    whole bits and the baud rate comes out wrong.
 ///
 /// Later passes are skipped when an earlier one found nothing to look at (no band, one tone).
 ///
@@ -45,6 +51,11 @@ public struct FSKAnalyzer {
     private var clusters: ToneClusters?
     private var keying: KeyingSurvey?
     private var keyingResult: KeyingMeasurement?
+    private var resliced = false
+
+    /// How far (a fraction of the measured shift) the slicing frequency may be from halfway between
+    /// the measured tones before the keying is measured again, sliced there.
+    public static let resliceOffset = 0.05
 
     /// The sample rates the analysis accepts, in Hz.
     public static let sampleRates = 100...1_000_000
@@ -114,7 +125,25 @@ public struct FSKAnalyzer {
             pass = .keying
             return true
         case .keying:
-            keyingResult = keying?.result()
+            let measured = keying?.result()
+            // The second measurement stands unless it lost what the first had (a rhythm, two tones).
+            if !resliced || measured.map({ $0.baudRate != nil && $0.lowerTone != nil && $0.upperTone != nil }) == true {
+                keyingResult = measured
+            }
+            if !resliced, let k = keying, let m = measured, let b = band, let lower = m.lowerTone, let upper = m.upperTone,
+               upper > lower {
+                let middle = (lower + upper) / 2
+                if abs(middle - k.centerFrequency) > FSKAnalyzer.resliceOffset * (upper - lower),
+                   middle > b.lowFrequency, middle < b.highFrequency {
+                    // Sliced off the middle: measure again halfway between the tones, the filter still
+                    // covering the whole band.
+                    resliced = true
+                    let halfWidth = max(middle - b.lowFrequency, b.highFrequency - middle, (upper - lower) * 0.75)
+                    keying = KeyingSurvey(sampleRate: sampleRate, centerFrequency: middle, halfWidth: halfWidth,
+                                          signalPower: bandPower)
+                    return true
+                }
+            }
             keying = nil
             pass = .finished
             return false
@@ -139,6 +168,7 @@ public struct FSKAnalyzer {
         clusters = nil
         keying = nil
         keyingResult = nil
+        resliced = false
         pass = .spectrum
     }
 

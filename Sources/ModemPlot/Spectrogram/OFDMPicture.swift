@@ -21,6 +21,35 @@ public enum OFDMPicture {
         return img
     }
 
+    /// The top of the spectrogram's frequency axis for a recording with OFDM in it, in Hz: the
+    /// training's top carrier (every transmission sounds the whole band, whatever its data grid) and
+    /// 1 kHz more, rounded up to 500 Hz; never above half the sample rate.
+    public static func spectrogramTop(sampleRate: Int) -> Double {
+        let t = OFDMNumerology.sounding
+        let top = ((Double(t.lastCarrier) * t.carrierSpacing + 1000) / 500).rounded(.up) * 500
+        return min(top, Double(sampleRate) / 2)
+    }
+
+    /// The spectrogram's title for a recording with OFDM in it: the file name (without directories),
+    /// the last transmission's configuration and net rate, the SNR its training measured over the data
+    /// grid's band, and how many transmissions there are when more than one.
+    /// - Parameters:
+    ///   - path: the file.
+    ///   - configuration: the last transmission's configuration (`1024qam 3/4 cable`).
+    ///   - netBitRate: its net rate while data is sent, in bit/s.
+    ///   - statistics: what the receiver measured of it.
+    ///   - transmissions: how many transmissions the file holds.
+    public static func spectrogramTitle(path: String, configuration: String, netBitRate: Double,
+                                        statistics: OFDMStatistics, transmissions: Int = 1) -> String {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        var parts = [name, "OFDM \(configuration)", "\(Int(netBitRate)) BIT/S"]
+        if statistics.numerology != nil, !statistics.carrierSNR.isEmpty, statistics.meanCarrierSNR.isFinite {
+            parts.append("SNR \(spectrogramFixed(min(statistics.meanCarrierSNR, 99), 1)) DB")
+        }
+        if transmissions > 1 { parts.append("\(transmissions) TRANSMISSIONS") }
+        return parts.joined(separator: "  ")
+    }
+
     /// The equalised points on a square: grey axes, a dot per point.
     static func constellation(_ s: OFDMStatistics, x: Int, y: Int, size: Int, into img: inout PNGImage) {
         let axis = PNGColor(160, 160, 160), dot = PNGColor(20, 60, 200)
@@ -59,7 +88,9 @@ public enum OFDMPicture {
         for khz in stride(from: 0, through: Int(maxHz / 1000), by: 5) {
             let xp = px(Double(khz) * 1000)
             img.verticalLine(x: xp, from: y, to: y + height - 1, color: grid)
-            PlotFont.draw("\(khz) KHZ", x: xp + 3, y: y + height - 12, color: ink, scale: 1, into: &img)
+            // Right of its line, or left of it where it would run past the panel's edge.
+            let label = "\(khz) KHZ", w = PlotFont.width(of: label)
+            PlotFont.draw(label, x: xp + 3 + w < x + width - 1 ? xp + 3 : xp - 3 - w, y: y + height - 12, color: ink, scale: 1, into: &img)
         }
         var last: (Int, Int)?
         for (i, db) in s.carrierSNR.enumerated() {

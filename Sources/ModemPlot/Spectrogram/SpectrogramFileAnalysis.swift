@@ -18,14 +18,17 @@ public struct FileAnalysisReport: Sendable {
     /// The `modem rx` command that would decode the file, or nil.
     public var rxCommand: String? { analysis.rxCommand(path: path, channel: channel) }
 
+    /// The report's first line: the file, its format, sample rate, channel and length.
+    public var headerLine: String {
+        var header = "\(path): \(formatDescription), \(analysis.sampleRate) Hz"
+        if channelCount > 1 { header += ", channel \(channel) of \(channelCount)" }
+        return header + ", \(spectrogramFixed(analysis.duration, 3)) s"
+    }
+
     /// The report: a header line, the findings, the spectrogram's path, and the command line last.
     public var lines: [String] {
-        let a = analysis
-        var header = "\(path): \(formatDescription), \(a.sampleRate) Hz"
-        if channelCount > 1 { header += ", channel \(channel) of \(channelCount)" }
-        header += ", \(spectrogramFixed(a.duration, 3)) s"
-        var out = [header]
-        out += a.summaryLines.map { "  " + $0 }
+        var out = [headerLine]
+        out += analysis.summaryLines.map { "  " + $0 }
         if let pngPath { out.append("  picture   \(pngPath)") }
         if let cmd = rxCommand { out.append(cmd) }
         return out
@@ -68,8 +71,9 @@ public func analyzeFile(path: String, channel: Int = 0, pngPath: String? = nil) 
     let analysis = analyzer.result()
 
     if let pngPath {
-        let image = renderSpectrogram(of: analysis, title: spectrogramTitle(path: path, analysis: analysis))
-        try PNGEncoder.write(image, to: pngPath, text: [("Software", "SwiftModem \(SwiftModemVersion.string)"),
+        let title = spectrogramTitle(path: path, analysis: analysis)
+        let image = renderSpectrogram(of: analysis, title: title)
+        try PNGEncoder.write(image, to: pngPath, text: [("Title", title), ("Software", "SwiftModem \(SwiftModemVersion.string)"),
                                                         ("Source", path)])
     }
     return FileAnalysisReport(path: path, formatDescription: reader.formatDescription,
@@ -80,6 +84,12 @@ public func analyzeFile(path: String, channel: Int = 0, pngPath: String? = nil) 
 /// The spectrogram of an analysis with its tones marked (mark green, space cyan).
 public func renderSpectrogram(of analysis: FSKAnalysis, title: String = "",
                               renderer: SpectrogramRenderer = SpectrogramRenderer()) -> PNGImage {
+    renderer.render(analysis.spectrogram, duration: analysis.duration, markers: spectrogramMarkers(of: analysis), title: title)
+}
+
+/// The lines ``renderSpectrogram(of:title:renderer:)`` draws across the picture: mark and space, or
+/// the one steady tone.
+public func spectrogramMarkers(of analysis: FSKAnalysis) -> [SpectrogramMarker] {
     var markers: [SpectrogramMarker] = []
     if let m = analysis.markFrequency {
         markers.append(SpectrogramMarker(frequency: m, label: "MARK \(Int(m.rounded()))", color: SpectrogramMarker.markColor))
@@ -90,7 +100,7 @@ public func renderSpectrogram(of analysis: FSKAnalysis, title: String = "",
     if markers.isEmpty, case .steadyTone(let f) = analysis.finding {
         markers.append(SpectrogramMarker(frequency: f, label: "TONE \(Int(f.rounded()))", color: SpectrogramMarker.markColor))
     }
-    return renderer.render(analysis.spectrogram, duration: analysis.duration, markers: markers, title: title)
+    return markers
 }
 
 /// The title line of the picture: file name (without directories) and the main findings.

@@ -57,6 +57,12 @@ public struct SpectrogramRenderer: Sendable {
         return min(f, nyquist)
     }
 
+    /// The top of the frequency axis a picture with these markers gets, in Hz: ``maximumFrequency``
+    /// when set, else ``displayedMaximumFrequency(sampleRate:tones:)`` of the markers.
+    public func frequencyAxisTop(sampleRate: Int, markers: [SpectrogramMarker]) -> Double {
+        maximumFrequency ?? Self.displayedMaximumFrequency(sampleRate: sampleRate, tones: markers.map(\.frequency))
+    }
+
     /// Draws the picture.
     /// - Parameters:
     ///   - spectrogram: what to draw (may have no columns: the plot is then empty).
@@ -71,8 +77,7 @@ public struct SpectrogramRenderer: Sendable {
         let plotH = plotHeight
         let L = Self.left, T = Self.top
         var image = PNGImage(width: L + plotW + Self.right, height: T + plotH + Self.bottom, background: Self.background)
-        let fMax = maximumFrequency ?? Self.displayedMaximumFrequency(
-            sampleRate: spectrogram.sampleRate, tones: markers.map(\.frequency))
+        let fMax = frequencyAxisTop(sampleRate: spectrogram.sampleRate, markers: markers)
 
         if cols > 0 {
             drawCells(spectrogram, fMax: fMax, plotW: plotW, plotH: plotH, into: &image)
