@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/build-config.sh
 SWIFTMODEM_BUILD=modem swift build "${modem_build_config[@]}" --product modem 2>&1 | tail -n 1
-SWIFTMODEM_BUILD=hub swift build -c debug -debug-info-format none --scratch-path .build-hub --product modem-hub 2>&1 | tail -n 1
+SWIFTMODEM_BUILD=hub swift build -c debug -debug-info-format none --explicit-target-dependency-import-check error --scratch-path .build-hub --product modem-hub 2>&1 | tail -n 1
 # A debug build in the test build's folder: its own subfolder, the release build's flags untouched.
 SWIFTMODEM_BUILD=modem swift build -c debug --scratch-path .build-tests --product generate-manual 2>&1 | tail -n 1
 mkdir -p docs/man
