@@ -27,7 +27,7 @@ struct MailboxCommand: AsyncParsableCommand {
         Standard input ending quits (END_USER_QUIT) once every chunk is held by the peer; the peer
         quitting first ends this side too (END_OTHER_USER_QUIT). --listen serves one session.
         Exit status: 0 quit (either side, SIGINT/SIGTERM once connected included); 1 an error here
-        (the contact file, the keys, standard input or output); 3 connect failed; 4 lost
+        (the contact file, the keys, a sound device or controller, standard input or output); 3 connect failed; 4 lost
         (END_OTHER_USER_LOST, END_LOST_NET); 64 usage; 130/143 SIGINT/SIGTERM before a peer came.
 
         Examples:
@@ -117,9 +117,18 @@ struct MailboxCommand: AsyncParsableCommand {
         let interrupt = InterruptWatch(mailbox: mailbox)
         interrupt.start()
         let (listen, to, hci, wormhole, trustAs) = (self.listen, self.to, self.hci, wormholeOptions, self.trustAs)
+        // A failure of this machine's own end (a device or controller) is status 1, not "connect failed" 3.
+        let localFailure = Mutex(false)
         let connecting = Task {
-            await mailbox.connect { try await openSession(listen: listen, to: to, hci: hci, options: options, wormhole: wormhole, trustAs: trustAs,
-                                                              audioModem: audio.profile) }
+            await mailbox.connect {
+                do {
+                    return try await openSession(listen: listen, to: to, hci: hci, options: options, wormhole: wormhole, trustAs: trustAs,
+                                                 audioModem: audio.profile)
+                } catch let e as LocalEndpointFailure {
+                    localFailure.withLock { $0 = true }
+                    throw SessionFailure.networkUnavailable(e.description)
+                }
+            }
         }
 
         var status: Int32 = 0
@@ -161,7 +170,11 @@ struct MailboxCommand: AsyncParsableCommand {
             case .connectFailed(let failure):
                 printError("connect failed \(failure.description)")
                 // Cancelled by SIGINT/SIGTERM before a peer came: an interruption, as in every command.
-                if case .userCanceled = failure { status = interruptedStatus } else { status = connectionFailedStatus }
+                if case .userCanceled = failure {
+                    status = interruptedStatus
+                } else {
+                    status = localFailure.withLock { $0 } ? 1 : connectionFailedStatus
+                }
             }
         }
         _ = connecting

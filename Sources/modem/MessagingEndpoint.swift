@@ -49,11 +49,20 @@ func openSession(listen: String?, to: String?, hci: String?, options: SessionOpt
     }
 }
 
+/// A failure of this machine's own end before any peer was tried (README: exit status 1, not 3): no
+/// Bluetooth in the kernel, a controller or sound device that does not open, a listening address that
+/// is not the controller's.
+struct LocalEndpointFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
 /// Runs the connection phase of a command (dialing or listening, the handshake): a failure there is
 /// "no connection", exit status 3 (``connectionFailedStatus``); usage errors and interruptions keep theirs.
 func connecting<T>(_ body: () async throws -> T) async throws -> T {
     do {
         return try await body()
+    } catch let e as LocalEndpointFailure {
+        throw CLIError(e.description, status: 1)
     } catch let e as UsageError {
         throw e
     } catch let e as ValidationError {
@@ -207,16 +216,24 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
             : LinkConfiguration(mode: .duplex, latencySeconds: 0.3)
         do {
             if listening {
-                let end = try LinkDevice.alsa(device: device, configuration: configuration, sharedMedium: true)
+                let end: LinkDevice
+                do { end = try LinkDevice.alsa(device: device, configuration: configuration, sharedMedium: true) } catch {
+                    throw LocalEndpointFailure(description: "audio:\(device): \(error)")
+                }
                 openLinkEnds.withLock { $0.append(end) }
                 end.start()
                 printError("listening on \(endpoint)")
                 return try await end.accept()
             }
-            let end = try LinkPhone.alsa(device: device, configuration: configuration, sharedMedium: true)
+            let end: LinkPhone
+            do { end = try LinkPhone.alsa(device: device, configuration: configuration, sharedMedium: true) } catch {
+                throw LocalEndpointFailure(description: "audio:\(device): \(error)")
+            }
             openLinkEnds.withLock { $0.append(end) }
             end.start()
             return try await end.dial()
+        } catch let error as LocalEndpointFailure {
+            throw error
         } catch let error as TransportError {
             throw SessionFailure.networkUnavailable("audio:\(device): \(error.description)")
         } catch {
@@ -228,7 +245,7 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
             guard !listening else { throw UsageError("--listen bt:\(text) needs --hci SPEC") }
             let end: BluetoothLinkPhone
             do { end = try BluetoothLinkPhone(kernelAddress: address) } catch {
-                throw SessionFailure.networkUnavailable("bt:\(text): \(error)")
+                throw LocalEndpointFailure(description: "bt:\(text): \(error)")
             }
             openLinkEnds.withLock { $0.append(end) }
             end.start()
@@ -241,7 +258,7 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
         do { controller = try HCITransportAddress(parsing: hci) } catch { throw UsageError("--hci \(hci): \(error)") }
         let transport: any HCITransport
         do { transport = try controller.open() } catch {
-            throw SessionFailure.networkUnavailable("--hci \(hci): \(error)")
+            throw LocalEndpointFailure(description: "--hci \(hci): \(error)")
         }
         do {
             if listening {
@@ -265,6 +282,10 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
             return try await end.dial()
         } catch {
             if Task.isCancelled { throw SessionFailure.userCanceled }
+            // The controller failed, or is not the one --listen named: this end's failure.
+            if case .stopped(.localFailure(let why)?) = error as? TransportError {
+                throw LocalEndpointFailure(description: "bt:\(text): \(why)")
+            }
             throw SessionFailure.networkUnavailable("bt:\(text): \(error)")
         }
     case .tcp:

@@ -44,7 +44,7 @@ struct RxCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Threads for decoding a long file (1 or 2).", valueName: "N"))
     var threads: Int = 2
 
-    @Flag(name: .customLong("stats"), help: "With --framing ax25 (refused without it): print frame counts (decoded, repaired, CRC failures, repairs rejected as implausible, FX.25 frames corrected by FEC and bytes fixed) on standard error.")
+    @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures, repairs rejected as implausible, FX.25 frames corrected by FEC and bytes fixed) on standard error; with --profile ofdm, the blocks checked and corrected. Refused with other framings.")
     var stats_ = false
 
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
@@ -64,13 +64,12 @@ struct RxCommand: AsyncParsableCommand {
         guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
         if line.isOFDM {
             try validateOFDM()
-            if stats_ { throw ValidationError("--stats counts AX.25 frames (--framing ax25); an OFDM receive reports its blocks without it") }
             return
         }
         // The line's settings are checked here, so a missing rate is this command's usage error.
         let settings = try line.settings()
         if stats_, settings.framing != .ax25 {
-            throw ValidationError("--stats counts AX.25 frames: it goes with --framing ax25 (or a profile that carries AX.25: hf300, g3ruh)")
+            throw ValidationError("--stats counts AX.25 frames or OFDM blocks: it goes with --framing ax25 (or a profile that carries AX.25: hf300, g3ruh) or --profile ofdm")
         }
     }
 
