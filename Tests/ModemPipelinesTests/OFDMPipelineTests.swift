@@ -136,6 +136,30 @@ struct OFDMPipelineTests {
                 "\(ppm) ppm, \(payload.count) bytes: \(got.bytes.count) bytes, \(String(describing: got.summary.failure))")
     }
 
+    @Test("a recording that stops up to half a prefix before the transmission's last sample: byte-exact (the last symbol read earlier in its prefix); shorter still: truncated",
+          arguments: [24, 8])
+    func endsShort(id: Int) throws {
+        let p = OFDMProfile.withID(id)!
+        var rng = TestRandom(seed: UInt64(id))
+        // Seven blocks: on the cable grid the last one lies wholly in the last symbol.
+        let payload = rng.bytes(7 * p.blockPayload)
+        let audio = try Self.audio(payload, profile: p)
+        let half = p.numerology.cyclicPrefix / 2
+        for cut in [0, 12, 18, half * 3 / 4, half] {
+            let got = try Self.receive(Array(audio.dropLast(cut)))
+            #expect(got.summary.failure == nil && got.bytes == payload,
+                    "\(p.name), \(cut) samples missing: \(got.bytes.count) bytes, \(String(describing: got.summary.failure))")
+        }
+        // More than half a prefix missing: the last symbol is not there; the bytes before it are.
+        let got = try Self.receive(Array(audio.dropLast(half + 40)))
+        guard case .truncated(let offset, let expected)? = got.summary.failure else {
+            Issue.record("\(p.name): no truncation reported: \(String(describing: got.summary.failure))")
+            return
+        }
+        #expect(expected == payload.count && offset == got.bytes.count && offset < payload.count)
+        #expect(got.bytes.elementsEqual(payload[0..<offset]))
+    }
+
     @Test("empty and one-byte payloads; two transmissions one after the other both arrive, in order")
     func sizes() throws {
         let p = OFDMProfile.withID(18)!
