@@ -37,6 +37,27 @@ struct OFDMPipelineTests {
         return [Float](repeating: 0, count: 4800) + c.process(TestResampler.drift(samples + [Float](repeating: 0, count: 4800), ppm: ppm))
     }
 
+    /// `samples` through `modem impair`'s code (``FileImpairment``): written to a WAV file, impaired
+    /// into another (32-bit float), read back.
+    static func impairedFile(_ samples: [Float], _ impairments: ChannelImpairments, name: String) throws -> [Float] {
+        let dir = FileManager.default.temporaryDirectory.path
+        let input = "\(dir)/swiftmodem-ofdm-\(name)-\(getpid()).wav", output = "\(dir)/swiftmodem-ofdm-\(name)-\(getpid())-impaired.wav"
+        defer { unlink(input); unlink(output) }
+        let writer = try AudioFileWriter(path: input, sampleRate: 48000, format: .float32)
+        try samples.withUnsafeBufferPointer { try writer.write($0) }
+        try writer.finish()
+        try FileImpairment.run(input: input, output: output, impairments: impairments, snrDB: nil, format: .float32)
+        let reader = try AudioFileReader(path: output)
+        var out: [Float] = []
+        var buffer = [Float](repeating: 0, count: 65536)
+        while true {
+            let k = try buffer.withUnsafeMutableBufferPointer { try reader.read(into: $0) }
+            if k == 0 { break }
+            out += buffer[0..<k]
+        }
+        return out
+    }
+
     static func receive(_ samples: [Float], rate: Int = 48000) throws -> (bytes: [UInt8], summary: OFDMReceiverSummary, events: [OFDMReceiverEvent]) {
         let rx = try OFDMReceiver(source: MemorySource(samples, sampleRate: rate))
         var bytes: [UInt8] = []
@@ -84,6 +105,59 @@ struct OFDMPipelineTests {
             #expect(got.summary.failure == nil && got.summary.transmissions == 1)
             #expect(got.bytes.elementsEqual(payload), "\(p.name) stream \(stream): \(got.bytes.count) bytes, \(String(describing: got.summary.failure))")
         }
+    }
+
+    @Test("modem impair's drift keeps the whole signal: ceil(samples · (1 + ppm · 1e-6)) samples out, the tone there to the end",
+          arguments: [-300.0, -100, 100, 300])
+    func impairKeepsTheEnd(ppm: Double) throws {
+        let count = 48007
+        let tone = (0..<count).map { Float(0.5 * sin(2 * Double.pi * 1000 * Double($0) / 48000)) }
+        var i = ChannelImpairments()
+        i.clockDriftPPM = ppm
+        let out = try Self.impairedFile(tone, i, name: "tone\(Int(ppm))")
+        #expect(out.count == Int((Double(count) * (1 + ppm * 1e-6)).rounded(.up)), "\(out.count) samples from \(count) at \(ppm) ppm")
+        // The last cycles before the interpolator's reach meets the end: the tone's RMS, not silence.
+        let tail = out.dropLast(16).suffix(96)
+        let rms = (tail.reduce(0) { $0 + Double($1 * $1) } / Double(tail.count)).squareRoot()
+        #expect(abs(rms - 0.5 / 2.0.squareRoot()) < 0.01, "RMS \(rms) at the end")
+    }
+
+    @Test("4096-QAM 9/10 through modem impair's drift alone: byte-exact to the last block (the file ends at the last symbol's last sample)",
+          arguments: [(-300.0, 7), (-100, 7), (-10, 7), (10, 7), (100, 7), (300, 7), (-100, 145), (100, 145)])
+    func impairedDrift(ppm: Double, blocks: Int) throws {
+        let p = OFDMProfile.withID(24)!
+        var rng = TestRandom(seed: 24)
+        // Seven blocks: the last lies wholly in the last symbol. 145: 256 KiB (its last block too).
+        let payload = rng.bytes(blocks == 145 ? 262_144 : blocks * p.blockPayload)
+        var i = ChannelImpairments()
+        i.clockDriftPPM = ppm
+        let got = try Self.receive(Self.impairedFile(try Self.audio(payload, profile: p), i, name: "drift\(Int(ppm))-\(blocks)"))
+        #expect(got.summary.failure == nil && got.bytes.elementsEqual(payload),
+                "\(ppm) ppm, \(payload.count) bytes: \(got.bytes.count) bytes, \(String(describing: got.summary.failure))")
+    }
+
+    @Test("a recording that stops up to half a prefix before the transmission's last sample: byte-exact (the last symbol read earlier in its prefix); shorter still: truncated",
+          arguments: [24, 8])
+    func endsShort(id: Int) throws {
+        let p = OFDMProfile.withID(id)!
+        var rng = TestRandom(seed: UInt64(id))
+        // Seven blocks: on the cable grid the last one lies wholly in the last symbol.
+        let payload = rng.bytes(7 * p.blockPayload)
+        let audio = try Self.audio(payload, profile: p)
+        let half = p.numerology.cyclicPrefix / 2
+        for cut in [0, 12, 18, half * 3 / 4, half] {
+            let got = try Self.receive(Array(audio.dropLast(cut)))
+            #expect(got.summary.failure == nil && got.bytes == payload,
+                    "\(p.name), \(cut) samples missing: \(got.bytes.count) bytes, \(String(describing: got.summary.failure))")
+        }
+        // More than half a prefix missing: the last symbol is not there; the bytes before it are.
+        let got = try Self.receive(Array(audio.dropLast(half + 40)))
+        guard case .truncated(let offset, let expected)? = got.summary.failure else {
+            Issue.record("\(p.name): no truncation reported: \(String(describing: got.summary.failure))")
+            return
+        }
+        #expect(expected == payload.count && offset == got.bytes.count && offset < payload.count)
+        #expect(got.bytes.elementsEqual(payload[0..<offset]))
     }
 
     @Test("empty and one-byte payloads; two transmissions one after the other both arrive, in order")

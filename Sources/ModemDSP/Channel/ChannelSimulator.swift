@@ -107,10 +107,38 @@ public struct ChannelSimulator: Sendable {
     public mutating func gaussian() -> Float { Float(rng.gaussian()) }
 
     /// Passes `input` through the channel and returns the output (its length differs from the
-    /// input's by the clock drift).
+    /// input's by the clock drift). With drift, the last points of the input so far are held back
+    /// until the interpolator has the input after them: ``finish()`` gives them at the input's end.
     public mutating func process(_ input: [Float]) -> [Float] {
         var x = input
         if impairments.clockDriftPPM != 0 { x = resample(x) }
+        shape(&x)
+        return x
+    }
+
+    /// Says the input has ended and returns the rest of the output: with drift, the points still
+    /// held back (about the input's last 18 samples' worth, read with silence after the end), so
+    /// the output spans the whole input (`ceil(samples · (1 + ppm · 1e-6))` samples in all);
+    /// nothing without drift. Input given after this is taken to follow that silence.
+    public mutating func finish() -> [Float] {
+        guard var r = resampler else { return [] }
+        resampler = nil
+        // Every point before the input's end: the taps past it read silence.
+        let inputEnd = Double(r.end)
+        let silence = [Float](repeating: 0, count: FractionalResampler.taps)
+        silence.withUnsafeBufferPointer { r.append($0) }
+        let count = readPosition < inputEnd ? Int(((inputEnd - readPosition) / step).rounded(.up)) : 0
+        var x = [Float](repeating: 0, count: count)
+        if count > 0 { x.withUnsafeMutableBufferPointer { r.read(from: readPosition, step: step, into: $0) } }
+        readPosition += Double(count) * step
+        r.discard(before: Int64(readPosition.rounded(.down)) - Int64(FractionalResampler.taps))
+        resampler = r
+        shape(&x)
+        return x
+    }
+
+    /// Everything after the clock: band limits, echo, de-emphasis, gain, noise, hum, DC.
+    private mutating func shape(_ x: inout [Float]) {
         for i in filters.indices { filters[i].process(&x) }
         if let e = impairments.echo {
             let g = Float(e.gain)
@@ -140,14 +168,13 @@ public struct ChannelSimulator: Sendable {
             }
             x[i] = v
         }
-        return x
     }
 
     private mutating func resample(_ input: [Float]) -> [Float] {
         guard var r = resampler else { return input }
         resampler = nil   // so the buffers are not copied on write
         input.withUnsafeBufferPointer { r.append($0) }
-        // Points whose taps are all held: up to 17 samples before the end.
+        // Points whose taps are all held: up to 18 samples before the end (``finish()`` gives the rest).
         let last = Double(r.end - Int64(FractionalResampler.taps / 2) - 2)
         let count = readPosition <= last ? Int(((last - readPosition) / step).rounded(.down)) + 1 : 0
         var out = [Float](repeating: 0, count: count)

@@ -89,8 +89,13 @@ struct FractionalResampler {
     /// Whether a read of `count` points from `position`, `step` apart, has every sample it needs.
     func canRead(from position: Double, step: Double, count: Int) -> Bool {
         let first = Int64((position).rounded(.down)) - Int64(Self.taps / 2) + 1
-        let last = Int64((position + step * Double(count - 1)).rounded(.down)) + Int64(Self.taps / 2) + 1
-        return first >= base && last < end
+        return first >= base && lastSample(from: position, step: step, count: count) + 1 < end
+    }
+
+    /// The absolute index of the last input sample a read of `count` points from `position`, `step`
+    /// apart, weighs.
+    func lastSample(from position: Double, step: Double, count: Int) -> Int64 {
+        Int64((position + step * Double(count - 1)).rounded(.down)) + Int64(Self.taps / 2)
     }
 
     /// Reads `out.count` points at `position + n · step` (input-sample units, absolute).

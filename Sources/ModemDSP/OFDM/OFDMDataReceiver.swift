@@ -126,8 +126,25 @@ extension OFDMDemodulator {
         }
         if let count = d.plan.symbolCount, d.index >= count { return .end }
         let step = nominalStep * (1 + d.drift)
-        guard readCarriers(d.transform, at: d.position, step: step, first: n.firstCarrier, re: &d.zre, im: &d.zim) else {
+        // A recording that stops before this window's end (the interpolator's reach included): the
+        // transmission's last sample is the window's, so one a few samples short would be read with
+        // silence. The window is read that much earlier in its prefix instead, up to half of it (the
+        // rest stays for the line's echoes); a recording shorter still is truncated there.
+        var early = 0
+        if let end = inputEnd {
+            while buffer.lastSample(from: d.position - Double(early) * step, step: step, count: n.fftSize) >= end {
+                early += 1
+                if early > n.cyclicPrefix / 2 { return .needInput }
+            }
+        }
+        guard readCarriers(d.transform, at: d.position - Double(early) * step, step: step, first: n.firstCarrier, re: &d.zre, im: &d.zim) else {
             return .needInput
+        }
+        if early > 0 {
+            // A window `early` samples before its place turns carrier k by −2πk·early/N: turned back,
+            // so the pilots, the decisions and the timing see the symbol where it is.
+            let turn = -2 * Double.pi * Double(early) / Double(n.fftSize)
+            Self.rotate(&d.zre, &d.zim, first: n.firstCarrier, by: PhaseFit(offset: turn * Double(n.firstCarrier), slope: turn, centre: 0))
         }
         buffer.discard(before: Int64(d.position.rounded(.down)) - 64)
         let kc = n.carrierCount

@@ -59,6 +59,9 @@ public final class OFDMDemodulator {
     let nominalStep: Double
     var buffer: FractionalResampler
     private var inputEnded = false
+    /// Once the input has ended: the absolute index one past its last sample (the silence
+    /// ``finishInput()`` adds comes after it).
+    private(set) var inputEnd: Int64?
     private let preamble = OFDMNumerology.preamble
     private let preambleTransform: OFDMTransform
     private let preambleKnown: [(re: Float, im: Float)]
@@ -111,7 +114,9 @@ public final class OFDMDemodulator {
     public func finishInput() {
         guard !inputEnded else { return }
         inputEnded = true
-        // Silence after the end, so the last symbol's window has its interpolation taps.
+        inputEnd = buffer.end
+        // Silence after the end, for the search's and the training's reads that reach past it (a data
+        // symbol's window that would is read earlier in its prefix instead: ``readSymbol(_:)``).
         let tail = [Float](repeating: 0, count: 256)
         tail.withUnsafeBufferPointer { buffer.append($0) }
     }

@@ -61,6 +61,9 @@ public enum FileImpairment {
             let out = sim.process(Array(buf[0..<k]))
             try out.withUnsafeBufferPointer { try w.write($0) }
         }
+        // The points the drift's interpolator held back for the input after them: the file's end.
+        let rest = sim.finish()
+        try rest.withUnsafeBufferPointer { try w.write($0) }
         try w.finish()
         return imp.noiseRMS
     }
