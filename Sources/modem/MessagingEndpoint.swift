@@ -28,7 +28,8 @@ func openSession(listen: String?, to: String?, hci: String?, options: SessionOpt
             do {
                 listener = try TCPListener(host: host, port: port)
             } catch {
-                throw SessionFailure.networkUnavailable(error.description)
+                // A port taken or not ours to use: this end's failure (status 1), not a missing peer.
+                throw LocalEndpointFailure(description: error.description)
             }
             defer { listener.close() }
             // Always, with the port it got (the one asked for, or the kernel's choice for port 0).
@@ -51,7 +52,7 @@ func openSession(listen: String?, to: String?, hci: String?, options: SessionOpt
 
 /// A failure of this machine's own end before any peer was tried (README: exit status 1, not 3): no
 /// Bluetooth in the kernel, a controller or sound device that does not open, a listening address that
-/// is not the controller's.
+/// is not the controller's, a TCP port that cannot be listened on.
 struct LocalEndpointFailure: Error, CustomStringConvertible {
     var description: String
 }

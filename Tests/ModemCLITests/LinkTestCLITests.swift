@@ -99,6 +99,15 @@ struct LinkTestCLITests {
         #expect(r.status == 1, "\(r)")
         #expect(r.stderrText.contains("no-such-device"))
     }
+
+    @Test("devices --probe where no device answers the handshake: '(no device answered)', exit 3 (no connection); no converter plugin probed")
+    func probeFindsNone() async throws {
+        let r = try await modem(["devices", "--probe"], timeout: 120)
+        #expect(r.status == 3 && r.stdoutText.contains("(no device answered)"), "\(r)")
+        for plugin in ["samplerate", "speexrate", "upmix", "vdownmix", "lavrate"] {
+            #expect(!r.stdoutText.contains("  \(plugin) "), "\(plugin) is listed or probed: \(r.stdoutText)")
+        }
+    }
 }
 
 /// link-test through real ALSA playback and capture: the audio runs in real time, so a machine kept busy

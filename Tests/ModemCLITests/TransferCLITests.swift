@@ -215,7 +215,12 @@ struct TransferCLITests {
         defer { taken.close() }
         let noListen = try await modem(["receive", "--listen", "tcp:127.0.0.1:\(taken.port)", "--dir", dir.file("never"),
                                         "--keys", dir.file("keys")], timeout: 60)
-        #expect(noListen.status != 0, "\(noListen)")
+        #expect(noListen.status == 1, "a port it cannot listen on is this end's failure: \(noListen)")
         #expect(!FileManager.default.fileExists(atPath: dir.file("never")), "--dir was created: \(noListen)")
+        // Nobody listening where send dials: no connection, status 3, naming the address.
+        let refusing = try TCPRefusingPort()
+        defer { refusing.close() }
+        let unanswered = try await modem(["send", "--to", "tcp:127.0.0.1:\(refusing.port)", source, "--keys", dir.file("keys")], timeout: 60)
+        #expect(unanswered.status == 3 && unanswered.stderrText.contains("127.0.0.1:\(refusing.port)"), "\(unanswered)")
     }
 }
