@@ -94,6 +94,8 @@ struct Serve: AsyncParsableCommand {
             help: "Seconds a request head may take to arrive, however slowly its bytes come (1 to 300).") var headTimeout: Double = 10
     @Option(name: .customLong("idle-timeout"), parsing: .unconditional,
             help: "Seconds a connection may stay silent between requests or as a WebSocket (5 to 3600).") var idleTimeout: Double = 75
+    @Option(name: .customLong("shutdown-timeout"), parsing: .unconditional,
+            help: "Seconds a stop (SIGTERM, SIGINT) waits for connections to close by themselves (a WebSocket client answering the hub's close frame) before it closes the rest (1 to 3600).") var shutdownTimeout: Double = 10
     @Option(name: .customLong("max-connections-per-address"), parsing: .unconditional,
             help: "Connections at once from one remote address, loopback included, over the HTTP listener and the transit relay; a --trusted-proxy's are not counted per address (1 to 100000).") var maxConnectionsPerAddress = 256
     @Flag(name: .customLong("log-codes"), inversion: .prefixedNo,
@@ -133,6 +135,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard idleTimeout.isFinite, (5...3600).contains(idleTimeout) else {
             throw fail("--idle-timeout must be 5 to 3600 seconds, not \(idleTimeout)", Exit.usage)
+        }
+        guard shutdownTimeout.isFinite, (1...3600).contains(shutdownTimeout) else {
+            throw fail("--shutdown-timeout must be 1 to 3600 seconds, not \(shutdownTimeout)", Exit.usage)
         }
         guard (1...100_000).contains(maxConnectionsPerAddress) else {
             throw fail("--max-connections-per-address must be 1 to 100000", Exit.usage)
@@ -247,10 +252,12 @@ struct Serve: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("modem-hub: transit relay listening on \(shown):\(port)\n".utf8))
             })))
         }
-        let group = ServiceGroup(configuration: .init(
-            services: services,
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        // A stop: first gracefully (listeners closed, WebSockets sent a close frame, the groups' clean stop);
+        // what has not ended after --shutdown-timeout (a client that never answers the close frame) is
+        // cancelled, and its connection closed.
+        var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(Int64(shutdownTimeout * 1000))
+        let group = ServiceGroup(configuration: groupConfiguration)
         do {
             try await group.run()
         } catch {

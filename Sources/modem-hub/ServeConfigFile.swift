@@ -47,7 +47,7 @@ enum ServeConfigFile {
     static let settings: [String: Kind] = {
         var s: [String: Kind] = [
             "listen": .string, "db": .string, "node": .string, "heartbeat": .number, "tls-cert": .string, "tls-key": .string,
-            "issuer": .string, "access-ttl": .integer, "head-timeout": .number, "idle-timeout": .number,
+            "issuer": .string, "access-ttl": .integer, "head-timeout": .number, "idle-timeout": .number, "shutdown-timeout": .number,
             "max-connections-per-address": .integer, "log-codes": .flag, "code-hook": .string, "log-level": .string,
             "metrics": .flag, "transit-listen": .string, "transit-timeout": .number, "transit-max-pairs": .integer,
             // NetworkOptions

@@ -32,6 +32,11 @@ import Testing
         try await Self.runScript("shutdown", extra: ["--db", db])
     }
 
+    @Test(.requires(HubProcess.venv, HubProcess.server), .timeLimit(.minutes(5)))
+    func stalledClientsDelayTheStopOnlyUntilTheShutdownTimeout() async throws {
+        try await Self.runScript("stalled")
+    }
+
     // MARK: - serve --config
 
     /// A settings file in a new folder; its path.

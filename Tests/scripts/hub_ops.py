@@ -12,19 +12,23 @@ clients in Python, its `GET /metrics` parsed with prometheus_client.
             open, then SIGTERM: the hub exits 0 within a hang guard, the sockets are closed, and its log
             has no "transaction within a transaction" nor a failed clean stop; a hub started again on
             the same database shows the user offline.
+  stalled:  clients that never answer the hub's close frame (a groups socket joined to a group and a
+            rendezvous socket, raw TCP that stops reading) and `--shutdown-timeout 1`: SIGTERM ends the
+            hub with exit 0 (within a hang guard, far from the 75 s the idle timeout would take), the
+            stalled connections closed, and the groups' clean stop still marked the user offline.
 
 Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure.
 
-    hub_ops.py MODEM_HUB {metrics|shutdown} [--db URL]
+    hub_ops.py MODEM_HUB {metrics|shutdown|stalled} [--db URL]
 """
-import argparse, asyncio, json, os, select, signal, socket, subprocess, sys, tempfile, time
+import argparse, asyncio, base64, json, os, select, signal, socket, subprocess, sys, tempfile, time
 import requests, websockets
 from prometheus_client.parser import text_string_to_metric_families
 from script_checks import Checks
 
 ap = argparse.ArgumentParser()
 ap.add_argument("hub")
-ap.add_argument("phase", choices=["metrics", "shutdown"])
+ap.add_argument("phase", choices=["metrics", "shutdown", "stalled"])
 ap.add_argument("--db", help="database URL (default: a new SQLite file)")
 args = ap.parse_args()
 GUARD = 60.0  # seconds: a hang guard far above every expected time
@@ -317,5 +321,80 @@ async def shutdown_phase():
         proc2.wait(GUARD)
 
 
-asyncio.run(metrics_phase() if args.phase == "metrics" else shutdown_phase())
+def raw_upgrade(port, path, headers=""):
+    """A WebSocket upgrade on raw TCP (a client that will stop reading): the socket after the 101."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=GUARD)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+              f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{headers}\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(1)
+        if not chunk:
+            break
+        head += chunk
+    return s, head.split(b"\r\n")[0]
+
+
+def send_text(s, obj):
+    """One masked text frame (as a client must send)."""
+    data, mask = json.dumps(obj).encode(), os.urandom(4)
+    assert len(data) < 126
+    s.sendall(bytes([0x81, 0x80 | len(data)]) + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+
+async def stalled_phase():
+    creds = add_client()
+    proc, port, _, log = start_hub("stall", ["--shutdown-timeout", "1"])
+    base = f"http://127.0.0.1:{port}"
+    await wait_for(lambda: requests.get(base + "/readyz", timeout=GUARD).status_code == 200, "readyz 200")
+    g, g101 = raw_upgrade(port, "/v1/socket", f"Authorization: Bearer {token(base, creds)}\r\n")
+    send_text(g, {"op": "hello"})
+    send_text(g, {"op": "join", "group": "room-stall"})
+    seen = b""
+    while b'"type":"user"' not in seen:  # the hello, then its own presence in the group: joined
+        chunk = g.recv(4096)
+        if not chunk:
+            break
+        seen += chunk
+    user = seen.split(b'"user":"')[1].split(b'"')[0].decode() if b'"user":"' in seen else None
+    w, w101 = raw_upgrade(port, "/wormhole/v1")
+    check("stalled clients upgraded and joined", g101.endswith(b"101 Switching Protocols") and w101.endswith(b"101 Switching Protocols")
+          and user is not None, (g101, w101, seen[:200]))
+    # From here on neither reads nor answers the close frame.
+    proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    if await wait_for(lambda: proc.poll() is not None, "the hub's exit"):
+        status = proc.returncode
+    else:
+        proc.kill()
+        status = "hung"
+    print(f"  (stopped in {time.monotonic() - started:.2f} s)")
+    text = open(log, errors="replace").read()
+    check("SIGTERM with stalled clients: exit 0 within the hang guard", status == 0, f"{status}: {text[-1500:]}")
+    g.settimeout(GUARD)
+    w.settimeout(GUARD)
+
+    def drained(s):
+        try:
+            while s.recv(65536):
+                pass
+            return True
+        except OSError:
+            return True
+    check("the stalled connections were closed", drained(g) and drained(w))
+    check("no 'transaction within a transaction' in the log", "transaction within a transaction" not in text, text[-1500:])
+    proc2, port2, _, _ = start_hub("stall-again")
+    try:
+        base2 = f"http://127.0.0.1:{port2}"
+        members = requests.get(base2 + "/v1/groups/room-stall/members", timeout=GUARD,
+                               headers={"Authorization": "Bearer " + token(base2, creds)}).json()
+        row = next((m for m in members.get("data", []) if m.get("user") == user), None)
+        check("the stalled client's user is offline after the stop", row is not None and row.get("timestamp", 0) > 0, members)
+    finally:
+        proc2.terminate()
+        proc2.wait(GUARD)
+
+
+asyncio.run({"metrics": metrics_phase, "shutdown": shutdown_phase, "stalled": stalled_phase}[args.phase]())
 check.finish()

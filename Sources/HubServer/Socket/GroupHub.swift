@@ -294,6 +294,9 @@ public final class GroupHub: Sendable {
         joins.withLock { $0[conn] = nil }
         do {
             execute(PresenceRules.actions(for: try await store.close(conn: conn, now: now), by: nil, op: "close"))
+        } catch is CancellationError {
+            // A stop past --shutdown-timeout cancelled the socket: the node's clean stop marks its user offline.
+            logger.debug("groups: a connection ended by a forced stop; the node's clean stop takes its user offline")
         } catch {
             logger.error("groups: closing a connection failed: \(error)")
         }
