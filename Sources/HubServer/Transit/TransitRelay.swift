@@ -174,8 +174,14 @@ public final class TransitRelay: Service, Sendable {
         if case (.paired, _?) = outcome { metrics?.transitPairJoined() }
         switch outcome {
         case (.paired, let other?):
-            // "ok" to both first, so it goes out ahead of anything the other relays.
-            for c in [other, channel] { c.writeAndFlush(ByteBuffer(bytes: TransitHandshake.ok), promise: nil) }
+            // Neither end is read again until its pipe is laid (`join`, queued on its event loop after
+            // this): a client answered "ok" may send at once, and what it sent before the pipe would be
+            // held as early bytes, over whose limit (64 KiB) the pair was closed. Then "ok" to both, so it
+            // goes out ahead of anything the other relays. On each end's own loop, in this order.
+            for c in [other, channel] {
+                c.setOption(.autoRead, value: false).whenComplete { _ in }
+                c.writeAndFlush(ByteBuffer(bytes: TransitHandshake.ok), promise: nil)
+            }
             let end = PairEnd(addresses: (connectionCounts.perAddressKey(other.remoteAddress?.ipAddress ?? "?"),
                                           connectionCounts.perAddressKey(ip)))
             join(other, channel, end)
@@ -222,8 +228,8 @@ public final class TransitRelay: Service, Sendable {
     }
 
 
-    /// On `channel`'s own event loop: the handshake handler gives way to a pipe to `partner`, and what
-    /// `channel` sent early goes to the partner.
+    /// On `channel`'s own event loop: the handshake handler gives way to a pipe to `partner`, what
+    /// `channel` sent early goes to the partner, and `channel` is read again.
     private func join(_ channel: any Channel, _ partner: any Channel, _ end: PairEnd) {
         channel.eventLoop.execute { [self] in
             let ops = channel.pipeline.syncOperations
@@ -240,6 +246,8 @@ public final class TransitRelay: Service, Sendable {
                 count(bytes: early.readableBytes)
                 partner.writeAndFlush(early, promise: nil)
             }
+            // The pipe is laid: read again (arrive stopped it).
+            channel.setOption(.autoRead, value: true).whenComplete { _ in }
         }
     }
 }
