@@ -57,6 +57,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.30.0"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.3.0"),
+        // The hub in production: metrics (swift-metrics' API, Prometheus text at /metrics) and
+        // `serve --config FILE` in TOML.
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/LebJe/TOMLKit", from: "0.6.0"),
     ]),
     targets: [
         // C libraries, found by pkg-config.
@@ -154,6 +159,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             // The OpenAPI document, compiled in (`PackageResources.openapi_yaml`): the file is a link to
             // docs/openapi.yaml, the one copy, so the binary serves it without a resource bundle beside it.
@@ -181,6 +188,10 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
+                // The process's one metrics bootstrap (the registry /metrics renders) and --config's TOML.
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "TOMLKit", package: "TOMLKit"),
             ]
         ),
 

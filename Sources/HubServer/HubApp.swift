@@ -39,6 +39,8 @@ public struct HubServerSettings: Sendable {
     // Post flood (issue 32): bounds on the posts kept and on what one groups socket holds (`--max-posts-*`,
     // `--max-socket-queue-bytes`; docs/hub.md).
     public var groups = GroupSettings()
+    /// `--metrics` (on by default): whether `GET /metrics` is served.
+    public var servesMetrics = true
     public init() {}
 
     /// The issuer URL (RFC 8414): `--issuer` or the scheme and listen address.
@@ -65,6 +67,9 @@ public protocol HubPlugin: Sendable {
     /// ``shouldUpgrade(_:context:)``.
     func shouldUpgrade(_ request: HTTPRequest, remoteIP: String, context: HubPluginContext) async
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>>
+    /// Why this part cannot serve now (for `GET /readyz`: a short sentence), or nil when it can; by
+    /// default nil.
+    func readiness(context: HubPluginContext) async -> String?
 }
 
 extension HubPlugin {
@@ -76,9 +81,11 @@ extension HubPlugin {
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {
         await shouldUpgrade(request, context: context)
     }
+    public func readiness(context: HubPluginContext) async -> String? { nil }
 }
 
-/// What plugins get: the authority (to turn Bearer tokens into principals), the store, the logger.
+/// What plugins get: the authority (to turn Bearer tokens into principals), the store, the logger, the
+/// metrics.
 public struct HubPluginContext: Sendable {
     public let authority: HubAuthority
     public let store: SQLHubStore
@@ -86,10 +93,20 @@ public struct HubPluginContext: Sendable {
     public let logger: Logger
     /// The connections the server's guard let in and what it refused or closed (settings.connections).
     public let connectionCounts: ConnectionCounts
+    /// What the hub counts (served at `GET /metrics`).
+    public let metrics: HubMetrics
 
-    public init(authority: HubAuthority, store: SQLHubStore, settings: HubServerSettings, logger: Logger) {
+    /// - Parameter metrics: where the hub counts (default: metrics on a registry of their own); the
+    ///   database's failures and the account limiters' refusals are counted there from now on.
+    public init(authority: HubAuthority, store: SQLHubStore, settings: HubServerSettings, logger: Logger,
+                metrics: HubMetrics = HubMetrics()) {
         self.authority = authority; self.store = store; self.settings = settings; self.logger = logger
-        connectionCounts = ConnectionCounts(limits: settings.connections, trustedProxies: settings.trustedProxies)
+        self.metrics = metrics
+        let counts = ConnectionCounts(limits: settings.connections, trustedProxies: settings.trustedProxies, metrics: metrics)
+        connectionCounts = counts
+        metrics.addCollector { [weak metrics] in metrics?.setOpenConnections(counts.snapshot.open) }
+        store.db.failures.onFailure { [weak metrics] in metrics?.databaseFailed() }
+        authority.accountLimiter.onRefusal { [weak metrics] limit in metrics?.refused(limit: limit) }
     }
 
     /// The principal of a bare Bearer token (for the WebSocket upgrade), nil when refused.
@@ -105,7 +122,9 @@ public enum HubApp {
     public static func router(context: HubPluginContext, plugins: [any HubPlugin] = [],
                               sender: (any ConfirmationSender)? = nil) -> HubRouter {
         let r = HubRouter(router: Router(context: HubRequestContext.self), table: RouteTable())
-        // First: the client's address (from a trusted proxy's X-Forwarded-For) for every limit after it.
+        // Outermost: every request counted by route template and status, and timed.
+        r.router.add(middleware: MetricsMiddleware(metrics: context.metrics))
+        // Then the client's address (from a trusted proxy's X-Forwarded-For) for every limit after it.
         r.router.add(middleware: ClientAddressMiddleware(proxies: context.settings.trustedProxies))
         r.router.add(middleware: RequestLogMiddleware(logger: context.logger))
         r.router.add(middleware: JSendErrorMiddleware(table: r.table, logger: context.logger))
@@ -124,6 +143,7 @@ public enum HubApp {
             h[.contentType] = "application/yaml"
             return Response(status: .ok, headers: h, body: .init(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
         }
+        OpsRoutes.register(on: r, context: context, plugins: plugins)
         for p in plugins { p.register(on: r, context: context) }
         return r
     }

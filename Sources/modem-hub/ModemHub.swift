@@ -1,4 +1,5 @@
 import ArgumentParser
+import CoreMetrics
 import Foundation
 import HubCore
 import HubServer
@@ -6,6 +7,7 @@ import HubStore
 import Hummingbird
 import Logging
 import ModemRuntime
+import Prometheus
 import ServiceLifecycle
 #if canImport(Glibc)
 import Glibc
@@ -19,6 +21,17 @@ struct ModemHub: AsyncParsableCommand {
         abstract: "The hub: groups with presence behind an OAuth2 API (SQLite by default, PostgreSQL for several nodes).",
         version: SwiftModemVersion.string,
         subcommands: [Serve.self, ClientCommand.self, UserCommand.self, PrintOpenAPI.self] + clientSubcommands)
+
+    /// The command line, with `serve --config FILE`'s settings placed before the user's options
+    /// (``ServeConfigFile``), parsed and run.
+    static func main() async {
+        let arguments: [String]
+        do { arguments = try ServeConfigFile.expand(Array(CommandLine.arguments.dropFirst())) } catch {
+            FileHandle.standardError.write(Data("modem-hub: \(error.message)\n".utf8))
+            Glibc.exit(error.status)
+        }
+        await main(arguments)
+    }
 }
 
 /// Exit codes: 64 for usage errors (bad options), 1 for failures.
@@ -34,8 +47,11 @@ func fail(_ message: String, _ code: ExitCode) -> ExitCode {
     return code
 }
 
+/// The database of `--db TEXT`, else of `$MODEM_HUB_DB` (where a URL with a password may be kept out of
+/// the command line and the settings file), else the default SQLite file.
 func parseDB(_ text: String?) throws -> DatabaseLocation {
-    guard let text else { return DatabaseLocation.defaultLocation }
+    let env = ProcessInfo.processInfo.environment["MODEM_HUB_DB"].flatMap { $0.isEmpty ? nil : $0 }
+    guard let text = text ?? env else { return DatabaseLocation.defaultLocation }
     do { return try DatabaseLocation(parsing: text) } catch {
         throw fail("\(error)", Exit.usage)
     }
@@ -54,10 +70,20 @@ func makeLogger(_ label: String, level: Logger.Level) -> Logger {
 }
 
 struct Serve: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Run the hub server.")
+    static let configuration = CommandConfiguration(
+        abstract: "Run the hub server.",
+        discussion: """
+            Every option may instead be set in a TOML file given with --config, under its long name \
+            (listen = "127.0.0.1:8080", heartbeat = 5, log-codes = true, trusted-proxy = ["10.0.0.0/8"]); \
+            an option on the command line wins over the file. The database URL may come from \
+            $MODEM_HUB_DB (over the file, under --db). docs/hub-config.example.toml has every setting.
+            """)
 
+    @Option(help: ArgumentHelp("A TOML file of settings, each under its option's long name; options on the command line win over it.",
+                               valueName: "file"))
+    var config: String?
     @Option(help: "Address to listen on, HOST:PORT (port 0: one the kernel picks). Once listening, prints 'modem-hub: listening on HOST:PORT' on standard error.") var listen = "127.0.0.1:8080"
-    @Option(help: "sqlite:PATH (default $XDG_DATA_HOME/swiftmodem/hub.sqlite) or postgres://USER@HOST:PORT/DB.") var db: String?
+    @Option(help: "sqlite:PATH or postgres://USER@HOST:PORT/DB (default $MODEM_HUB_DB, else $XDG_DATA_HOME/swiftmodem/hub.sqlite).") var db: String?
     @Option(help: "This node's name (default: the host name).") var node: String?
     @Option(parsing: .unconditional, help: "Seconds between node heartbeats (0.1 to 3600).") var heartbeat: Double = 5
     @Option(name: .customLong("tls-cert"), help: "PEM certificate chain: serve HTTPS.") var tlsCert: String?
@@ -68,9 +94,14 @@ struct Serve: AsyncParsableCommand {
             help: "Seconds a request head may take to arrive, however slowly its bytes come (1 to 300).") var headTimeout: Double = 10
     @Option(name: .customLong("idle-timeout"), parsing: .unconditional,
             help: "Seconds a connection may stay silent between requests or as a WebSocket (5 to 3600).") var idleTimeout: Double = 75
+    @Option(name: .customLong("shutdown-timeout"), parsing: .unconditional,
+            help: "Seconds a stop (SIGTERM, SIGINT) waits for connections to close by themselves (a WebSocket client answering the hub's close frame) before it closes the rest (1 to 3600).") var shutdownTimeout: Double = 10
     @Option(name: .customLong("max-connections-per-address"), parsing: .unconditional,
             help: "Connections at once from one remote address, loopback included, over the HTTP listener and the transit relay; a --trusted-proxy's are not counted per address (1 to 100000).") var maxConnectionsPerAddress = 256
-    @Flag(name: .customLong("log-codes"), help: "Write confirmation and reset codes to the log (development only).") var logCodes = false
+    @Flag(name: .customLong("log-codes"), inversion: .prefixedNo,
+          help: "Write confirmation and reset codes to the log (development only).") var logCodes = false
+    @Flag(name: .customLong("metrics"), inversion: .prefixedNo,
+          help: "Serve GET /metrics (Prometheus text: counts, no secrets, no user ids).") var metrics = true
     @Option(name: .customLong("code-hook"), help: "Shell command that delivers codes (HUB_CODE, HUB_USER, HUB_PURPOSE, HUB_CONTACT in its environment).") var codeHook: String?
     @Option(name: .customLong("log-level"), help: "trace, debug, info, notice, warning, error.") var logLevel = "info"
     // Accounts (issue 32): bounds on sign-ups, codes, guesses and logins (AccountOptions.swift).
@@ -104,6 +135,9 @@ struct Serve: AsyncParsableCommand {
         }
         guard idleTimeout.isFinite, (5...3600).contains(idleTimeout) else {
             throw fail("--idle-timeout must be 5 to 3600 seconds, not \(idleTimeout)", Exit.usage)
+        }
+        guard shutdownTimeout.isFinite, (1...3600).contains(shutdownTimeout) else {
+            throw fail("--shutdown-timeout must be 1 to 3600 seconds, not \(shutdownTimeout)", Exit.usage)
         }
         guard (1...100_000).contains(maxConnectionsPerAddress) else {
             throw fail("--max-connections-per-address must be 1 to 100000", Exit.usage)
@@ -162,6 +196,7 @@ struct Serve: AsyncParsableCommand {
         settings.tlsCertPath = tlsCert
         settings.tlsKeyPath = tlsKey
         settings.logCodes = logCodes
+        settings.servesMetrics = metrics
         settings.codeHook = codeHook
         settings.authority.accessTTL = accessTTL
         // Accounts (issue 32): the bounds of AccountOptions (checked above).
@@ -184,7 +219,11 @@ struct Serve: AsyncParsableCommand {
 
         let store = try await openStore(location, logger: logger)
         let authority = HubAuthority(store: store, settings: settings.authority, logger: logger)
-        let context = HubPluginContext(authority: authority, store: store, settings: settings, logger: logger)
+        // The process's one metrics system: the hub's metrics and anything else that uses swift-metrics
+        // go to one registry, which GET /metrics renders.
+        let hubMetrics = HubMetrics(registry: PrometheusCollectorRegistry())
+        MetricsSystem.bootstrap(hubMetrics.factory)
+        let context = HubPluginContext(authority: authority, store: store, settings: settings, logger: logger, metrics: hubMetrics)
         // The groups side (hub-groups) plugs in here: REST routes, the WebSocket, the bus and heartbeat.
         let plugins: [any HubPlugin] = hubPlugins(node: node ?? ProcessInfo.processInfo.hostName, heartbeat: heartbeat,
                                                   db: location, wormhole: settings.wormhole)
@@ -209,14 +248,16 @@ struct Serve: AsyncParsableCommand {
             let shown = transit.host.contains(":") ? "[\(transit.host)]" : transit.host
             // Under the same connection caps as the HTTP listener (one count per address over both).
             services.append(.init(service: TransitRelay(settings: transit, logger: logger, connectionCounts: context.connectionCounts,
-                                                        onListening: { port in
+                                                        metrics: hubMetrics, onListening: { port in
                 FileHandle.standardError.write(Data("modem-hub: transit relay listening on \(shown):\(port)\n".utf8))
             })))
         }
-        let group = ServiceGroup(configuration: .init(
-            services: services,
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        // A stop: first gracefully (listeners closed, WebSockets sent a close frame, the groups' clean stop);
+        // what has not ended after --shutdown-timeout (a client that never answers the close frame) is
+        // cancelled, and its connection closed.
+        var groupConfiguration = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+        groupConfiguration.maximumGracefulShutdownDuration = .milliseconds(Int64(shutdownTimeout * 1000))
+        let group = ServiceGroup(configuration: groupConfiguration)
         do {
             try await group.run()
         } catch {

@@ -178,6 +178,13 @@ public final class PostgresGroupBus: GroupBus {
     }
 
     func receive(_ payload: String) async {
+        await GroupFanout.$causedAt.withValue(ContinuousClock.now) { await deliverAll(payload) }
+    }
+
+    /// Whether the LISTEN connection is up (for `/readyz`: without it this node misses the others' events).
+    public var isListening: Bool { listening.load(ordering: .acquiring) }
+
+    private func deliverAll(_ payload: String) async {
         if payload.hasPrefix("~"), let sep = payload.firstIndex(of: "\u{1E}") {
             let tag = String(payload[payload.index(after: payload.startIndex)..<sep])
             if let handler = handlers.withLock({ $0[tag] }) { await handler(String(payload[payload.index(after: sep)...])) }

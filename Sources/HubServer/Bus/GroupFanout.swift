@@ -343,8 +343,17 @@ public final class GroupFanout: Sendable {
         var outboxes: [ConnectionID: GroupSocketOutbox] = [:]
     }
     private let state = Mutex(State())
+    /// Where deliveries and their latency are counted (nil: nowhere).
+    let metrics: HubMetrics?
 
-    public init() {}
+    /// When the cause of the events being delivered reached this node: a client's op (set by
+    /// ``GroupHub/execute(_:causedAt:)``) or another node's notification (set by the PostgreSQL bus).
+    /// The fan-out's latency is measured from there; unset, from the delivery itself.
+    @TaskLocal public static var causedAt: ContinuousClock.Instant?
+
+    /// - Parameter metrics: where each event's deliveries (one per local recipient) and its latency
+    ///   (from ``causedAt`` until it is queued for every recipient) are counted
+    public init(metrics: HubMetrics? = nil) { self.metrics = metrics }
 
     /// Registers a socket's outbox.
     public func add(_ conn: ConnectionID, outbox: GroupSocketOutbox) {
@@ -390,10 +399,12 @@ public final class GroupFanout: Sendable {
 
     /// Delivers an already serialised event.
     public func deliver(text: String, group: String, excluding: ConnectionID?) {
+        let since = Self.causedAt ?? ContinuousClock.now
         let boxes = state.withLock { s in
             s.router.recipients(of: group, excluding: excluding).compactMap { s.outboxes[$0] }
         }
         for box in boxes { box.deliver(text, group: group) }
+        metrics?.fannedOut(recipients: boxes.count, since: since)
     }
 
     /// Number of local sockets.

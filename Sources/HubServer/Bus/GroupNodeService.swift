@@ -46,7 +46,9 @@ public struct GroupNodeService: Sendable {
     public func start() async throws {
         if let sql = hub.store as? SQLGroupStore { try await sql.prepare() }
         try await refuseLiveTwin()
-        try await liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now)
+        let now = hub.now
+        try await liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: now)
+        hub.noteHeartbeat(atMs: now)
         try await sweep(startUp: true)
     }
 
@@ -58,7 +60,10 @@ public struct GroupNodeService: Sendable {
                 await every(tick, "heartbeat") {
                     // The row gone: another node took this one for dead (a stall longer than 1.25
                     // heartbeats) and dropped its presence; its sockets are still here, so join again.
-                    if try await !liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: hub.now) {
+                    let now = hub.now
+                    let kept = try await liveness.heartbeat(instance: hub.instance, name: hub.nodeName, now: now)
+                    hub.noteHeartbeat(atMs: now)
+                    if !kept {
                         logger.warning("groups: this node was taken for dead by another; announcing its connections again")
                         await hub.reannounce()
                     }

@@ -32,10 +32,12 @@ public final class GroupRuntime: Service {
 
     /// Builds the groups on an open, migrated database: PostgreSQL gets the LISTEN/NOTIFY bus, SQLite
     /// the in-process one. `run()` writes the first heartbeat and sweeps ghosts of earlier runs.
-    /// - Parameter clock: the node's time, for its timers and stored times (default: the system's)
+    /// - Parameters:
+    ///   - clock: the node's time, for its timers and stored times (default: the system's)
+    ///   - metrics: where sockets, posts, deliveries and refusals are counted (nil: nowhere)
     public init(db: any SQLDatabase, nodeName: String, heartbeat: Duration, logger: Logger, settings: GroupSettings = GroupSettings(),
-                clock: GroupClock = .system) {
-        let fanout = GroupFanout()
+                clock: GroupClock = .system, metrics: HubMetrics? = nil) {
+        let fanout = GroupFanout(metrics: metrics)
         let instance = nodeName + "-" + String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF, radix: 36)
         // Joins read no group into memory: each socket's writer pages its history from the store.
         var store = SQLGroupStore(db: db, postBounds: settings.posts, snapshotOnJoin: false, deviceBounds: settings.devices)
@@ -60,7 +62,7 @@ public final class GroupRuntime: Service {
         }
         self.hub = GroupHub(store: store, fanout: fanout, bus: bus ?? LocalGroupBus(fanout: fanout) as any GroupBus,
                             instance: instance, nodeName: nodeName, logger: logger, socketLimits: settings.socket, ready: false,
-                            clock: clock)
+                            clock: clock, metrics: metrics)
         self.node = GroupNodeService(hub: hub, liveness: liveness.map { SQLGroupStore(db: $0, notifier: notifier) }, heartbeat: heartbeat, logger: logger)
         self.pgBus = bus
         self.livenessDB = liveness
@@ -72,6 +74,19 @@ public final class GroupRuntime: Service {
     public func start() async throws {
         defer { hub.markReady() }
         try await node.start()
+    }
+
+    /// Why this node's groups cannot serve now (for `/readyz`), or nil: the tables not prepared yet, no
+    /// heartbeat written yet or none for longer than the other nodes allow before they take it for dead
+    /// (1.25 heartbeats), or, on PostgreSQL, the bus's LISTEN connection down (it would miss the other
+    /// nodes' events).
+    public func readiness() -> String? {
+        guard hub.isReady else { return "groups: the tables are not prepared yet" }
+        guard let beat = hub.lastHeartbeat else { return "groups: no heartbeat written yet" }
+        let age = hub.now - beat, limit = node.heartbeatMs * 5 / 4
+        if age > limit { return "groups: this node's last heartbeat was \(age) ms ago (a node is taken for dead after \(limit) ms)" }
+        if let pgBus, !pgBus.isListening { return "group bus: the LISTEN connection is down" }
+        return nil
     }
 
     /// Runs the bus and the heartbeat until graceful shutdown, then marks this node's users offline.

@@ -62,10 +62,13 @@ public final class ConnectionCounts: Sendable {
     let maximumConnections: Int
     /// Addresses not capped per address (reverse proxies carrying many clients).
     let trustedProxies: TrustedProxies
+    /// Where admissions and refusals are counted.
+    let metrics: HubMetrics?
 
-    init(limits: ConnectionLimits, trustedProxies: TrustedProxies = TrustedProxies()) {
+    init(limits: ConnectionLimits, trustedProxies: TrustedProxies = TrustedProxies(), metrics: HubMetrics? = nil) {
         self.limits = limits
         self.trustedProxies = trustedProxies
+        self.metrics = metrics
         maximumConnections = limits.effectiveMaximumConnections
     }
 
@@ -78,17 +81,19 @@ public final class ConnectionCounts: Sendable {
         return trustedProxies.contains(address) ? nil : ClientAddress.limitKey(address)
     }
 
-    /// Counts a new connection from `address` in, or says no (over a cap).
-    func admit(_ address: String?) -> Bool {
-        state.withLock { s in
-            guard s.total < maximumConnections else { s.refused += 1; return false }
+    /// Counts a new connection from `address` on `listener` (`http` or `transit`) in, or says no (over a cap).
+    func admit(_ address: String?, listener: String = "http") -> Bool {
+        let refusal = state.withLock { s -> String? in
+            guard s.total < maximumConnections else { s.refused += 1; return "max-connections" }
             if let address {
-                guard s.perAddress[address, default: 0] < limits.maximumPerAddress else { s.refused += 1; return false }
+                guard s.perAddress[address, default: 0] < limits.maximumPerAddress else { s.refused += 1; return "max-connections-per-address" }
                 s.perAddress[address, default: 0] += 1
             }
             s.total += 1
-            return true
+            return nil
         }
+        if let refusal { metrics?.refused(limit: refusal) } else { metrics?.connectionAccepted(listener: listener) }
+        return refusal == nil
     }
 
     func release(_ address: String?) {
@@ -189,7 +194,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler, RemovableChannelHandle
     private func admit(_ context: ChannelHandlerContext) {
         guard !admitted, phase != .closing else { return }
         address = counts.perAddressKey(context.channel.remoteAddress?.ipAddress)
-        guard counts.admit(address) else {
+        guard counts.admit(address, listener: "http") else {
             phase = .closing
             context.close(promise: nil)
             return
@@ -374,7 +379,7 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
     private func admit(_ context: ChannelHandlerContext) {
         guard !admitted, !refused else { return }
         address = counts.perAddressKey(context.channel.remoteAddress?.ipAddress)
-        if counts.admit(address) {
+        if counts.admit(address, listener: "transit") {
             admitted = true
         } else {
             refused = true

@@ -4,8 +4,9 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// Outermost: one log line per request (method, route template, status, milliseconds). Never headers,
-/// bodies, query strings, tokens or secrets.
+/// One log line per request (method, route template, status, milliseconds), at info level; the probes of
+/// ``OpsRoutes/quietPaths`` (`/healthz`, `/readyz`, `/metrics`, asked every few seconds) at debug level.
+/// Never headers, bodies, query strings, tokens or secrets.
 struct RequestLogMiddleware: RouterMiddleware {
     typealias Context = HubRequestContext
     let logger: Logger
@@ -26,7 +27,8 @@ struct RequestLogMiddleware: RouterMiddleware {
     private func log(_ request: Request, _ template: String, _ status: Int, _ start: ContinuousClock.Instant) {
         let d = ContinuousClock.now - start
         let ms = Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
-        logger.info("\(request.method.rawValue) \(template) \(status) \(String(format: "%.1f", ms)) ms")
+        let level: Logger.Level = OpsRoutes.quietPaths.contains(template) ? .debug : .info
+        logger.log(level: level, "\(request.method.rawValue) \(template) \(status) \(String(format: "%.1f", ms)) ms")
     }
 }
 

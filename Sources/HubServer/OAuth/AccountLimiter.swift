@@ -69,6 +69,7 @@ public final class AccountLimiter: Sendable {
         var loginsPerAddressPerHour: BoundedRateLimiter
     }
     private let state: Mutex<State>
+    private let refusalHandler = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     static let hourMs: Int64 = 3_600_000
     static let minuteMs: Int64 = 60_000
@@ -104,22 +105,35 @@ public final class AccountLimiter: Sendable {
         case .guess(let n, let a): .guess(account: n, address: Self.addressKey(a))
         case .login(let n, let a): .login(account: n, address: Self.addressKey(a))
         }
-        return state.withLock { s in
+        let refusal = state.withLock { s -> (wait: Int, limit: String)? in
             switch event {
             case .signup(let address):
-                return Self.admit([(\State.signupsPerAddress, address)], in: &s, nowMs: nowMs)
+                return Self.admit([(\State.signupsPerAddress, address, "signups-per-address-per-hour")], in: &s, nowMs: nowMs)
             case .code(let account, let address):
-                return Self.admit([(\State.codesPerAccount, account), (\State.codesPerAddress, address)], in: &s, nowMs: nowMs)
+                return Self.admit([(\State.codesPerAccount, account, "codes-per-account-per-hour"),
+                                   (\State.codesPerAddress, address, "codes-per-address-per-hour")], in: &s, nowMs: nowMs)
             case .guess(let account, let address):
-                return Self.admit([(\State.guessesPerAccount, account), (\State.guessesPerAddress, address)], in: &s, nowMs: nowMs)
+                return Self.admit([(\State.guessesPerAccount, account, "code-guesses-per-account-per-hour"),
+                                   (\State.guessesPerAddress, address, "code-guesses-per-address-per-hour")], in: &s, nowMs: nowMs)
             case .login(let account, let address):
                 // The attempt is reserved as a failure of the account now, before its bcrypt: a burst of
                 // concurrent guesses all count, and only a success gives its reservation back.
-                return Self.admit([(\State.loginFailuresPerMinute, account), (\State.loginFailuresPerHour, account),
-                                   (\State.loginsPerAddress, address), (\State.loginsPerAddressPerHour, address)],
+                return Self.admit([(\State.loginFailuresPerMinute, account, "login-failures-per-account-per-minute"),
+                                   (\State.loginFailuresPerHour, account, "login-failures-per-account-per-hour"),
+                                   (\State.loginsPerAddress, address, "logins-per-address-per-minute"),
+                                   (\State.loginsPerAddressPerHour, address, "logins-per-address-per-hour")],
                                   in: &s, nowMs: nowMs)
             }
         }
+        guard let refusal else { return nil }
+        refusalHandler.withLock { $0 }?(refusal.limit)
+        return refusal.wait
+    }
+
+    /// Calls `handler` with the name of the bound (its `serve` option without the dashes, e.g.
+    /// `signups-per-address-per-hour`) each time ``admit(_:nowMs:)`` refuses (the hub's metrics count them).
+    public func onRefusal(_ handler: (@Sendable (String) -> Void)?) {
+        refusalHandler.withLock { $0 = handler }
     }
 
     /// Records a failed password grant for the account of key `account` (one that was not admitted by
@@ -149,15 +163,20 @@ public final class AccountLimiter: Sendable {
         }
     }
 
-    private static func admit(_ parts: [(WritableKeyPath<State, BoundedRateLimiter>, String)], in s: inout State,
-                              nowMs: Int64) -> Int? {
-        let waits = parts.compactMap { s[keyPath: $0.0].retryAfter($0.1, nowMs: nowMs) }
-        if let wait = waits.max() { return wait }
-        var refused: Int?
+    /// Counts every part or none; the longest wait and the bound that imposes it when over one.
+    private static func admit(_ parts: [(WritableKeyPath<State, BoundedRateLimiter>, String, String)], in s: inout State,
+                              nowMs: Int64) -> (wait: Int, limit: String)? {
+        let waits = parts.compactMap { p in s[keyPath: p.0].retryAfter(p.1, nowMs: nowMs).map { (wait: $0, limit: p.2) } }
+        if let longest = waits.max(by: { $0.wait < $1.wait }) { return longest }
+        var refused: (wait: Int, limit: String)?
         var counted: [(WritableKeyPath<State, BoundedRateLimiter>, String)] = []
-        for (path, key) in parts {
+        for (path, key, name) in parts {
             // Only a table full of keys at their limits refuses here (see BoundedRateLimiter).
-            if let wait = s[keyPath: path].admit(key, nowMs: nowMs) { refused = max(refused ?? 0, wait) } else { counted.append((path, key)) }
+            if let wait = s[keyPath: path].admit(key, nowMs: nowMs) {
+                if wait > (refused?.wait ?? -1) { refused = (wait, name) }
+            } else {
+                counted.append((path, key))
+            }
         }
         // All or none: a refusal takes back what the other parts counted.
         if refused != nil { for (path, key) in counted { s[keyPath: path].giveBack(key, atMs: nowMs) } }

@@ -29,7 +29,7 @@ public final class GroupsPlugin: HubPlugin {
         built.withLock { r in
             if let r { return r }
             let made = GroupRuntime(db: context.store.db, nodeName: nodeName, heartbeat: heartbeat, logger: context.logger,
-                                    settings: context.settings.groups)
+                                    settings: context.settings.groups, metrics: context.metrics)
             r = made
             return made
         }
@@ -42,6 +42,9 @@ public final class GroupsPlugin: HubPlugin {
     public func services(context: HubPluginContext) -> [any Service] { [runtime(context)] }
 
     public var webSocketConfiguration: WebSocketServerConfiguration? { GroupSocketUpgrade.configuration }
+
+    /// The groups' part of `/readyz` (``GroupRuntime/readiness()``).
+    public func readiness(context: HubPluginContext) async -> String? { runtime(context).readiness() }
 
     public func shouldUpgrade(_ request: HTTPRequest, context: HubPluginContext) async
         -> ShouldUpgradeResult<WebSocketDataHandler<HTTP1WebSocketUpgradeChannel.Context>> {

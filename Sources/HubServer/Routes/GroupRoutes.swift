@@ -184,10 +184,12 @@ public struct GroupRoutes: Sendable {
                                    + "and \(PresenceLimits.maxPayloadBytes) bytes: \(error)", field: "pidload")
         }
         let post = GroupPost(group: g, pid: pid, user: who.restUser, pidload: load, timestamp: hub.now)
+        let started = ContinuousClock.now
         let outcome = try await hub.store.post(post)
+        hub.count(outcome, via: "rest")
         switch outcome {
         case .posted(let p, let replaced):
-            hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "post"))
+            hub.execute(PresenceRules.actions(for: outcome, by: nil, op: "post"), causedAt: started)
             var headers: HTTPFields = [:]
             headers[.location] = "/v1/groups/\(percentEncoded(g))/posts/\(percentEncoded(pid))"
             return GroupJSend.success(PostItem(p), status: replaced ? .ok : .created, headers: headers)

@@ -38,8 +38,12 @@ public final class GroupHub: Sendable {
     /// Where this node takes its time: the wall-clock milliseconds of ``now`` and the timers of its
     /// heartbeat, sweep and twin check (``GroupNodeService``).
     public let clock: GroupClock
+    /// Where posts, fan-out deliveries and refusals are counted (nil: nowhere).
+    public let metrics: HubMetrics?
     let logger: Logger
     private let counter = Atomic<Int>(0)
+    /// When this node last wrote its heartbeat (``now``'s milliseconds; `Int64.min`: never), for `/readyz`.
+    private let lastHeartbeatMs = Atomic<Int64>(Int64.min)
     /// What each local socket has joined (to announce it again after this node was swept).
     private let joins = Mutex<[ConnectionID: (user: String, groups: Set<String>)]>([:])
     /// Whether the groups' tables are there (`GroupRuntime` prepares them as a service, which may
@@ -50,11 +54,14 @@ public final class GroupHub: Sendable {
     /// before the store is read (the window in which a live post may arrive), to force that interleaving.
     let afterSubscribe: (@Sendable (ConnectionID, String) async -> Void)?
 
-    /// - Parameter clock: the node's time (default: the system's; a test passes one on a manual clock)
+    /// - Parameters:
+    ///   - clock: the node's time (default: the system's; a test passes one on a manual clock)
+    ///   - metrics: where posts and refusals are counted (the fan-out counts its deliveries itself)
     public init(store: any GroupStore, fanout: GroupFanout, bus: any GroupBus, instance: String, nodeName: String, logger: Logger,
                 socketLimits: GroupSocketLimits = GroupSocketLimits(), ready: Bool = true, clock: GroupClock = .system,
-                afterSubscribe: (@Sendable (ConnectionID, String) async -> Void)? = nil) {
+                metrics: HubMetrics? = nil, afterSubscribe: (@Sendable (ConnectionID, String) async -> Void)? = nil) {
         self.afterSubscribe = afterSubscribe
+        self.metrics = metrics
         self.clock = clock
         self.socketLimits = socketLimits
         self.readiness = Mutex((ready, []))
@@ -89,6 +96,30 @@ public final class GroupHub: Sendable {
         for w in waiters { w.resume() }
     }
 
+    /// Whether the store is prepared (``markReady()`` was called).
+    public var isReady: Bool { readiness.withLock { $0.ready } }
+
+    /// This node wrote its heartbeat at `ms` (``now``'s milliseconds).
+    func noteHeartbeat(atMs ms: Int64) { lastHeartbeatMs.store(ms, ordering: .relaxed) }
+
+    /// When this node last wrote its heartbeat (``now``'s milliseconds), nil before the first.
+    public var lastHeartbeat: Int64? {
+        let ms = lastHeartbeatMs.load(ordering: .relaxed)
+        return ms == Int64.min ? nil : ms
+    }
+
+    /// Counts what an op's outcome means for the metrics: a post stored (`via`: `socket` or `rest`), or
+    /// a refusal by a bound (named as its option).
+    public func count(_ outcome: PresenceOutcome, via: String) {
+        guard let metrics else { return }
+        switch outcome {
+        case .posted: metrics.posted(via: via)
+        case .refused(.tooManyPosts(_, let bound)): metrics.refused(limit: bound.name)
+        case .refused(.tooManyGroups): metrics.refused(limit: "max-groups-per-user")
+        default: break
+        }
+    }
+
     /// A new connection id, unique across nodes.
     public func newConnectionID() -> ConnectionID {
         instance + "/" + String(counter.add(1, ordering: .relaxed).newValue)
@@ -99,6 +130,7 @@ public final class GroupHub: Sendable {
 
     /// Performs one client op of `user` on `conn` and carries out the resulting actions.
     public func perform(_ op: ClientOp, conn: ConnectionID, user: String) async {
+        let started = ContinuousClock.now
         do {
             let outcome: PresenceOutcome
             let now = self.now
@@ -124,11 +156,12 @@ public final class GroupHub: Sendable {
                     // Over max-groups-per-user: not a member, no history; an `error` event names the bound.
                     if !wasSubscribed { fanout.unsubscribe(conn, from: g) }
                     box?.abandonHistory(group: g)
+                    count(outcome, via: "socket")
                     execute(PresenceRules.actions(for: outcome, by: conn, op: op.name))
                     return
                 }
                 _ = joins.withLock { $0[conn, default: (user, [])].groups.insert(g) }
-                execute(Self.withoutSnapshot(PresenceRules.actions(for: outcome, by: conn, op: op.name)))
+                execute(Self.withoutSnapshot(PresenceRules.actions(for: outcome, by: conn, op: op.name)), causedAt: started)
                 box?.requestHistory(group: g)
                 return
             case .listen(let g):
@@ -140,7 +173,7 @@ public final class GroupHub: Sendable {
                     box?.abandonHistory(group: g)
                     throw error
                 }
-                execute(Self.withoutSnapshot(PresenceRules.actions(for: outcome, by: conn, op: op.name)))
+                execute(Self.withoutSnapshot(PresenceRules.actions(for: outcome, by: conn, op: op.name)), causedAt: started)
                 box?.requestHistory(group: g)
                 return
             case .leave(let g):
@@ -153,7 +186,8 @@ public final class GroupHub: Sendable {
             case .update(let load):
                 outcome = try await store.update(user: user, userload: load, now: now)
             }
-            execute(PresenceRules.actions(for: outcome, by: conn, op: op.name))
+            count(outcome, via: "socket")
+            execute(PresenceRules.actions(for: outcome, by: conn, op: op.name), causedAt: started)
         } catch {
             logger.error("groups: \(op.name) failed: \(error)")
             fanout.send(conn, ClientOpError(op: op.name, message: "the hub could not do that now; try again", fatal: false).jsonText)
@@ -260,6 +294,9 @@ public final class GroupHub: Sendable {
         joins.withLock { $0[conn] = nil }
         do {
             execute(PresenceRules.actions(for: try await store.close(conn: conn, now: now), by: nil, op: "close"))
+        } catch is CancellationError {
+            // A stop past --shutdown-timeout cancelled the socket: the node's clean stop marks its user offline.
+            logger.debug("groups: a connection ended by a forced stop; the node's clean stop takes its user offline")
         } catch {
             logger.error("groups: closing a connection failed: \(error)")
         }
@@ -284,8 +321,14 @@ public final class GroupHub: Sendable {
         }
     }
 
-    /// Carries out actions: local subscriptions and sends, publishes through the bus.
-    public func execute(_ actions: [PresenceAction]) {
+    /// Carries out actions: local subscriptions and sends, publishes through the bus. `causedAt`: when
+    /// the op that led to them reached this node (the fan-out's latency is measured from there; nil: now).
+    public func execute(_ actions: [PresenceAction], causedAt: ContinuousClock.Instant? = nil) {
+        guard let causedAt else { return run(actions) }
+        GroupFanout.$causedAt.withValue(causedAt) { run(actions) }
+    }
+
+    private func run(_ actions: [PresenceAction]) {
         for action in actions {
             switch action {
             case .subscribe(let c, let g): fanout.subscribe(c, to: g)

@@ -24,6 +24,8 @@ public struct GroupSocket: Sendable {
 
     /// Handles the socket until it closes.
     public func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        hub.metrics?.webSocketOpened()
+        defer { hub.metrics?.webSocketClosed() }
         await hub.ready()
         let outbox = GroupSocketOutbox(limits: hub.socketLimits)
         let conn = hub.newConnectionID()
@@ -62,6 +64,7 @@ public struct GroupSocket: Sendable {
                     case .failure(let e):
                         outbox.send(e.jsonText)
                         if let bound = e.bound {
+                            hub.metrics?.refused(limit: bound.name)
                             closeCode = .unknown(Self.tooManyDevicesCode); reason = bound.message
                         } else {
                             closeCode = .unknown(4003); reason = "user id refused"
@@ -109,7 +112,10 @@ public struct GroupSocket: Sendable {
         }
         let reason = outbox.closeReason
         outbox.finish()
-        if let reason { try? await outbound.close(.policyViolation, reason: reason) }
+        if let reason {
+            hub.metrics?.refused(limit: "max-socket-queue-bytes")
+            try? await outbound.close(.policyViolation, reason: reason)
+        }
     }
 
     /// The user id for this socket: the account's, or a device id of the token's client.

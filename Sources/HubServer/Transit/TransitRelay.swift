@@ -71,6 +71,8 @@ public final class TransitRelay: Service, Sendable {
     private let onListening: @Sendable (Int) -> Void
     /// The caps on connections, shared with the HTTP listener when the hub passes its own.
     let connectionCounts: ConnectionCounts
+    /// Where pairs, relayed bytes and refusals are counted (nil: nowhere).
+    let metrics: HubMetrics?
     let state: Mutex<(matcher: TransitMatcher<ObjectIdentifier>, channels: [ObjectIdentifier: any Channel], counts: TransitRelayCounts,
                       pairs: TransitPairCounts)>
 
@@ -78,9 +80,12 @@ public final class TransitRelay: Service, Sendable {
     /// - Parameters:
     ///   - connectionCounts: the hub's connection caps (``HubPluginContext/connectionCounts``), so that one
     ///     count covers every listener; nil: caps of its own with ``ConnectionLimits``'s defaults.
+    ///   - metrics: where pairs, relayed bytes and refusals are counted (``HubPluginContext/metrics``);
+    ///     the pairs relaying now are read each time the metrics are rendered.
     ///   - onListening: called with the bound port once connections are accepted.
-    public init(settings: TransitRelaySettings, logger: Logger, connectionCounts: ConnectionCounts? = nil,
+    public init(settings: TransitRelaySettings, logger: Logger, connectionCounts: ConnectionCounts? = nil, metrics: HubMetrics? = nil,
                 onListening: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.metrics = metrics
         self.settings = settings
         self.logger = logger
         self.onListening = onListening
@@ -88,6 +93,7 @@ public final class TransitRelay: Service, Sendable {
         state = Mutex((TransitMatcher(maximumPending: settings.maximumPending, maximumPerAddress: settings.maximumPendingPerAddress),
                        [:], TransitRelayCounts(),
                        TransitPairCounts(maximumPairs: settings.maximumPairs, maximumPerAddress: settings.maximumPairsPerAddress)))
+        metrics?.addCollector { [weak self, weak metrics] in metrics?.setTransitPairs(self?.counts.activePairs ?? 0) }
     }
 
     /// What the relay has done so far.
@@ -133,9 +139,12 @@ public final class TransitRelay: Service, Sendable {
         let ip = channel.remoteAddress?.ipAddress ?? "?"
         // A trusted proxy's connections are not capped per address: each is its own key to the matcher.
         let address = connectionCounts.perAddressKey(ip) ?? "trusted proxy \(id)"
+        // The bound that refused, named as its option (for the metrics).
+        var limit: String?
         let outcome = state.withLock { s -> (TransitMatcher<ObjectIdentifier>.Arrival, (any Channel)?) in
             if s.pairs.active >= settings.maximumPairs {
                 s.counts.refused += 1
+                limit = "transit-max-pairs"
                 return (.refused("the relay carries \(settings.maximumPairs) pairs"), nil)
             }
             let a = s.matcher.arrive(handshake, connection: id, address: address)
@@ -146,6 +155,7 @@ public final class TransitRelay: Service, Sendable {
                 if let why = s.pairs.join(connectionCounts.perAddressKey(ip), partnerAddress) {
                     // Over a cap on pairs: neither end is relayed (the waiting one left the matcher).
                     s.counts.refused += 2
+                    limit = s.pairs.active >= settings.maximumPairs ? "transit-max-pairs" : "transit-max-pairs-per-address"
                     partner?.close(promise: nil)
                     return (.refused(why), nil)
                 }
@@ -156,13 +166,22 @@ public final class TransitRelay: Service, Sendable {
                 s.channels[id] = channel
             case .refused:
                 s.counts.refused += 1
+                limit = s.matcher.pendingCount >= settings.maximumPending ? "transit-max-waiting" : "transit-max-waiting-per-address"
             }
             return (a, nil)
         }
+        if let limit { metrics?.refused(limit: limit) }
+        if case (.paired, _?) = outcome { metrics?.transitPairJoined() }
         switch outcome {
         case (.paired, let other?):
-            // "ok" to both first, so it goes out ahead of anything the other relays.
-            for c in [other, channel] { c.writeAndFlush(ByteBuffer(bytes: TransitHandshake.ok), promise: nil) }
+            // Neither end is read again until its pipe is laid (`join`, queued on its event loop after
+            // this): a client answered "ok" may send at once, and what it sent before the pipe would be
+            // held as early bytes, over whose limit (64 KiB) the pair was closed. Then "ok" to both, so it
+            // goes out ahead of anything the other relays. On each end's own loop, in this order.
+            for c in [other, channel] {
+                c.setOption(.autoRead, value: false).whenComplete { _ in }
+                c.writeAndFlush(ByteBuffer(bytes: TransitHandshake.ok), promise: nil)
+            }
             let end = PairEnd(addresses: (connectionCounts.perAddressKey(other.remoteAddress?.ipAddress ?? "?"),
                                           connectionCounts.perAddressKey(ip)))
             join(other, channel, end)
@@ -196,6 +215,7 @@ public final class TransitRelay: Service, Sendable {
             if idleClosed { s.counts.idleClosed += 1 }
             s.counts.bytes += Int64(bytes)
         }
+        metrics?.transitRelayed(bytes: bytes)
     }
 
     /// A joined pair ended (counted once, by whichever end goes first).
@@ -208,8 +228,8 @@ public final class TransitRelay: Service, Sendable {
     }
 
 
-    /// On `channel`'s own event loop: the handshake handler gives way to a pipe to `partner`, and what
-    /// `channel` sent early goes to the partner.
+    /// On `channel`'s own event loop: the handshake handler gives way to a pipe to `partner`, what
+    /// `channel` sent early goes to the partner, and `channel` is read again.
     private func join(_ channel: any Channel, _ partner: any Channel, _ end: PairEnd) {
         channel.eventLoop.execute { [self] in
             let ops = channel.pipeline.syncOperations
@@ -226,6 +246,8 @@ public final class TransitRelay: Service, Sendable {
                 count(bytes: early.readableBytes)
                 partner.writeAndFlush(early, promise: nil)
             }
+            // The pipe is laid: read again (arrive stopped it).
+            channel.setOption(.autoRead, value: true).whenComplete { _ in }
         }
     }
 }

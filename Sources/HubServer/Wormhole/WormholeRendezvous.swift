@@ -240,6 +240,14 @@ public final class WormholeRendezvous: Sendable {
         state.withLock { _ = $0.elsewhere.removeValue(forKey: address) }
     }
 
+    /// Nameplates and mailboxes held in this memory now, over all applications (for the metrics; on
+    /// PostgreSQL, those this node has read or made).
+    public var counts: (nameplates: Int, mailboxes: Int) {
+        state.withLock { s in
+            s.apps.values.reduce((0, 0)) { ($0.0 + $1.nameplates.count, $0.1 + $1.mailboxes.count) }
+        }
+    }
+
     /// Nameplates in use by an application, sorted.
     public func nameplates(app: String) -> [String] {
         state.withLock { ($0.apps[app]?.nameplates.keys).map { $0.sorted() } ?? [] }

@@ -20,6 +20,8 @@ public struct WormholeSocket: Sendable {
     let shared: WormholeShared?
     let limiter: WormholeAddressLimiter?
     let remoteIP: String
+    /// Where the socket and the refusals by a bound are counted (nil: nowhere).
+    let metrics: HubMetrics?
     /// The largest message a client may send, in bytes.
     public static let maximumMessageBytes = 64 * 1024
 
@@ -28,7 +30,8 @@ public struct WormholeSocket: Sendable {
     /// what one address (`remoteIP`, the client's address, counted by ``ClientAddress/limitKey(_:)``: IPv6
     /// by its /64) may allocate and claim per window; the rendezvous bounds what it may hold (``WormholeLimits``).
     public init(rendezvous: WormholeRendezvous, persister: WormholePersister? = nil, shared: WormholeShared? = nil,
-                limiter: WormholeAddressLimiter? = nil, remoteIP: String = "?") {
+                limiter: WormholeAddressLimiter? = nil, remoteIP: String = "?", metrics: HubMetrics? = nil) {
+        self.metrics = metrics
         self.rendezvous = rendezvous
         self.persister = persister
         self.shared = shared
@@ -58,6 +61,8 @@ public struct WormholeSocket: Sendable {
 
     /// Handles the socket until it closes.
     public func run(inbound: WebSocketInboundStream, outbound: WebSocketOutboundWriter) async {
+        metrics?.rendezvousOpened()
+        defer { metrics?.rendezvousClosed() }
         let outbox = GroupOutbox()
         var c = Connection()
         await withTaskGroup(of: Void.self) { tasks in
@@ -197,6 +202,12 @@ public struct WormholeSocket: Sendable {
                 throw RendezvousRefusal.badRequest("unknown type")
             }
         } catch {
+            switch error {
+            case .addressLimit: metrics?.refused(limit: "wormhole-per-address")
+            case .serverFull: metrics?.refused(limit: "wormhole-server")
+            case .mailboxFull: metrics?.refused(limit: "wormhole-mailbox")
+            default: break
+            }
             replies.append(Self.json(["type": "error", "error": error.description, "orig": msg]))
         }
         return replies
@@ -261,7 +272,15 @@ public final class WormholePlugin: HubPlugin, Sendable {
         }
     }
 
-    public func register(on router: HubRouter, context: HubPluginContext) {}
+    /// Adds no route (the socket is an upgrade); counts this node's nameplates and mailboxes each time
+    /// the metrics are rendered.
+    public func register(on router: HubRouter, context: HubPluginContext) {
+        let rendezvous = self.rendezvous
+        context.metrics.addCollector { [weak metrics = context.metrics] in
+            let n = rendezvous.counts
+            metrics?.setRendezvous(nameplates: n.nameplates, mailboxes: n.mailboxes)
+        }
+    }
 
     public func services(context: HubPluginContext) -> [any Service] {
         [WormholeSweeper(rendezvous: rendezvous, persister: persister(context), shared: shared(context))]
@@ -282,8 +301,10 @@ public final class WormholePlugin: HubPlugin, Sendable {
         let p = request.path ?? ""
         guard p == Self.path || p.hasPrefix(Self.path + "?") else { return .dontUpgrade }
         let rendezvous = self.rendezvous, persister = self.persister(context), shared = self.shared(context), limiter = self.limiter
+        let metrics = context.metrics
         return .upgrade([:]) { inbound, outbound, _ in
-            await WormholeSocket(rendezvous: rendezvous, persister: persister, shared: shared, limiter: limiter, remoteIP: remoteIP)
+            await WormholeSocket(rendezvous: rendezvous, persister: persister, shared: shared, limiter: limiter, remoteIP: remoteIP,
+                                 metrics: metrics)
                 .run(inbound: inbound, outbound: outbound)
         }
     }

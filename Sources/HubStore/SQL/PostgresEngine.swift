@@ -7,6 +7,8 @@ import PostgresNIO
 /// from `open` to `close`. Several hub nodes share one database through it.
 public final class PostgresEngine: SQLDatabase {
     public var dialect: SQLDialect { .postgres }
+    /// Shared with the engines ``derived(asynchronousCommit:minimumConnections:maximumConnections:logger:)`` makes.
+    public let failures: DatabaseFailures
     /// The pool, for code that needs PostgreSQL itself (LISTEN needs its own `PostgresConnection`).
     public let client: PostgresClient
     /// The connection settings the pool uses (to open dedicated connections, e.g. for LISTEN).
@@ -16,7 +18,10 @@ public final class PostgresEngine: SQLDatabase {
 
     /// An engine over `client` (built from `configuration`), whose `run()` loop starts now; no round trip.
     /// Used for a second, small pool beside the main one (the groups' node heartbeat and sweep).
-    public init(client: PostgresClient, configuration: PostgresClient.Configuration, logger: Logger) {
+    /// - Parameter failures: where failures are reported (default: a reporter of its own)
+    public init(client: PostgresClient, configuration: PostgresClient.Configuration, logger: Logger,
+                failures: DatabaseFailures = DatabaseFailures()) {
+        self.failures = failures
         self.client = client
         self.configuration = configuration
         self.logger = logger
@@ -57,7 +62,12 @@ public final class PostgresEngine: SQLDatabase {
 
     @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
-        try await Self.run(sql, binds) { try await client.query($0, logger: logger) }
+        do {
+            return try await Self.run(sql, binds) { try await client.query($0, logger: logger) }
+        } catch {
+            failures.report(error)
+            throw error
+        }
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
@@ -67,8 +77,12 @@ public final class PostgresEngine: SQLDatabase {
             }
         } catch let error as PostgresTransactionError {
             // Prefer the closure's own error (a StoreError, an OAuth outcome) to the wrapper.
-            if let inner = error.closureError { throw Self.map(inner, "transaction") }
-            throw Self.map(error.commitError ?? error.beginError ?? error, "transaction")
+            let e = error.closureError.map { Self.map($0, "transaction") } ?? Self.map(error.commitError ?? error.beginError ?? error, "transaction")
+            if error.closureError == nil || e is StoreError { failures.report(e) }
+            throw e
+        } catch {
+            failures.report(error)
+            throw error
         }
     }
 

@@ -21,7 +21,8 @@ extension PostgresEngine {
         if asynchronousCommit { c.options.additionalStartupParameters.append(("synchronous_commit", "off")) }
         if let minimumConnections { c.options.minimumConnections = minimumConnections }
         if let maximumConnections { c.options.maximumConnections = maximumConnections }
-        return PostgresEngine(client: PostgresClient(configuration: c, backgroundLogger: logger), configuration: c, logger: logger)
+        return PostgresEngine(client: PostgresClient(configuration: c, backgroundLogger: logger), configuration: c, logger: logger,
+                              failures: failures)
     }
 }
 

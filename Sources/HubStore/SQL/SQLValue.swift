@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One value bound to or read from a SQL statement, the same for SQLite and PostgreSQL.
 ///
 /// Flags are stored as integers 0/1 on both engines (no `BOOL` column type) so rows decode alike.
@@ -89,11 +91,37 @@ public protocol SQLExecutor: Sendable {
 
 /// A database: statements, transactions, close. `SQLiteEngine` and `PostgresEngine` implement it.
 public protocol SQLDatabase: SQLExecutor {
+    /// Where the engine reports its failed statements (the hub's metrics count them).
+    var failures: DatabaseFailures { get }
     /// Runs `body` in one transaction: committed when it returns, rolled back when it throws.
     /// On SQLite the transaction is `BEGIN IMMEDIATE` (one writer at a time).
     func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T
     /// Closes the database; no statement may run afterwards.
     func close() async throws
+}
+
+/// Where a database engine reports the statements and transactions that failed in the engine (a lost
+/// connection, a full disk, a statement the engine refused): ``StoreError/engine(_:)`` and errors of the
+/// engine's own types. Not reported: unique-key conflicts (``StoreError/conflict(_:)``, an answer such
+/// as "that name is taken") and the cancellation of the task that ran the statement.
+public final class DatabaseFailures: Sendable {
+    private let handler = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// No handler yet.
+    public init() {}
+
+    /// Calls `handler` for every failure from now on (nil: none); replaces an earlier handler.
+    public func onFailure(_ handler: (@Sendable () -> Void)?) {
+        self.handler.withLock { $0 = handler }
+    }
+
+    /// Reports `error` if it is a failure of the engine (see the type's description).
+    func report(_ error: any Error) {
+        switch error {
+        case StoreError.conflict, is CancellationError: return
+        default: handler.withLock { $0 }?()
+        }
+    }
 }
 
 extension SQLExecutor {

@@ -9,8 +9,15 @@ import ModemRuntime
 
 /// SQLite through sqlite-nio: one connection (WAL, `synchronous=NORMAL`), every statement and
 /// transaction serialised by a FIFO lock; the engine's blocking calls run on NIO's thread pool.
+///
+/// A transaction that began always ends, even in a cancelled task: sqlite-nio drops the statements of
+/// a cancelled task without running them, so the `COMMIT` or `ROLLBACK` of a transaction whose task
+/// was cancelled (at a graceful shutdown, say) would never run, the connection would stay inside it,
+/// and every later `BEGIN` would fail with "cannot start a transaction within a transaction". They are
+/// run whatever the task's state.
 public final class SQLiteEngine: SQLDatabase {
     public var dialect: SQLDialect { .sqlite }
+    public let failures = DatabaseFailures()
     private let connection: SQLiteConnection
     private let lock = AsyncLock()
 
@@ -48,21 +55,34 @@ public final class SQLiteEngine: SQLDatabase {
 
     @discardableResult
     public func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
-        try await lock.withLock { try await Self.run(connection, sql, binds) }
+        try await lock.withLock { try await Self.run(connection, sql, binds, failures) }
     }
 
     public func transaction<T: Sendable>(_ body: @Sendable (any SQLExecutor) async throws -> T) async throws -> T {
         try await lock.withLock {
-            let tx = Transaction(connection: connection)
-            _ = try await Self.run(connection, "BEGIN IMMEDIATE", [])
+            let tx = Transaction(connection: connection, failures: failures)
+            _ = try await Self.run(connection, "BEGIN IMMEDIATE", [], failures)
             do {
                 let value = try await body(tx)
-                _ = try await Self.run(connection, "COMMIT", [])
+                try await Self.end(connection, "COMMIT", failures)
                 return value
             } catch {
-                _ = try? await Self.run(connection, "ROLLBACK", [])
+                try? await Self.end(connection, "ROLLBACK", failures)
                 throw error
             }
+        }
+    }
+
+    /// Ends the open transaction (`COMMIT` or `ROLLBACK`) even when the task was cancelled: through
+    /// sqlite-nio's future-based call, which runs what it is given (its async call skips the work of a
+    /// cancelled task). A failed `COMMIT` leaves the transaction open, so it is rolled back then.
+    private static func end(_ connection: SQLiteConnection, _ sql: String, _ failures: DatabaseFailures) async throws {
+        do {
+            _ = try await connection.query(sql, []).get()
+        } catch {
+            failures.report(error)
+            if sql == "COMMIT" { _ = try? await connection.query("ROLLBACK", []).get() }
+            throw Self.mapped(error, sql)
         }
     }
 
@@ -73,14 +93,24 @@ public final class SQLiteEngine: SQLDatabase {
     /// The connection inside a transaction: statements go straight through (the lock is already held).
     private struct Transaction: SQLExecutor {
         let connection: SQLiteConnection
+        let failures: DatabaseFailures
         var dialect: SQLDialect { .sqlite }
         @discardableResult
         func query(_ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
-            try await SQLiteEngine.run(connection, sql, binds)
+            try await SQLiteEngine.run(connection, sql, binds, failures)
         }
     }
 
-    static func run(_ connection: SQLiteConnection, _ sql: String, _ binds: [SQLValue]) async throws -> [SQLRow] {
+    /// A SQLite error as the store's (unique-key conflicts apart, the statement's first words named).
+    static func mapped(_ error: any Error, _ sql: String) -> any Error {
+        guard let error = error as? SQLiteError else { return error }
+        if error.reason == .constraintUniqueFailed || error.reason == .constraintPrimaryKeyFailed {
+            return StoreError.conflict(error.message)
+        }
+        return StoreError.engine("\(error.message) (in: \(sql.prefix(48)))")
+    }
+
+    static func run(_ connection: SQLiteConnection, _ sql: String, _ binds: [SQLValue], _ failures: DatabaseFailures) async throws -> [SQLRow] {
         let data: [SQLiteData] = binds.map {
             switch $0 {
             case .int(let v): return .integer(SQLiteInt64(v))
@@ -92,11 +122,10 @@ public final class SQLiteEngine: SQLDatabase {
         let rows: [SQLiteRow]
         do {
             rows = try await connection.query(sqlitePlaceholders(SQLDialect.sqlite.render(sql)), data)
-        } catch let error as SQLiteError {
-            if error.reason == .constraintUniqueFailed || error.reason == .constraintPrimaryKeyFailed {
-                throw StoreError.conflict(error.message)
-            }
-            throw StoreError.engine("\(error.message) (in: \(sql.prefix(48)))")
+        } catch {
+            let e = mapped(error, sql)
+            failures.report(e)
+            throw e
         }
         return rows.map { row in
             SQLRow(row.columns.map { col in
