@@ -214,6 +214,41 @@ struct IL2PTests {
         #expect(r[0].frame == frame && r[0].usedErasures && r[0].correctedSymbols == 12)
     }
 
+    @Test("a small code's correction is taken only at a byte the demodulator doubted")
+    func smallCodeSuspects() throws {
+        // Without max FEC, a 63-byte information field goes in one block with 4 check bytes.
+        let frame = Self.text
+        let sent = try #require(IL2PEncoder(maximumFEC: false).encode(frame))
+        #expect(sent.count == 15 + 63 + 4)
+        var bytes = sent
+        bytes[15 + 20] ^= 0x44
+        for doubted in [20, 40] {
+            // The damaged byte is doubted, or sure while five others (right ones) are doubted.
+            let low: Set<Int> = doubted == 20 ? [20] : [40, 41, 42, 43, 44]
+            var bits: [Bool] = []
+            var confidence: [Float] = []
+            for (i, b) in ([0x55, 0xF1, 0x5E, 0x48] + bytes + [0x55]).enumerated() {
+                for k in (0..<8).reversed() {
+                    bits.append(b >> UInt8(k) & 1 != 0)
+                    confidence.append(low.contains(i - 4 - 15) ? 0.2 : 0.9)
+                }
+            }
+            var d = IL2PDecoder()
+            let r = zip(bits, confidence).compactMap { d.decode($0, confidence: $1) }
+            try #require(r.count == 1)
+            if doubted == 20 {
+                #expect(r[0].frame == frame && r[0].correctedSymbols == 1 && r[0].smallBlockCorrected)
+            } else {
+                #expect(r[0].frame == nil, "a correction at a byte nobody doubted was taken")
+            }
+        }
+        // With no confidences given (all equal) every correction is taken.
+        var bits: [Bool] = []
+        IL2PEncoder.appendBytes([0x55, 0xF1, 0x5E, 0x48] + bytes + [0x55], to: &bits)
+        var d = IL2PDecoder()
+        #expect(bits.compactMap { d.decode($0) }.first?.frame == frame)
+    }
+
     @Test("sync words: one wrong bit is matched, two are not; inverted polarity is found; junk around",
           arguments: [false, true])
     func syncAndPolarity(fec: Bool) throws {
