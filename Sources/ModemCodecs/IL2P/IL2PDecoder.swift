@@ -94,32 +94,19 @@ public struct IL2PDecoder: Sendable {
         var done: IL2PReception?
         var i = 0
         while i < active.count {
-            var g = active[i]
-            g.byte = g.byte << 1 | ((bit != g.inverted) ? 1 : 0)
-            g.byteConfidence = min(g.byteConfidence, confidence)
-            g.bitCount += 1
-            guard g.bitCount == 8 else { active[i] = g; i += 1; continue }
-            g.bytes.append(g.byte)
-            g.confidence.append(g.byteConfidence)
-            g.byte = 0
-            g.bitCount = 0
-            g.byteConfidence = .infinity
-            if g.header == nil && g.bytes.count == 15 {
-                guard readHeader(&g) else {
-                    headersRejected += 1
-                    active.remove(at: i)
-                    continue
-                }
-            }
-            if g.bytes.count == g.needed {
+            // In place (a copy of the gathering would copy its bytes on every append).
+            switch Self.advance(&active[i], bit: bit, confidence: confidence, headerSuspects: headerSuspects) {
+            case .gathering:
+                i += 1
+            case .rejected:
+                headersRejected += 1
                 active.remove(at: i)
+            case .complete:
+                let g = active.remove(at: i)
                 // Two frames ending on the same bit cannot both be real; keep the first.
                 let r = finish(g, endStamp: stamp)
                 if done == nil { done = r }
-                continue
             }
-            active[i] = g
-            i += 1
         }
         if bitsSeen >= 24, active.count < Self.maximumGatherings {
             let errors = (shift ^ IL2PEncoder.syncWord).nonzeroBitCount
@@ -140,12 +127,31 @@ public struct IL2PDecoder: Sendable {
         self = IL2PDecoder(syncTolerance: syncTolerance, smallBlockSuspects: smallBlockSuspects, headerSuspects: headerSuspects)
     }
 
+    private enum Progress { case gathering, rejected, complete }
+
+    /// Adds one bit to a gathering; reads the header once its 15 bytes are in.
+    private static func advance(_ g: inout Gathering, bit: Bool, confidence: Float, headerSuspects: Int) -> Progress {
+        g.byte = g.byte << 1 | ((bit != g.inverted) ? 1 : 0)
+        g.byteConfidence = min(g.byteConfidence, confidence)
+        g.bitCount += 1
+        guard g.bitCount == 8 else { return .gathering }
+        g.bytes.append(g.byte)
+        g.confidence.append(g.byteConfidence)
+        g.byte = 0
+        g.bitCount = 0
+        g.byteConfidence = .infinity
+        if g.header == nil && g.bytes.count == 15 {
+            guard readHeader(&g, suspects: headerSuspects) else { return .rejected }
+        }
+        return g.bytes.count == g.needed ? .complete : .gathering
+    }
+
     /// Corrects and reads the header; false when it is beyond correction or announces nothing a frame
     /// can be (a type 0 payload shorter than an AX.25 frame, a type 1 callsign that is not one).
-    private func readHeader(_ g: inout Gathering) -> Bool {
+    private static func readHeader(_ g: inout Gathering, suspects: Int) -> Bool {
         var block = g.bytes
         guard case .corrected(let positions) = IL2PCodes.code(parityCount: IL2PHeader.parityCount).decode(&block),
-              isBelievable(positions, confidence: g.confidence[...], suspects: headerSuspects) else { return false }
+              isBelievable(positions, confidence: g.confidence[...], suspects: suspects) else { return false }
         let header = IL2PHeader(bytes: IL2PScrambler.descramble(block[0..<IL2PHeader.byteCount]))
         // The callsigns and the type 0 length can be judged before the payload comes.
         guard IL2PFrameMapping.decode(header: header, payload: [UInt8](repeating: 0, count: header.payloadCount)) != nil else { return false }
@@ -157,7 +163,7 @@ public struct IL2PDecoder: Sendable {
 
     /// Whether every position changed is among the `suspects` least confident of the block
     /// (`confidence`: the block's bytes', indexed from its start index).
-    private func isBelievable(_ positions: [Int], confidence: ArraySlice<Float>, suspects: Int) -> Bool {
+    private static func isBelievable(_ positions: [Int], confidence: ArraySlice<Float>, suspects: Int) -> Bool {
         positions.allSatisfy { p in
             let c = confidence[confidence.startIndex + p]
             return confidence.lazy.filter { $0 < c }.count < suspects
@@ -193,7 +199,7 @@ public struct IL2PDecoder: Sendable {
                 var block = received
                 let erased = Array(byConfidence.prefix(k))
                 guard case .corrected(let positions) = code!.decode(&block, erasures: erased),
-                      layout.parityCount > 4 || isBelievable(positions, confidence: confidence, suspects: smallBlockSuspects) else { continue }
+                      layout.parityCount > 4 || Self.isBelievable(positions, confidence: confidence, suspects: smallBlockSuspects) else { continue }
                 fixed = block
                 corrected += positions.count
                 if k > 0 { usedErasures = true; erasures += k }

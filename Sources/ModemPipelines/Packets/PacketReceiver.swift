@@ -721,7 +721,9 @@ private struct BasebandLane {
         for k in bits.indices {
             var descrambler = descramblers[k], nrzi = self.nrzi[k], hdlc = self.hdlc[k]
             var confidence = self.confidence[k], fx = fx25[k], last = lastConfidence[k]
-            var il = il2p.isEmpty ? nil : il2p[k]
+            // Taken out while in use: a copy left in the array would make each of its gatherings copy its bytes.
+            var il: IL2PDecoder?
+            if !il2p.isEmpty { il = il2p[k]; il2p[k] = IL2PDecoder() }
             for b in bits[k] {
                 // IL2P at 9600 baud is not G3RUH-scrambled and has no NRZI: the line bits as they are.
                 if il != nil, let r = il!.decode(b.mark, confidence: b.confidence, stamp: b.sample) {
