@@ -66,8 +66,9 @@ public struct IL2PDecoder: Sendable {
     ///
     /// The defaults: on gen_packets' noise files (`-I 0`/`-i 0`, 2 check bytes per 61-byte block, at 300,
     /// 1200 and 9600 baud: six files of 100 frames) taking every correction delivered 4 frames never sent
-    /// (as atest does: 3 on one file); 3 and 8 deliver none and lose 2 true frames of 473; on the `-I 1`/
-    /// `-i 1` files they lose none. 2 and 4 for the header lost 1-3 true frames there.
+    /// (atest 1.8 delivers 3-5 per file); 3 and 8 deliver none and lose 2 true frames of 473; on the
+    /// `-I 1`/`-i 1` files they lose none. 2 for payload blocks lost 1-3 more per file; 2 or 4 for the
+    /// header, one on each `-i 1` file (docs/packet-radio.md, "IL2P").
     public init(syncTolerance: Int = 1, smallBlockSuspects: Int = 3, headerSuspects: Int = 8) {
         precondition((0...3).contains(syncTolerance), "IL2PDecoder syncTolerance must be 0...3, got \(syncTolerance)")
         precondition((1...255).contains(smallBlockSuspects), "IL2PDecoder smallBlockSuspects must be 1...255, got \(smallBlockSuspects)")
