@@ -49,6 +49,25 @@ struct IL2PPipelineTests {
         #expect(stats.crcFailures == 0 && stats.repaired == 0, "\(stats)")
     }
 
+    @Test("a frame too long for IL2P (over 1023 bytes) goes as plain HDLC, and the next frame as IL2P again",
+          arguments: profiles)
+    func tooLong(profile: String) throws {
+        let settings = try ModemSettings(profile: profile, framing: "ax25")
+        let sink = MemorySink(sampleRate: 48000)
+        let tx = try PacketTransmitter(settings: settings, sink: sink, preambleMilliseconds: 100, gapSeconds: 0.2,
+                                       il2p: IL2PEncoder(maximumFEC: true))
+        let long = AX25Frame(destination: try AX25Address(callsign: "APRS"), source: try AX25Address(callsign: "N0CALL"),
+                             info: [UInt8](repeating: 0x41, count: 1100))
+        try tx.send(PacketTestFixtures.frames[0])
+        try tx.send(long)
+        try tx.send(PacketTestFixtures.frames[4])
+        try tx.finish()
+        #expect(tx.framesSent == 3 && tx.framesSentPlain == 1)
+        let (packets, stats) = try Self.receive(sink.samples, profile: profile)
+        #expect(packets.map(\.monitorLine) == [PacketTestFixtures.lines[0], long.monitorLine(), PacketTestFixtures.lines[4]])
+        #expect(stats.il2pFrames == 2 && stats.decoded == 3)
+    }
+
     @Test("an inverted baseband line (a radio that inverts) decodes the same")
     func invertedBaseband() throws {
         let samples = try Self.transmit(PacketTestFixtures.frames, profile: "g3ruh", maximumFEC: true).map { -$0 }

@@ -143,12 +143,14 @@ public struct HDLCModulator: Sendable {
             framesTooLongForIL2P += 1
             runs.append((bits, false))
             sent += bits.count
-            bits = HDLCEncoder.flagBits
+            // Flags enough for a G3RUH descrambler to settle (17 bits) before the frame.
+            bits = []
+            HDLCEncoder.appendFlags(4, to: &bits)
             encoder.appendFrame(frame, to: &bits)
-            bits += HDLCEncoder.flagBits
+            HDLCEncoder.appendFlags(2, to: &bits)
             nrzi.reset()
             let levels = nrzi.encode(bits)
-            frameBits.append((sent + 8)..<(sent + levels.count - 8))
+            frameBits.append((sent + 32)..<(sent + levels.count - 16))
             runs.append((levels, true))
             sent += levels.count
             bits = []
