@@ -6,6 +6,7 @@ packages=(
   pkg-config libasound2-dev libfftw3-dev libsndfile1-dev zlib1g-dev   # build: alsa-lib, FFTW, libsndfile, zlib
   libsodium-dev libssl-dev                                 # build: ModemCrypto (X25519, ChaCha20-Poly1305, HMAC; SHA-256, AES-GCM)
   minimodem direwolf multimon-ng sox bc                    # peers and tools for tests and benchmarks
+  cmake make gcc                                           # build Dire Wolf 1.8 (IL2P) from Fixtures/peers: scripts/direwolf18.sh
   pulseaudio libasound2-plugins alsa-utils                 # the sound-card loopback for ALSA tests
   python3-venv tshark socat                                # Python peers' venvs; reading --capture files; the TCP baseline
   postgresql openssl curl                                  # the hub: a private cluster for multi-node tests; TLS and HTTP in its tests

@@ -34,6 +34,9 @@ fi
 for v in bt msg hub wormhole; do
   ( if bash "scripts/$v-venv.sh" >"$work/$v-venv.log" 2>&1; then echo 0; else echo 1; fi >"$work/$v-venv.status" ) &
 done
+# Dire Wolf 1.8 (IL2P; Debian has 1.6) from the archive in Fixtures/peers, into .build/direwolf18: about
+# 15 s of C on two cores the first time (it competes with the modem's build then), nothing once built.
+( if nice -n 10 bash scripts/direwolf18.sh >"$work/direwolf18.log" 2>&1; then echo 0; else echo 1; fi >"$work/direwolf18.status" ) &
 
 # Two builds, each in its own folder (Package.swift's SWIFTMODEM_BUILD), side by side from the start:
 # - the modem's layers in release (with -enable-testing for @testable imports), so the DSP keeps its
@@ -77,6 +80,16 @@ wait_venv() {
 }
 wait_venv bt Bumble
 wait_venv msg messaging
+# The IL2P tests (ModemCLITests' IL2PCLITests) run Dire Wolf 1.8's atest and gen_packets.
+while [[ ! -s $work/direwolf18.status ]]; do sleep 0.2; done
+if [[ $(cat "$work/direwolf18.status") != 0 ]]; then
+  if [[ -n ${CI:-} ]]; then
+    tail -n 20 "$work/direwolf18.log" >&2
+    echo "test.sh: could not build Dire Wolf 1.8 (scripts/direwolf18.sh)" >&2
+    exit 1
+  fi
+  echo "test.sh: no Dire Wolf 1.8 (.build/direwolf18); its IL2P peer tests will skip" >&2
+fi
 # `modem send/receive --wormhole` and the mailbox by code against stock magic-wormhole, the reference
 # rendezvous server and transit relay (ModemCLITests' WormholeCLITests) need this venv in the modem group.
 wait_venv wormhole magic-wormhole

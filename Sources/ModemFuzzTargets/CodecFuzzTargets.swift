@@ -2,7 +2,7 @@ import ModemCodecs
 
 /// Targets for ModemCodecs: the single-step decoders that take bits and bytes off the air or a line.
 enum CodecFuzzTargets {
-    static let all: [FuzzTarget] = [uart, baudot, hdlc, ax25, ax25Monitor, kiss, linkFrame]
+    static let all: [FuzzTarget] = [uart, baudot, hdlc, il2p, ax25, ax25Monitor, kiss, linkFrame]
 
     /// A few AX.25 frames made with the encoder: UI with text, with digipeaters, an S frame.
     static func sampleAX25Frames() -> [AX25Frame] {
@@ -91,6 +91,44 @@ enum CodecFuzzTargets {
             for code in input {
                 if let ascii = decoder.decode(code) {
                     precondition(ascii < 0x80, "Baudot: a code decoded to a byte that is not ASCII")
+                }
+            }
+        }
+    )
+
+    // MARK: IL2P
+
+    /// The input's bits (LSB first) are line bits, as the demodulator gives them to ``IL2PDecoder``: sync
+    /// words of either polarity, headers and payload blocks corrected by Reed-Solomon, AX.25 frames out.
+    /// Byte 0 picks the confidence pattern (0: none; else every n-th bit doubted), so the small codes'
+    /// check and the erasures run too.
+    static let il2p = FuzzTarget(
+        name: "il2p",
+        summary: "IL2PDecoder (sync, header, payload blocks, erasures), IL2PFrameMapping, AX.25 decoding of what comes out",
+        seeds: {
+            var out: [(name: String, bytes: [UInt8])] = []
+            for fec in [true, false] {
+                var bits: [Bool] = []
+                IL2PEncoder.appendPreamble(2, to: &bits)
+                for frame in sampleAX25Frames() { IL2PEncoder(maximumFEC: fec).append(frame.encode(), to: &bits) }
+                out.append((name: fec ? "frames-max-fec" : "frames", bytes: [0] + FuzzChunks.bytes(bits)))
+                var damaged = bits
+                for k in stride(from: 60, to: 400, by: 37) { damaged[k].toggle() }
+                out.append((name: fec ? "damaged-max-fec" : "damaged", bytes: [5] + FuzzChunks.bytes(damaged.map { !$0 })))
+            }
+            return out
+        },
+        run: { input in
+            guard let first = input.first else { return }
+            var decoder = IL2PDecoder()
+            for (i, bit) in FuzzChunks.bits(input.dropFirst()).enumerated() {
+                let confidence: Float = first != 0 && i % Int(first) == 0 ? 0.1 : 0.9
+                guard let r = decoder.decode(bit, confidence: confidence, stamp: i) else { continue }
+                // Every header's 13 bytes map to its fields and back.
+                precondition(IL2PHeader(bytes: r.header.bytes) == r.header, "IL2P: a header does not map back to its bytes")
+                if let frame = r.frame {
+                    precondition(frame.count >= 15, "IL2P: a frame shorter than AX.25's 15 bytes came out")
+                    _ = try? AX25Frame(decoding: frame, strictCallsigns: false)
                 }
             }
         }

@@ -31,6 +31,7 @@ extension TxCommand {
             throw ValidationError("--profile ofdm takes no --baud, --mark, --space or --framing: the configuration comes from --bitrate")
         }
         if fx25 != nil { throw ValidationError("--fx25 goes with --framing ax25, not --profile ofdm") }
+        if il2p != nil { throw ValidationError("--il2p goes with --framing ax25, not --profile ofdm") }
         if rate != 48000 { throw ValidationError("--profile ofdm is made at 48000 Hz, not --rate \(rate)") }
         if let bitrate {
             guard bitrate.isFinite, bitrate > 0 else { throw ValidationError("--bitrate must be a positive number of bit/s") }

@@ -13,7 +13,7 @@ struct RxCommand: AsyncParsableCommand {
         commandName: "rx",
         abstract: "Demodulate FSK or OFDM audio from a WAV file or a sound device; decoded bytes go to standard output.",
         discussion: helpText("""
-        Only the decoded bytes are written to standard output. With --framing ax25, FX.25 and plain
+        Only the decoded bytes are written to standard output. With --framing ax25, FX.25, IL2P and plain
         AX.25 frames are decoded from the same stream, one monitor line per frame. Carrier, confidence and measured-rate
         diagnostics go to standard error (--quiet silences them).
         Examples:
@@ -44,7 +44,7 @@ struct RxCommand: AsyncParsableCommand {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Threads for decoding a long file (1 or 2).", valueName: "N"))
     var threads: Int = 2
 
-    @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures, repairs rejected as implausible, FX.25 frames corrected by FEC and bytes fixed) on standard error; with --profile ofdm, the blocks checked and corrected. Refused with other framings.")
+    @Flag(name: .customLong("stats"), help: "With --framing ax25: print frame counts (decoded, repaired, CRC failures, repairs rejected as implausible, FX.25 and IL2P frames corrected by FEC and bytes fixed) on standard error; with --profile ofdm, the blocks checked and corrected. Refused with other framings.")
     var stats_ = false
 
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
@@ -155,6 +155,7 @@ struct RxCommand: AsyncParsableCommand {
                         .map { "\($0) \(stats.implausibleByReason[$0.rawValue, default: 0])" }.joined(separator: ", ")
                     printError("modem rx: \(stats.implausibleRepairs) repairs rejected as implausible (\(reasons)) in \(stats.repairTrials) repair trials (\(stats.alignedRepairTrials) on whole-byte frames)")
                     printError("modem rx: FX.25: \(stats.fx25Frames) frames out of FX.25 blocks, \(stats.fecCorrected) corrected by FEC (\(stats.fecBytesFixed) bytes fixed; \(stats.fecWithErasures) with erasures), \(stats.fx25Uncorrectable) blocks beyond correction")
+                    printError("modem rx: IL2P: \(stats.il2pFrames) IL2P frames, \(stats.il2pCorrected) corrected by FEC (\(stats.il2pSymbolsFixed) symbols fixed; \(stats.il2pWithErasures) with erasures), \(stats.il2pUncorrectable) frames beyond correction, \(stats.il2pConflicts) copies dropped for disagreeing")
                 }
                 if interrupted() { throw ExitCode(interruptedStatus) }
                 if capture == nil, stats.samples == 0 {

@@ -107,8 +107,11 @@ struct TNCCommand: AsyncParsableCommand {
     @Option(name: .customLong("idle-timeout"), parsing: .unconditional, help: ArgumentHelp("Disconnect a client after this many seconds without traffic either way (0: never).", valueName: "SECONDS"))
     var idleTimeout: Double = 600
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Send client frames as FX.25 with 16, 32 or 64 Reed-Solomon check bytes (received frames: FX.25 and plain AX.25 always).", valueName: "N"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Send client frames as FX.25 with 16, 32 or 64 Reed-Solomon check bytes (received frames: FX.25, IL2P and plain AX.25 always).", valueName: "N"))
     var fx25: Int?
+
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Send client frames as IL2P, like Dire Wolf's -I N: 1 gives every payload block 16 Reed-Solomon check bytes, 0 gives 2-8 by block size (received frames: IL2P, FX.25 and plain AX.25 always). Not with --fx25.", valueName: "N"))
+    var il2p: Int?
 
     @Flag(name: [.short, .long], help: "No diagnostics on standard error.")
     var quiet = false
@@ -123,6 +126,10 @@ struct TNCCommand: AsyncParsableCommand {
             guard (0...255).contains(value) else { throw ValidationError("\(name) \(value) is outside 0...255") }
         }
         if let fx25, !FX25Mode.parityCounts.contains(fx25) { throw ValidationError("--fx25 takes 16, 32 or 64 check bytes, not \(fx25)") }
+        if let il2p {
+            guard il2p == 0 || il2p == 1 else { throw ValidationError("--il2p takes 1 (16 check bytes per block) or 0 (2-8 by block size), not \(il2p)") }
+            guard fx25 == nil else { throw ValidationError("--il2p and --fx25 cannot go together: a frame goes as one or the other") }
+        }
         guard (1...1000).contains(maxClients) else { throw ValidationError("--max-clients must be 1...1000") }
         guard idleTimeout >= 0, idleTimeout <= maximumSeconds else { throw ValidationError("--idle-timeout must be 0...\(Int(maximumSeconds)) seconds (0: never)") }
         guard !bind.isEmpty else { throw ValidationError("--bind needs an address, e.g. 127.0.0.1") }
@@ -171,6 +178,7 @@ struct TNCCommand: AsyncParsableCommand {
             options.pacesInputToRealTime = device != nil
             options.amplitude = Float(pow(10, level / 20))
             options.fx25ParityCount = fx25
+            options.il2pMaximumFEC = il2p.map { $0 == 1 }
             options.parameters = TNCParameters(txDelay: txdelay, persistence: persist, slotTime: slottime,
                                                txTail: txtail, fullDuplex: fullDuplex)
             let sink: (any AudioSink)?

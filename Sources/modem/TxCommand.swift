@@ -20,6 +20,7 @@ struct TxCommand: AsyncParsableCommand {
           modem tx --profile rtty --out rtty.wav message.txt
           modem tx --baud 300 --device default < file.bin
           modem tx --profile bell202 --framing ax25 --fx25 32 --out fx25.wav frames.txt
+          modem tx --profile g3ruh --framing ax25 --il2p 1 --out il2p.wav frames.txt
           modem tx --profile ofdm --bitrate 160000 --out fast.wav file.bin
 
         """) + "\n" + OFDMHelp.table
@@ -50,6 +51,10 @@ struct TxCommand: AsyncParsableCommand {
     var fx25: Int?
 
     @Option(name: .long, parsing: .unconditional,
+            help: ArgumentHelp("With --framing ax25: send each frame as IL2P (Reed-Solomon blocks instead of HDLC, as Dire Wolf 1.7+ and the NinoTNC), like Dire Wolf's -I N: 1 gives every payload block 16 check bytes (corrects 8 bad bytes per block; the NinoTNC's choice), 0 gives 2-8 by block size. Only IL2P receivers decode it. Not with --fx25.", valueName: "N"))
+    var il2p: Int?
+
+    @Option(name: .long, parsing: .unconditional,
             help: ArgumentHelp("With --profile ofdm: the fastest configuration whose net rate is at or below this (see the table below).", valueName: "BPS"))
     var bitrate: Double?
 
@@ -69,6 +74,11 @@ struct TxCommand: AsyncParsableCommand {
         if let fx25 {
             guard FX25Mode.parityCounts.contains(fx25) else { throw ValidationError("--fx25 takes 16, 32 or 64 check bytes, not \(fx25)") }
             guard case .ax25 = try? line.settings().framing else { throw ValidationError("--fx25 needs --framing ax25") }
+        }
+        if let il2p {
+            guard il2p == 0 || il2p == 1 else { throw ValidationError("--il2p takes 1 (16 check bytes per block) or 0 (2-8 by block size), not \(il2p)") }
+            guard fx25 == nil else { throw ValidationError("--il2p and --fx25 cannot go together: a frame goes as one or the other") }
+            guard case .ax25 = try? line.settings().framing else { throw ValidationError("--il2p needs --framing ax25") }
         }
         // Check tones and baud against the sample rate before any output file is touched.
         do {
@@ -171,7 +181,7 @@ extension TxCommand {
     func sendPackets(fd: FileDescriptor, sink: any AudioSink, settings: ModemSettings, amplitude: Float) throws {
         let tx = try PacketTransmitter(settings: settings, sink: sink, amplitude: amplitude,
                                        preambleMilliseconds: leader > 2 ? leader * 1000 / settings.baudRate : 300,
-                                       fx25ParityCount: fx25)
+                                       fx25ParityCount: fx25, il2p: il2p.map { IL2PEncoder(maximumFEC: $0 == 1) })
         let name = input ?? "standard input"
         var pending: [UInt8] = []
         var lineNumber = 0
@@ -212,7 +222,9 @@ extension TxCommand {
         }
         try finishUnlessInterrupted(sink: sink, what: "\(tx.framesSent) frame(s)") { try tx.finish() }
         if !quiet {
-            let fx = fx25.map { " as FX.25 with \($0) check bytes" + (tx.framesSentPlain > 0 ? " (\(tx.framesSentPlain) too long for FX.25, sent plain)" : "") } ?? ""
+            let fx = fx25.map { " as FX.25 with \($0) check bytes" + (tx.framesSentPlain > 0 ? " (\(tx.framesSentPlain) too long for FX.25, sent plain)" : "") }
+                ?? il2p.map { " as IL2P with " + ($0 == 1 ? "16 check bytes per block" : "2-8 check bytes per block")
+                              + (tx.framesSentPlain > 0 ? " (\(tx.framesSentPlain) too long for IL2P, sent plain)" : "") } ?? ""
             printError("modem tx: \(tx.framesSent) frame(s) sent\(fx)\(skipped > 0 ? ", \(skipped) malformed line(s) skipped" : "")")
         }
     }

@@ -105,6 +105,7 @@ struct HelpExamplesTests {
         ("modem keys show", { r, _ in r.succeeded && r.stdoutText.contains("smk1") ? nil : "no key shown" }),
         ("modem tx --profile rtty --out rtty.wav message.txt", { r, d in try wavMade(r, d.file("rtty.wav")) }),
         ("modem tx --profile bell202 --framing ax25 --fx25 32 --out fx25.wav frames.txt", { r, d in try wavMade(r, d.file("fx25.wav")) }),
+        ("modem tx --profile g3ruh --framing ax25 --il2p 1 --out il2p.wav frames.txt", { r, d in try wavMade(r, d.file("il2p.wav")) }),
         ("modem tx --profile ofdm --bitrate 160000 --out fast.wav file.bin", { r, d in try wavMade(r, d.file("fast.wav")) }),
         ("modem rx --baud 1200 hello.wav", { r, _ in r.succeeded && r.stdoutText == message ? nil : "not the message" }),
         ("modem rx --profile rtty --channel 1 stereo.wav", { r, _ in

@@ -9,7 +9,7 @@ import ModemDSP
 /// tone profiles, or scrambled (G3RUH, x¹⁷ + x¹² + 1) as filtered NRZ baseband for `g3ruh`. The line
 /// level (NRZI), the scrambler and the modulator's phase carry over from one call to the next, so a
 /// call can continue a transmission that is still being played. With ``fx25`` set, frames go out as
-/// FX.25 blocks.
+/// FX.25 blocks; with ``il2p`` set, as IL2P frames (no HDLC at all).
 public struct HDLCModulator: Sendable {
     /// Samples per second, in Hz.
     public let sampleRate: Int
@@ -26,6 +26,13 @@ public struct HDLCModulator: Sendable {
     /// the HDLC frame) that receivers without FX.25 still decode as plain AX.25; a frame too long for
     /// FX.25 is sent plain. Default nil: plain HDLC.
     public var fx25: FX25Encoder?
+
+    /// When set, each frame is sent as IL2P (``IL2PEncoder``): the flags become 0x55 idle bytes and each
+    /// frame a sync word and Reed-Solomon blocks, sent as they are (no NRZI, and on G3RUH baseband no
+    /// x¹⁷ + x¹² + 1 scrambling: IL2P scrambles its own blocks), as Dire Wolf 1.7+ and the NinoTNC send
+    /// it. Only IL2P receivers decode it. A frame too long for IL2P (over 1023 bytes) is sent as plain
+    /// HDLC between flags, as Dire Wolf does. Takes precedence over ``fx25``; default nil.
+    public var il2p: IL2PEncoder?
 
     /// When true, each frame is sent as a ``CodedFrame`` (a concatenated Reed-Solomon and convolutional
     /// code, as line levels without NRZI) between the flags: the channel protocol's coded mode, which
@@ -71,6 +78,10 @@ public struct HDLCModulator: Sendable {
     public mutating func append(frames: [[UInt8]], leadingFlags: Int, separatingFlags: Int = 1, trailingFlags: Int,
                                 gapSeconds: Double = 0, to samples: inout [Float]) -> [Range<Int>] {
         precondition(separatingFlags >= 1, "HDLCModulator separatingFlags must be at least 1, got \(separatingFlags)")
+        if let il2p, !codesFrames {
+            return appendIL2P(il2p, frames: frames, leadingBytes: leadingFlags, separatingBytes: separatingFlags,
+                              trailingBytes: trailingFlags, gapSeconds: gapSeconds, to: &samples)
+        }
         // HDLC bits wait in `bits` for NRZI; a coded frame's levels go straight to `levels`.
         var levels: [Bool] = []
         var bits: [Bool] = []
@@ -104,6 +115,58 @@ public struct HDLCModulator: Sendable {
         } else {
             afsk!.appendBits(levels, to: &samples)
             if gapSeconds > 0 { afsk!.appendSilence(seconds: gapSeconds, to: &samples) }
+        }
+        let samplesPerBit = Double(sampleRate) / baudRate
+        return frameBits.map { base + Int(Double($0.lowerBound) * samplesPerBit) ..< base + Int(Double($0.upperBound) * samplesPerBit) }
+    }
+
+    /// Frames sent as plain HDLC because IL2P could not carry them (too long), since creation.
+    public private(set) var framesTooLongForIL2P = 0
+
+    /// ``append(frames:leadingFlags:separatingFlags:trailingFlags:gapSeconds:to:)`` for IL2P: idle bytes
+    /// instead of flags, frames as IL2P, the bits on the line as they are.
+    private mutating func appendIL2P(_ il2p: IL2PEncoder, frames: [[UInt8]], leadingBytes: Int, separatingBytes: Int,
+                                     trailingBytes: Int, gapSeconds: Double, to samples: inout [Float]) -> [Range<Int>] {
+        // Runs of line levels; a frame IL2P cannot carry goes as NRZI HDLC (G3RUH-scrambled on baseband).
+        var runs: [(levels: [Bool], isHDLC: Bool)] = []
+        var bits: [Bool] = []
+        var frameBits: [Range<Int>] = []
+        var sent = 0
+        IL2PEncoder.appendPreamble(leadingBytes, to: &bits)
+        for (i, frame) in frames.enumerated() {
+            if i > 0 { IL2PEncoder.appendPreamble(separatingBytes, to: &bits) }
+            let start = sent + bits.count
+            if il2p.append(frame, to: &bits) {
+                frameBits.append(start..<(sent + bits.count))
+                continue
+            }
+            framesTooLongForIL2P += 1
+            runs.append((bits, false))
+            sent += bits.count
+            // Flags enough for a G3RUH descrambler to settle (17 bits) before the frame.
+            bits = []
+            HDLCEncoder.appendFlags(4, to: &bits)
+            encoder.appendFrame(frame, to: &bits)
+            HDLCEncoder.appendFlags(2, to: &bits)
+            nrzi.reset()
+            let levels = nrzi.encode(bits)
+            frameBits.append((sent + 32)..<(sent + levels.count - 16))
+            runs.append((levels, true))
+            sent += levels.count
+            bits = []
+        }
+        IL2PEncoder.appendPreamble(trailingBytes, to: &bits)
+        runs.append((bits, false))
+        let base = samples.count
+        for run in runs where !run.levels.isEmpty {
+            if baseband != nil {
+                baseband!.appendBits(run.isHDLC ? scrambler.scramble(run.levels) : run.levels, to: &samples)
+            } else {
+                afsk!.appendBits(run.levels, to: &samples)
+            }
+        }
+        if gapSeconds > 0 {
+            if baseband != nil { baseband!.appendSilence(seconds: gapSeconds, to: &samples) } else { afsk!.appendSilence(seconds: gapSeconds, to: &samples) }
         }
         let samplesPerBit = Double(sampleRate) / baudRate
         return frameBits.map { base + Int(Double($0.lowerBound) * samplesPerBit) ..< base + Int(Double($0.upperBound) * samplesPerBit) }

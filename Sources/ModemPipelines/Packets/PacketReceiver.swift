@@ -23,6 +23,13 @@ public struct ReceivedPacket: Sendable {
     public var codedLevelErrorRate: Double? = nil
     /// Whether a corrected FX.25 block carried it (first, or as a copy of the plain AX.25 frame inside).
     public var cameInFX25Block = false
+    /// When it came as an IL2P frame: the bytes (symbols) the Reed-Solomon codes corrected in its header
+    /// and payload (0 for a clean frame). Nil when it came as plain AX.25 or FX.25.
+    public var il2pCorrectedSymbols: Int? = nil
+    /// Whether that IL2P frame needed the demodulator's doubtful bytes as erasures.
+    public var il2pUsedErasures = false
+    /// Whether it came as an IL2P frame.
+    public var cameAsIL2P: Bool { il2pCorrectedSymbols != nil }
     /// Whether it came as a coded frame.
     public var isCoded: Bool { codedLevelErrorRate != nil }
 
@@ -76,6 +83,21 @@ public struct PacketStatistics: Sendable {
     public var fx25Uncorrectable = 0
     /// Coded frames (``CodedFrame``, the channel protocol's coded mode) delivered.
     public var codedFrames = 0
+    /// Frames delivered that came as IL2P (``IL2PDecoder``; AX.25 formats only).
+    public var il2pFrames = 0
+    /// Of those, frames with bytes corrected by IL2P's Reed-Solomon codes (each is a frame FEC saved or
+    /// cleaned up: IL2P has no other check).
+    public var il2pCorrected = 0
+    /// Bytes (symbols) the codes corrected in those frames, header and payload.
+    public var il2pSymbolsFixed = 0
+    /// Of ``il2pCorrected``, frames whose blocks needed the demodulator's doubtful bytes as erasures.
+    public var il2pWithErasures = 0
+    /// IL2P frames with a good header whose payload was beyond correction and that no other slicer
+    /// delivered (counted once, however many slicers saw the frame).
+    public var il2pUncorrectable = 0
+    /// IL2P copies that differed from another slicer's copy of the same frame (one was miscorrected);
+    /// of each pair the one the codes changed less was kept.
+    public var il2pConflicts = 0
     /// Coded frames announced by a good header that no slicer could decode (counted per slicer copy).
     public var codedLost = 0
     /// Samples read.
@@ -134,10 +156,11 @@ public struct PacketFormat: Sendable {
 /// least confident ones, ``PacketReceiver/repairPositions``) when that yields a plausible AX.25 frame
 /// (``AX25Plausibility``); repaired frames and rejected repairs are counted apart. Each slicer also
 /// looks for FX.25 correlation tags (``FX25Decoder``) and corrects the Reed-Solomon blocks after them,
-/// with the bytes it was least sure of as erasures, so FX.25 and plain AX.25 decode from one stream. A
-/// frame decoded by several slicers (or both plain and through FX.25) is delivered once, in the order
-/// frames end on the air (held for a few frame-lengths of audio first, and while an FX.25 block that
-/// may hold it is still arriving).
+/// with the bytes it was least sure of as erasures, and (for AX.25) for IL2P sync words (``IL2PDecoder``,
+/// on the line bits before NRZI and before G3RUH descrambling), so FX.25, IL2P and plain AX.25 decode
+/// from one stream. A frame decoded by several slicers (or both plain and through FX.25) is delivered
+/// once, in the order frames end on the air (held for a few frame-lengths of audio first, and while an
+/// FX.25 block or IL2P frame that may hold it is still arriving).
 public final class PacketReceiver {
     /// Samples per bit.
     public let samplesPerBit: Double
@@ -164,6 +187,10 @@ public final class PacketReceiver {
     private var lastConfidence: [Float]
     /// Per AFSK slicer, its decoder of coded frames.
     private var coded: [CodedFrameDecoder]
+    /// Per AFSK slicer, its IL2P decoder (empty when the format is not AX.25).
+    private var il2p: [IL2PDecoder]
+    /// IL2P frames whose payload was beyond correction, not yet settled: their sync word's and last bit's samples.
+    private var failedIL2P: [(start: Int, end: Int)] = []
     /// FX.25 blocks beyond correction, not yet settled: their tag and last bit's samples.
     private var failedBlocks: [(start: Int, end: Int)] = []
     /// Corrected FX.25 blocks (from the tag to the last check byte): what the plain HDLC path finds
@@ -248,7 +275,7 @@ public final class PacketReceiver {
             baseband = [0..<9].map { range in
                 BasebandLane(demodulator: BasebandBitDemodulator(sampleRate: rate, baudRate: settings.baudRate,
                                                                  slicers: Array(all[range]), firstSlicer: range.lowerBound),
-                             decoder: decoder, maximumFrameBits: format.maximumLength * 8)
+                             decoder: decoder, maximumFrameBits: format.maximumLength * 8, il2p: format.isAX25)
             }
             count = 0
             slicerCount = all.count
@@ -266,6 +293,7 @@ public final class PacketReceiver {
         let fx = FX25Decoder(minimumFrameLength: format.minimumLength, maximumFrameLength: format.maximumLength)
         fx25 = Array(repeating: fx, count: count)
         coded = Array(repeating: CodedFrameDecoder(maximumLength: format.maximumLength), count: count)
+        il2p = format.isAX25 ? Array(repeating: IL2PDecoder(), count: count) : []
         lastConfidence = Array(repeating: 0, count: count)
         hdlc = Array(repeating: HDLCDecoder(minimumLength: format.minimumLength,
                                             maximumLength: max(format.maximumLength, HDLCDecoder.ax25MaximumLength)),
@@ -308,13 +336,20 @@ public final class PacketReceiver {
         // Work on local copies: mutating a class's arrays in the loop costs a runtime exclusivity
         // check per access.
         var nrzi = self.nrzi, hdlc = self.hdlc, confidence = self.confidence, fx25 = self.fx25, last = lastConfidence
-        var coded = self.coded
+        var coded = self.coded, il2p = self.il2p
         self.fx25 = []
         self.coded = []
+        self.il2p = []
+        let decodesIL2P = !il2p.isEmpty
         var codedFrames: [(slicer: Int, bytes: [UInt8], start: Int, end: Int, errorRate: Double)] = []
         var blocks: [(slicer: Int, block: FX25Block)] = []
+        var il2pFrames: [(slicer: Int, reception: IL2PReception)] = []
         for b in bits {
             let k = b.slicer
+            // IL2P takes the line bits as they are (no NRZI).
+            if decodesIL2P, let r = il2p[k].decode(b.mark, confidence: b.confidence, stamp: b.sample) {
+                il2pFrames.append((k, r))
+            }
             // The line bit with HDLC bit index i decides data bits i and i + 1 (NRZI).
             confidence[k].append(b.confidence)
             if let f = coded[k].decode(b.mark ? b.confidence : -b.confidence, stamp: b.sample) {
@@ -341,7 +376,9 @@ public final class PacketReceiver {
         self.nrzi = nrzi; self.hdlc = hdlc; self.confidence = confidence; self.fx25 = fx25; lastConfidence = last
         statistics.codedLost = coded.reduce(0) { $0 + $1.framesLost }
         self.coded = coded
+        self.il2p = il2p
         for (k, block) in blocks { take(block, slicer: k) }
+        for (k, r) in il2pFrames { take(r, slicer: k) }
         for f in codedFrames where format.problem(f.bytes) == nil {
             hold(f.bytes, end: f.end, repaired: 0, slicer: f.slicer, codedErrorRate: f.errorRate)
             // The plain path's "frames" inside it (chance flag patterns in the code bits) are no damage.
@@ -357,7 +394,13 @@ public final class PacketReceiver {
         var h = statistics.samples - 4 * frameWindow
         for d in fx25 { if let s = d.oldestPendingStamp { h = min(h, s) } }
         for d in coded { if let s = d.oldestPendingStamp { h = min(h, s) } }
-        if let lanes = baseband { for l in lanes { for d in l.fx25 { if let s = d.oldestPendingStamp { h = min(h, s) } } } }
+        for d in il2p { if let s = d.oldestPendingStamp { h = min(h, s) } }
+        if let lanes = baseband {
+            for l in lanes {
+                for d in l.fx25 { if let s = d.oldestPendingStamp { h = min(h, s) } }
+                for d in l.il2p { if let s = d.oldestPendingStamp { h = min(h, s) } }
+            }
+        }
         return h
     }
 
@@ -381,6 +424,26 @@ public final class PacketReceiver {
         }
         // Only a block whose frame was taken: otherwise a damaged plain copy inside it may still be repaired.
         if kept { correctedBlocks.append((block.tagStamp, block.endStamp)) }
+    }
+
+    /// Holds the frame of a decoded IL2P frame; remembers one beyond correction.
+    ///
+    /// IL2P has no FCS, so a frame is as good as its code: one whose blocks needed erasures, or whose
+    /// header or small payload blocks (2 or 4 check bytes, which correct one or two bytes and check little
+    /// beyond) had bytes corrected, must also look like AX.25, as a repaired frame must.
+    private func take(_ r: IL2PReception, slicer: Int) {
+        guard let frame = r.frame, let corrected = r.correctedSymbols else {
+            failedIL2P.append((r.syncStamp, r.endStamp))
+            return
+        }
+        if r.usedErasures || r.smallBlockCorrected, let reason = format.problem(frame) {
+            statistics.implausibleRepairs += 1
+            statistics.implausibleByReason[reason, default: 0] += 1
+            return
+        }
+        hold(frame, end: r.endStamp, repaired: 0, slicer: slicer, erasures: r.usedErasures, il2p: corrected)
+        // The plain path's damaged "frames" inside it (chance flag patterns in its bytes) are no damage.
+        correctedBlocks.append((r.syncStamp - Int(samplesPerBit * 32), r.endStamp))
     }
 
     /// The baseband path: each lane (a share of the slicers with its own demodulator, descramblers,
@@ -414,8 +477,13 @@ public final class PacketReceiver {
         for l in lanes.indices { lanes[l].events.removeAll(keepingCapacity: true) }
         let blocks = lanes.flatMap(\.blocks)
         for l in lanes.indices { lanes[l].blocks.removeAll(keepingCapacity: true) }
+        let il2pFrames = lanes.flatMap(\.il2pFrames)
+        for l in lanes.indices { lanes[l].il2pFrames.removeAll(keepingCapacity: true) }
         baseband = lanes
         for (k, block) in blocks { take(block, slicer: k) }
+        for (k, r) in il2pFrames.sorted(by: { ($0.reception.endStamp, $0.slicer) < ($1.reception.endStamp, $1.slicer) }) {
+            take(r, slicer: k)
+        }
     }
 
     /// Ends the reception: settles what is held and returns it (``run`` delivers it itself).
@@ -430,8 +498,18 @@ public final class PacketReceiver {
 
     /// Keeps a decoded frame unless a slicer already has it.
     private func hold(_ bytes: [UInt8], end: Int, repaired: Int, slicer: Int, fec: Int? = nil, erasures: Bool = false,
-                      codedErrorRate: Double? = nil) {
+                      codedErrorRate: Double? = nil, il2p: Int? = nil) {
         let window = frameWindow
+        if let il2p, let i = held.firstIndex(where: { $0.cameAsIL2P && $0.bytes != bytes && abs($0.endSample - end) <= window }) {
+            // Two slicers' IL2P copies of one frame (they end at one place) differ: the codes miscorrected
+            // one. Keep the one they changed less.
+            statistics.il2pConflicts += 1
+            if il2p < held[i].il2pCorrectedSymbols! {
+                held[i] = ReceivedPacket(bytes: bytes, frame: format.isAX25 ? try? AX25Frame(decoding: bytes) : nil, endSample: end,
+                                         repairedBits: 0, slicer: slicer, il2pCorrectedSymbols: il2p, il2pUsedErasures: erasures)
+            }
+            return
+        }
         if let i = held.firstIndex(where: { $0.bytes == bytes && abs($0.endSample - end) <= window }) {
             // A copy; from an FX.25 block, it says the frame came in one too.
             if fec != nil { held[i].cameInFX25Block = true }
@@ -447,8 +525,9 @@ public final class PacketReceiver {
             return
         }
         held.append(ReceivedPacket(bytes: bytes, frame: format.isAX25 ? try? AX25Frame(decoding: bytes) : nil, endSample: end,
-                                   repairedBits: repaired, slicer: slicer, fecCorrectedBytes: fec, fecUsedErasures: erasures,
-                                   codedLevelErrorRate: codedErrorRate, cameInFX25Block: fec != nil))
+                                   repairedBits: repaired, slicer: slicer, fecCorrectedBytes: fec, fecUsedErasures: fec != nil && erasures,
+                                   codedLevelErrorRate: codedErrorRate, cameInFX25Block: fec != nil,
+                                   il2pCorrectedSymbols: il2p, il2pUsedErasures: il2p != nil && erasures))
     }
 
     /// Repair attempts per damaged frame (copies from different slicers; each costs one de-stuffing
@@ -544,6 +623,14 @@ public final class PacketReceiver {
             if p.repairedBits > 0 { statistics.repaired += 1 }
             if p.isCoded { statistics.codedFrames += 1 }
             if p.cameInFX25Block { statistics.fx25Frames += 1 }
+            if let fixed = p.il2pCorrectedSymbols {
+                statistics.il2pFrames += 1
+                if fixed > 0 {
+                    statistics.il2pCorrected += 1
+                    statistics.il2pSymbolsFixed += fixed
+                    if p.il2pUsedErasures { statistics.il2pWithErasures += 1 }
+                }
+            }
             if let fixed = p.fecCorrectedBytes {
                 if fixed > 0 {
                     statistics.fecCorrected += 1
@@ -561,6 +648,17 @@ public final class PacketReceiver {
             let delivered = recent.contains { $0.end >= f.start - window && $0.end <= f.end + window }
             if !delivered {
                 statistics.fx25Uncorrectable += 1
+                lastCounted = f.start
+            }
+        }
+        // The same for IL2P frames beyond correction.
+        let failedFrames = failedIL2P.filter { $0.end < horizon }.sorted { $0.start < $1.start }
+        failedIL2P.removeAll { $0.end < horizon }
+        lastCounted = nil
+        for f in failedFrames where lastCounted.map({ f.start - $0 > window }) ?? true {
+            let delivered = recent.contains { $0.end >= f.start - window && $0.end <= f.end + window }
+            if !delivered {
+                statistics.il2pUncorrectable += 1
                 lastCounted = f.start
             }
         }
@@ -599,8 +697,12 @@ private struct BasebandLane {
     var lastConfidence: [Float]
     /// FX.25 blocks completed, with their slicer.
     var blocks: [(slicer: Int, block: FX25Block)] = []
+    /// Per slicer, its IL2P decoder (none when the format is not AX.25).
+    var il2p: [IL2PDecoder]
+    /// IL2P frames completed, with their slicer.
+    var il2pFrames: [(slicer: Int, reception: IL2PReception)] = []
 
-    init(demodulator: BasebandBitDemodulator, decoder: HDLCDecoder, maximumFrameBits: Int) {
+    init(demodulator: BasebandBitDemodulator, decoder: HDLCDecoder, maximumFrameBits: Int, il2p decodesIL2P: Bool) {
         self.demodulator = demodulator
         let n = demodulator.windowBits.count
         descramblers = Array(repeating: G3RUHDescrambler(), count: n)
@@ -610,6 +712,7 @@ private struct BasebandLane {
         confidence = Array(repeating: LineConfidence(maximumFrameBits: maximumFrameBits), count: n)
         fx25 = Array(repeating: FX25Decoder(minimumFrameLength: decoder.minimumLength, maximumFrameLength: maximumFrameBits / 8), count: n)
         lastConfidence = Array(repeating: 0, count: n)
+        il2p = decodesIL2P ? Array(repeating: IL2PDecoder(), count: n) : []
     }
 
     mutating func process(_ samples: UnsafeBufferPointer<Float>, minimumBits: Int, maximumBits: Int) {
@@ -618,7 +721,14 @@ private struct BasebandLane {
         for k in bits.indices {
             var descrambler = descramblers[k], nrzi = self.nrzi[k], hdlc = self.hdlc[k]
             var confidence = self.confidence[k], fx = fx25[k], last = lastConfidence[k]
+            // Taken out while in use: a copy left in the array would make each of its gatherings copy its bytes.
+            var il: IL2PDecoder?
+            if !il2p.isEmpty { il = il2p[k]; il2p[k] = IL2PDecoder() }
             for b in bits[k] {
+                // IL2P at 9600 baud is not G3RUH-scrambled and has no NRZI: the line bits as they are.
+                if il != nil, let r = il!.decode(b.mark, confidence: b.confidence, stamp: b.sample) {
+                    il2pFrames.append((b.slicer, r))
+                }
                 // The line bit with HDLC bit index i is descrambled into bits i, i + 12 and i + 17, and
                 // NRZI spreads each to the next bit too: it first reaches data bit i, which is where
                 // the repair pattern [0, 1, 12, 13, 17, 18] starts.
@@ -641,6 +751,7 @@ private struct BasebandLane {
             }
             descramblers[k] = descrambler; self.nrzi[k] = nrzi; self.hdlc[k] = hdlc
             self.confidence[k] = confidence; fx25[k] = fx; lastConfidence[k] = last
+            if let il { il2p[k] = il }
             bits[k].removeAll(keepingCapacity: true)
         }
         events[start...].sort { ($0.sample, $0.slicer) < ($1.sample, $1.slicer) }

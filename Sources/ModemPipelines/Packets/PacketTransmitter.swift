@@ -2,9 +2,9 @@ import ModemAudio
 import ModemCodecs
 import ModemDSP
 
-/// Sends AX.25 frames as HDLC (NRZI, bit stuffing, FCS), or as FX.25 when asked, over AFSK, or over
-/// G3RUH scrambled baseband for the `g3ruh` profile, each as its own transmission:
-/// a preamble of flags (TXDELAY), the frame, closing flags, then a short silence.
+/// Sends AX.25 frames as HDLC (NRZI, bit stuffing, FCS), or as FX.25 or IL2P when asked, over AFSK, or
+/// over G3RUH scrambled baseband for the `g3ruh` profile, each as its own transmission:
+/// a preamble of flags (TXDELAY; IL2P: 0x55 bytes), the frame, closing flags, then a short silence.
 public final class PacketTransmitter {
     /// Where the audio goes.
     public let sink: any AudioSink
@@ -14,7 +14,7 @@ public final class PacketTransmitter {
     public let gapSeconds: Double
     /// Frames sent so far.
     public private(set) var framesSent = 0
-    /// Of those, frames too long for FX.25 and sent as plain AX.25 (when FX.25 was asked for).
+    /// Of those, frames too long for FX.25 or IL2P and sent as plain AX.25 (when one was asked for).
     public private(set) var framesSentPlain = 0
 
     private var modulator: HDLCModulator
@@ -28,11 +28,16 @@ public final class PacketTransmitter {
     ///   - preambleMilliseconds: flags before each frame, in ms (default 300, as Dire Wolf's TXDELAY 30).
     ///   - gapSeconds: silence after each frame (default 0.5 s).
     ///   - fx25ParityCount: send each frame as FX.25 with 16, 32 or 64 check bytes (nil: plain AX.25).
-    /// - Throws: ``ModemSettingsError`` when the settings do not fit the sink's sample rate, or the
-    ///   FX.25 check-byte count is not 16, 32 or 64.
+    ///   - il2p: send each frame as IL2P with this encoder (its FEC level); nil: not IL2P. Not with
+    ///     `fx25ParityCount`.
+    /// - Throws: ``ModemSettingsError`` when the settings do not fit the sink's sample rate, the
+    ///   FX.25 check-byte count is not 16, 32 or 64, or both FX.25 and IL2P are asked for.
     public init(settings: ModemSettings, sink: any AudioSink, amplitude: Float = 0.7,
-                preambleMilliseconds: Double = 300, gapSeconds: Double = 0.5, fx25ParityCount: Int? = nil) throws {
+                preambleMilliseconds: Double = 300, gapSeconds: Double = 0.5, fx25ParityCount: Int? = nil,
+                il2p: IL2PEncoder? = nil) throws {
         modulator = try HDLCModulator(settings: settings, sampleRate: sink.sampleRate, amplitude: amplitude)
+        if il2p != nil && fx25ParityCount != nil { throw ModemSettingsError("a frame goes as FX.25 or as IL2P, not both") }
+        modulator.il2p = il2p
         if let fx25ParityCount {
             guard FX25Mode.parityCounts.contains(fx25ParityCount) else {
                 throw ModemSettingsError("FX.25 sends 16, 32 or 64 check bytes, not \(fx25ParityCount)")
@@ -50,6 +55,7 @@ public final class PacketTransmitter {
         var samples: [Float] = []
         let bytes = frame.encode()
         if let fx25 = modulator.fx25, fx25.mode(for: bytes) == nil { framesSentPlain += 1 }
+        if let il2p = modulator.il2p, il2p.encode(bytes) == nil { framesSentPlain += 1 }
         modulator.append(frames: [bytes], leadingFlags: preambleFlags, trailingFlags: 3, gapSeconds: gapSeconds,
                          to: &samples)
         try samples.withUnsafeBufferPointer { try sink.write($0) }

@@ -96,6 +96,7 @@ public final class TNC {
             }
             modulator = try HDLCModulator(settings: settings, sampleRate: sink.sampleRate, amplitude: options.amplitude)
             modulator!.fx25 = options.fx25ParityCount.map { FX25Encoder(parityCount: $0) }
+            modulator!.il2p = options.il2pMaximumFEC.map { IL2PEncoder(maximumFEC: $0) }
         }
         generator = SplitMix64(seed: options.randomSeed ?? UInt64.random(in: 0...UInt64.max))
         block = [Float](repeating: 0, count: max(1, Int(options.blockSeconds * Double(source.sampleRate))))

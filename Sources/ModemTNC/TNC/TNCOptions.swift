@@ -29,6 +29,10 @@ public struct TNCOptions: Sendable {
     /// Send client frames as FX.25 with this many Reed-Solomon check bytes (16, 32 or 64; nil: plain
     /// AX.25). Reception decodes FX.25 and plain AX.25 either way.
     public var fx25ParityCount: Int?
+    /// Send client frames as IL2P (nil: not): true gives every payload block 16 check bytes (Dire Wolf's
+    /// `-I 1`, the NinoTNC's choice), false 2-8 by block size (`-I 0`). Not with ``fx25ParityCount``.
+    /// Reception decodes IL2P, FX.25 and plain AX.25 either way.
+    public var il2pMaximumFEC: Bool?
     /// Seed for the persistence draws (nil: a random seed).
     public var randomSeed: UInt64?
     /// Whether reading is held to real time: when the input delivers audio faster than the wall
@@ -43,6 +47,7 @@ public struct TNCOptions: Sendable {
         precondition((0.001...1).contains(blockSeconds), "TNCOptions blockSeconds must be 0.001...1, got \(blockSeconds)")
         precondition(amplitude > 0 && amplitude <= 1, "TNCOptions amplitude must be in 0 < a <= 1, got \(amplitude)")
         precondition(fx25ParityCount.map { FX25Mode.parityCounts.contains($0) } ?? true, "TNCOptions fx25ParityCount must be 16, 32 or 64, got \(fx25ParityCount ?? 0)")
+        precondition(fx25ParityCount == nil || il2pMaximumFEC == nil, "TNCOptions: FX.25 or IL2P, not both")
         precondition((0...10).contains(gapSeconds), "TNCOptions gapSeconds must be 0...10, got \(gapSeconds)")
         precondition((1...10000).contains(maximumQueuedFrames), "TNCOptions maximumQueuedFrames must be 1...10000, got \(maximumQueuedFrames)")
         precondition((1...1000).contains(idlePollMilliseconds), "TNCOptions idlePollMilliseconds must be 1...1000, got \(idlePollMilliseconds)")

@@ -73,6 +73,15 @@ enum Peers {
     static let atest = Peer.tool("atest", package: "direwolf")
     static let genPackets = Peer.tool("gen_packets", package: "direwolf")
     static let kissutil = Peer.tool("kissutil", package: "direwolf")
+    /// Dire Wolf 1.8 (development, commit 44f576c), for IL2P, which Debian's 1.6 lacks: built from the
+    /// archive in Fixtures/peers by scripts/direwolf18.sh (scripts/test.sh runs it) into
+    /// .build/direwolf18/bin, or found in the folder `DIREWOLF18_BIN` names.
+    static let direwolf18Bin = ProcessInfo.processInfo.environment["DIREWOLF18_BIN"].flatMap { $0.isEmpty ? nil : $0 }
+        ?? Peer.packageRoot + "/.build/direwolf18/bin"
+    static let atest18 = Peer.executable(direwolf18Bin + "/atest", name: "Dire Wolf 1.8's atest",
+                                         remedy: "run bash scripts/direwolf18.sh, or set DIREWOLF18_BIN")
+    static let genPackets18 = Peer.executable(direwolf18Bin + "/gen_packets", name: "Dire Wolf 1.8's gen_packets",
+                                              remedy: "run bash scripts/direwolf18.sh, or set DIREWOLF18_BIN")
     static let python3 = Peer.tool("python3")
     /// Wireshark's command line.
     static let tshark = Peer.tool("tshark")

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the test peer Dire Wolf 1.8 (development branch, commit 44f576c: IL2P, which Debian's direwolf
+# 1.6 lacks) from the source archive kept in the project (Fixtures/peers/direwolf-dev-44f576c.tar.gz),
+# and prints the folder of its programs on standard output (cmake's and make's chatter goes to a log).
+#
+#   scripts/direwolf18.sh [DEST]        (default .build/direwolf18; the programs land in DEST/bin)
+#
+# Only what the tests and benchmarks run is built: atest and gen_packets (the TNC tests talk KISS through
+# Debian's kissutil, which IL2P does not change). Idempotent: nothing is done when DEST/bin holds both
+# programs built from this very archive (DEST/.archive holds its checksum). Needs cmake, gcc and
+# libasound2-dev (scripts/install-deps.sh installs them). scripts/test.sh runs it beside the Swift builds;
+# tests find the programs through `Peers.atest18` and `Peers.genPackets18` (Tests/ModemCLITests/Support/
+# CLIHarness.swift), or in the folder DIREWOLF18_BIN names.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+archive=$PWD/Fixtures/peers/direwolf-dev-44f576c.tar.gz
+dest=${1:-.build/direwolf18}
+[[ $dest == /* ]] || dest=$PWD/$dest
+programs=(atest gen_packets)
+[[ -f $archive ]] || { echo "direwolf18: no source archive $archive" >&2; exit 1; }
+sum=$(sha256sum "$archive" | cut -d' ' -f1)
+built() {
+  [[ -f $dest/.archive && $(cat "$dest/.archive") == "$sum" ]] || return 1
+  for p in "${programs[@]}"; do [[ -x $dest/bin/$p ]] || return 1; done
+}
+if built; then echo "$dest/bin"; exit 0; fi
+for tool in cmake gcc make; do
+  command -v "$tool" >/dev/null || { echo "direwolf18: $tool is missing (bash scripts/install-deps.sh installs it)" >&2; exit 1; }
+done
+# One build at a time per DEST (scripts/test.sh and a benchmark may start it together).
+mkdir -p "$dest"
+exec 9>"$dest/.lock"
+flock 9
+if built; then echo "$dest/bin"; exit 0; fi
+rm -rf "$dest/src" "$dest/bin" "$dest/.archive"
+mkdir -p "$dest/src" "$dest/bin"
+log=$dest/build.log
+tar -xzf "$archive" -C "$dest/src"
+mkdir -p "$dest/src/direwolf/build"
+cd "$dest/src/direwolf/build"
+if ! { cmake -DCMAKE_BUILD_TYPE=Release -DUNITTEST=OFF .. && make -j"$(nproc)" "${programs[@]}"; } >"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  echo "direwolf18: the build failed (log: $log)" >&2
+  exit 1
+fi
+for p in "${programs[@]}"; do cp "src/$p" "$dest/bin/$p"; done
+echo "$sum" >"$dest/.archive"
+echo "$dest/bin"
