@@ -69,7 +69,7 @@ struct SplicedPair: Sendable {
 /// once), or when neither end sent anything for the idle timeout, or when the splicer stops.
 final class TransitSplicer: Sendable {
     private let loops: [SpliceLoop]
-    private let next = Atomic<Int>(0)
+    private let next = Atomic<UInt>(0)
 
     /// Threads for the hub's processors: one per two, at most four (splicing is mostly the kernel's
     /// TCP work, charged to the thread that calls it).
@@ -93,7 +93,7 @@ final class TransitSplicer: Sendable {
     /// Relays `pair` until it ends; after ``stop()`` closes it at once.
     func add(_ pair: SplicedPair) {
         let i = next.wrappingAdd(1, ordering: .relaxed).oldValue
-        if !loops[i % loops.count].add(pair) { pair.discard() }
+        if !loops[Int(i % UInt(loops.count))].add(pair) { pair.discard() }
     }
 
     /// Closes every pair, and returns once the threads have ended.
