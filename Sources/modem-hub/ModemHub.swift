@@ -113,6 +113,8 @@ struct Serve: AsyncParsableCommand {
             help: "Seconds a transit connection waits for its peer before it is closed (1 to 86400).") var transitTimeout: Double = 120
     @Option(name: .customLong("transit-max-pairs"), parsing: .unconditional,
             help: "Transit pairs relayed at once (1 to 100000).") var transitMaxPairs = 1024
+    @Flag(name: .customLong("transit-splice"), inversion: .prefixedNo,
+          help: "Relay transit pairs inside the kernel with splice(2) (Linux); --no-transit-splice copies every byte through the hub's memory with SwiftNIO.") var transitSplice = true
     // Hardening (issue 32): trusted proxies, transit and rendezvous bounds (NetworkOptions.swift).
     @OptionGroup(title: "Client addresses, transit relay and rendezvous bounds") var network: NetworkOptions
     // Post flood (issue 32): bounds on group posts and on one groups socket (GroupOptions.swift).
@@ -167,6 +169,7 @@ struct Serve: AsyncParsableCommand {
             t.port = p
             t.pairingTimeout = transitTimeout
             t.maximumPairs = transitMaxPairs
+            t.splice = transitSplice
             network.apply(to: &t)  // hardening (issue 32)
             transit = t
         }

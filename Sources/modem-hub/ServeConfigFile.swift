@@ -49,7 +49,7 @@ enum ServeConfigFile {
             "listen": .string, "db": .string, "node": .string, "heartbeat": .number, "tls-cert": .string, "tls-key": .string,
             "issuer": .string, "access-ttl": .integer, "head-timeout": .number, "idle-timeout": .number, "shutdown-timeout": .number,
             "max-connections-per-address": .integer, "log-codes": .flag, "code-hook": .string, "log-level": .string,
-            "metrics": .flag, "transit-listen": .string, "transit-timeout": .number, "transit-max-pairs": .integer,
+            "metrics": .flag, "transit-listen": .string, "transit-timeout": .number, "transit-max-pairs": .integer, "transit-splice": .flag,
             // NetworkOptions
             "trusted-proxy": .strings, "transit-handshake-timeout": .number, "transit-idle-timeout": .number,
         ]

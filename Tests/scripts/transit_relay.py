@@ -2,30 +2,36 @@
 """The transit relay of `modem-hub serve --transit-listen`, driven by clients written here with the
 standard library (the relay handshake of magic-wormhole's transit protocol): pairs relay bytes exactly
 both ways, tokens never cross, bad handshakes are refused, unmatched connections time out, a client's
-own two connections (same side) never meet, the older handshake without a side pairs, many pairs at
-once. Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure.
+own two connections (same side) never meet, the older handshake without a side pairs, bytes sent
+before the peer came arrive after its ok, a joined pair keeps its two places in the connection caps
+until it ends, many pairs at once. Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a
+failure.
 
-    transit_relay.py MODEM_HUB [--pairs N] [--size BYTES]
+    transit_relay.py MODEM_HUB [--pairs N] [--size BYTES] [--serve-option OPTION]...
+
+`--serve-option` (repeatable) is passed to every `modem-hub serve` (`--serve-option=--no-transit-splice`:
+pairs relayed through SwiftNIO instead of splice(2)).
 """
 from script_checks import Checks, start_server
-import argparse, asyncio, hashlib, os, subprocess, sys, tempfile, time
+import argparse, asyncio, hashlib, http.client, os, re, subprocess, sys, tempfile, time, urllib.request
 
 ap = argparse.ArgumentParser()
 ap.add_argument("hub")
 ap.add_argument("--pairs", type=int, default=200)
 ap.add_argument("--size", type=int, default=256 * 1024)
+ap.add_argument("--serve-option", action="append", default=[])
 args = ap.parse_args()
 GUARD = 60  # seconds: a hang guard far above every expected time
 TIMEOUT = 2  # the relay's --transit-timeout in this run
 check = Checks()
 
 
-def start_hub(work, name, timeout):
+def start_hub(work, name, timeout, per_address=5000):
     return start_server([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
                          "--transit-listen", "127.0.0.1:0", "--transit-timeout", str(timeout),
                          # Every client here is 127.0.0.1, counted as one address: room for --pairs at once.
-                         "--max-connections-per-address", "5000", "--transit-max-pairs-per-address", "5000",
-                         "--transit-max-waiting-per-address", "5000"],
+                         "--max-connections-per-address", str(per_address), "--transit-max-pairs-per-address", "5000",
+                         "--transit-max-waiting-per-address", "5000", *args.serve_option],
                         os.path.join(work, f"{name}.log"), "modem-hub: transit relay listening on 127.0.0.1:", GUARD)
 
 
@@ -45,6 +51,18 @@ async def answer(r, n=3):
         return await asyncio.wait_for(r.readexactly(n), GUARD)
     except asyncio.IncompleteReadError as e:
         return e.partial
+    except ConnectionResetError:  # closed with bytes unread (refused at once by a cap)
+        return b""
+
+
+def scrape(http_port):
+    """(transit pairs, connections) from the hub's /metrics, or None when it did not answer."""
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{http_port}/metrics", timeout=GUARD).read().decode()
+    except (OSError, http.client.HTTPException):  # closed at once: over the cap
+        return None
+    values = dict(re.findall(r"^(modemhub_transit_pairs|modemhub_connections) (\S+)$", text, re.M))
+    return tuple(int(float(values.get(k, "-1"))) for k in ("modemhub_transit_pairs", "modemhub_connections"))
 
 
 async def relay_pair(port, size, seed):
@@ -78,6 +96,8 @@ async def main():
     # 120 s for the transfers (on a busy machine a pair's second connection may come seconds later).
     quick, qport = start_hub(work, "quick", TIMEOUT)
     hub, port = start_hub(work, "hub", 120)
+    # Two connections from 127.0.0.1 at most (the HTTP listener's and the relay's together).
+    capped, cport = start_hub(work, "capped", 120, per_address=2)
     try:
         ok, why = await relay_pair(port, 1 << 20, 1)
         check("a pair relays 1 MiB each way at once, exact", ok, why)
@@ -172,13 +192,63 @@ async def main():
               (len(got), back))
         x[1].close()
 
+        # What a client sends after its handshake, before its peer comes, is held and passed on after the
+        # peer's ok; the peer's own early bytes go the other way.
+        t = hashlib.sha256(b"early").hexdigest()
+        x = await connect(port, handshake(t, "b" * 16) + b"sent early by x")
+        await asyncio.sleep(0.2)  # (not needed for the check: x's bytes are early either way)
+        y = await connect(port, handshake(t, "c" * 16) + b"and by y")
+        got_y = await asyncio.wait_for(y[0].readexactly(3 + 15), GUARD)
+        got_x = await asyncio.wait_for(x[0].readexactly(3 + 8), GUARD)
+        check("bytes sent before the peer came arrive after its ok, both ways", got_y == b"ok\nsent early by x" and got_x == b"ok\nand by y",
+              (got_x, got_y))
+        for c in (x, y):
+            c[1].close()
+
+        # A joined pair holds its two places in the connection caps while it is relayed, and gives them
+        # back when it ends: with two connections per address, a third is closed at once while the pair
+        # lives, and a new pair is joined once it has ended.
+        t = hashlib.sha256(b"caps 1").hexdigest()
+        x = await connect(cport, handshake(t, "d" * 16))
+        y = await connect(cport, handshake(t, "e" * 16))
+        joined = [await answer(x[0]), await answer(y[0])]
+        third = await connect(cport, handshake(hashlib.sha256(b"caps 3").hexdigest(), "f" * 16))
+        try:
+            refused = await asyncio.wait_for(third[0].read(100), GUARD)
+        except ConnectionResetError:  # closed with its handshake unread
+            refused = b""
+        except asyncio.TimeoutError:  # admitted: waiting for a peer
+            refused = None
+        x[1].write(b"still relayed")
+        await x[1].drain()
+        relayed = await asyncio.wait_for(y[0].readexactly(13), GUARD)
+        check("a joined pair keeps its places in the connection caps: a third connection is closed",
+              joined == [b"ok\n", b"ok\n"] and refused == b"" and relayed == b"still relayed", (joined, refused, relayed))
+        third[1].close()
+        for c in (x, y):
+            c[1].close()
+        # The relay closes the pair once it sees both ends go; its /metrics (a connection of its own, so
+        # answered only under the cap) then shows no pair and one connection, the scrape's.
+        http_port = int(re.search(r"modem-hub: listening on 127\.0\.0\.1:(\d+)", open(os.path.join(work, "capped.log")).read()).group(1))
+        seen, deadline = None, time.monotonic() + GUARD
+        while time.monotonic() < deadline and seen != (0, 1):
+            seen = await asyncio.to_thread(scrape, http_port)
+            await asyncio.sleep(0.05)
+        t = hashlib.sha256(b"caps 2").hexdigest()
+        x = await connect(cport, handshake(t, "d" * 16))
+        y = await connect(cport, handshake(t, "e" * 16))
+        again = [await answer(x[0]), await answer(y[0])]
+        check("an ended pair gives its places in the connection caps back", seen == (0, 1) and again == [b"ok\n", b"ok\n"], (seen, again))
+        for c in (x, y):
+            c[1].close()
+
         # Many pairs at once.
         t0 = time.monotonic()
         results = await asyncio.gather(*(relay_pair(port, args.size, 1000 + i) for i in range(args.pairs)))
         bad = [(i, why) for i, (ok, why) in enumerate(results) if not ok]
         check(f"{args.pairs} pairs at once, {args.size} bytes each way, all exact ({time.monotonic() - t0:.1f} s)", not bad, bad[:5])
     finally:
-        for h in (hub, quick):
+        for h in (hub, quick, capped):
             h.terminate()
             try:
                 h.wait(GUARD)

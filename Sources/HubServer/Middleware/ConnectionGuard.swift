@@ -400,6 +400,16 @@ final class ConnectionCapHandler: ChannelInboundHandler, RemovableChannelHandler
 
     func handlerRemoved(context: ChannelHandlerContext) { leave() }
 
+    /// The connection's socket leaves SwiftNIO but stays open (the transit relay's splicer takes it): it
+    /// keeps its place in the counts when its channel closes, until the returned call (made once, when
+    /// the socket is closed). Nil when it was never counted in.
+    func handOver() -> (@Sendable () -> Void)? {
+        guard admitted else { return nil }
+        admitted = false
+        let counts = self.counts, address = self.address
+        return { counts.release(address) }
+    }
+
     private func leave() {
         if admitted {
             admitted = false

@@ -1,3 +1,4 @@
+import CHubSplice
 import Logging
 import NIOCore
 import NIOPosix
@@ -27,6 +28,10 @@ public struct TransitRelaySettings: Sendable {
     public var maximumPairsPerAddress = 64
     /// Bytes a waiting connection may send before its peer comes (more closes it).
     public var maximumEarlyBytes = 65536
+    /// Relays joined pairs with splice(2) inside the kernel (``TransitSplicer``; Linux); false, or where
+    /// there is no splice, or when the descriptors for its pipes are not to be had: through SwiftNIO,
+    /// every byte copied through the hub's memory (`--no-transit-splice`).
+    public var splice = true
 
     /// The defaults.
     public init() {}
@@ -75,6 +80,8 @@ public final class TransitRelay: Service, Sendable {
     let metrics: HubMetrics?
     let state: Mutex<(matcher: TransitMatcher<ObjectIdentifier>, channels: [ObjectIdentifier: any Channel], counts: TransitRelayCounts,
                       pairs: TransitPairCounts)>
+    /// Where joined pairs are relayed while `run()` runs (nil: through SwiftNIO).
+    let splicer = Mutex<TransitSplicer?>(nil)
 
     /// Creates a relay; `run()` listens.
     /// - Parameters:
@@ -101,6 +108,11 @@ public final class TransitRelay: Service, Sendable {
 
     /// Listens until a graceful shutdown, then closes the listener and every connection.
     public func run() async throws {
+        if settings.splice {
+            let s = TransitSplicer(logger: logger)
+            if s == nil { logger.notice("transit relay: no splice(2) here; pairs are relayed through SwiftNIO") }
+            splicer.withLock { $0 = s }
+        }
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -119,13 +131,22 @@ public final class TransitRelay: Service, Sendable {
                     try channel.pipeline.syncOperations.addHandler(TransitHandshakeHandler(relay: self))
                 }
             }
-        let listener = try await bootstrap.bind(host: settings.host, port: settings.port).get()
+        let listener: any Channel
+        do {
+            listener = try await bootstrap.bind(host: settings.host, port: settings.port).get()
+        } catch {
+            if let s = splicer.withLock({ $0 }) { await s.stop() }
+            throw error
+        }
         onListening(listener.localAddress?.port ?? settings.port)
         logger.notice("transit relay listening on \(settings.host):\(listener.localAddress?.port ?? settings.port)")
         try? await gracefulShutdown()
         try? await listener.close()
         let open = state.withLock { Array($0.channels.values) }
         for c in open { c.close(promise: nil) }
+        // The spliced pairs are closed too (and the threads end); a pair handed over after this is closed
+        // as it arrives.
+        if let s = splicer.withLock({ $0 }) { await s.stop() }
         let c = counts
         logger.notice("transit relay stopped: \(c.pairs) pairs, \(c.bytes) bytes relayed, \(c.badHandshakes) bad handshakes, \(c.timedOut) timed out, \(c.idleClosed) idle pairs closed, \(c.refused) refused")
     }
@@ -174,20 +195,28 @@ public final class TransitRelay: Service, Sendable {
         if case (.paired, _?) = outcome { metrics?.transitPairJoined() }
         switch outcome {
         case (.paired, let other?):
-            // Neither end is read again until its pipe is laid (`join`, queued on its event loop after
-            // this): a client answered "ok" may send at once, and what it sent before the pipe would be
-            // held as early bytes, over whose limit (64 KiB) the pair was closed. Then "ok" to both, so it
-            // goes out ahead of anything the other relays. On each end's own loop, in this order.
-            for c in [other, channel] {
-                c.setOption(.autoRead, value: false).whenComplete { _ in }
-                c.writeAndFlush(ByteBuffer(bytes: TransitHandshake.ok), promise: nil)
-            }
+            // Neither end is read again by SwiftNIO until its pipe is laid (`join` or `handOver`, queued
+            // on its event loop after this): a client answered "ok" may send at once, and what it sent
+            // before the pipe would be held as early bytes, over whose limit (64 KiB) the pair was
+            // closed. "ok" goes to both ahead of anything the other relays.
             let end = PairEnd(addresses: (connectionCounts.perAddressKey(other.remoteAddress?.ipAddress ?? "?"),
                                           connectionCounts.perAddressKey(ip)))
-            join(other, channel, end)
-            join(channel, other, end)
-            logger.debug("transit: paired on token \(handshake.token.prefix(8))…")
-            return true
+            if let splicer = splicer.withLock({ $0 }), let first = SplicePipe.make() {
+                guard let second = SplicePipe.make() else {
+                    first.close()
+                    return relayThroughNIO(other, channel, end, token: handshake.token)
+                }
+                // Both sockets leave SwiftNIO, each on its own event loop once its reads stopped (queued
+                // in this order); the splicer writes the "ok"s.
+                let assembly = SpliceAssembly(relay: self, splicer: splicer, pipes: (first, second), end: end)
+                for (side, c) in [other, channel].enumerated() {
+                    c.setOption(.autoRead, value: false).whenComplete { _ in }
+                    handOver(c, side: side, to: assembly)
+                }
+                logger.debug("transit: paired on token \(handshake.token.prefix(8))…, spliced")
+                return true
+            }
+            return relayThroughNIO(other, channel, end, token: handshake.token)
         case (.paired, nil):
             return false  // cannot happen: a waiting connection is always registered
         case (.waiting, _):
@@ -195,6 +224,41 @@ public final class TransitRelay: Service, Sendable {
         case (.refused(let why), _):
             logger.warning("transit: refused a connection from \(ip): \(why)")
             return false
+        }
+    }
+
+    /// Relays a new pair through SwiftNIO: a ``TransitPipeHandler`` on each end. Reads stop and "ok" is
+    /// written on each end's own loop, in this order, before its pipe is laid.
+    private func relayThroughNIO(_ other: any Channel, _ channel: any Channel, _ end: PairEnd, token: String) -> Bool {
+        for c in [other, channel] {
+            c.setOption(.autoRead, value: false).whenComplete { _ in }
+            c.writeAndFlush(ByteBuffer(bytes: TransitHandshake.ok), promise: nil)
+        }
+        join(other, channel, end)
+        join(channel, other, end)
+        logger.debug("transit: paired on token \(token.prefix(8))…")
+        return true
+    }
+
+    /// On `channel`'s own event loop (its reads stopped): takes its socket out of SwiftNIO (a duplicate
+    /// of the descriptor; the channel is closed, its place in the connection counts kept) with what it
+    /// sent early, for the splicer.
+    private func handOver(_ channel: any Channel, side: Int, to assembly: SpliceAssembly) {
+        channel.eventLoop.execute {
+            let ops = channel.pipeline.syncOperations
+            guard channel.isActive, let handshake = try? ops.handler(type: TransitHandshakeHandler.self),
+                  let fd = (try? ops.withUnsafeTransportIfAvailable(of: NIOBSDSocket.Handle.self) { chub_dup($0) }) ?? nil, fd >= 0
+            else {
+                // Gone before its socket was taken (or no descriptor to spare): the pair ends here.
+                assembly.deliver(side: side, nil)
+                channel.close(promise: nil)
+                return
+            }
+            var early = handshake.takeEarlyBytes() ?? ByteBuffer()
+            let release = (try? ops.handler(type: ConnectionCapHandler.self))?.handOver()
+            channel.close(promise: nil)
+            assembly.deliver(side: side, SpliceAssembly.End(socket: fd, early: early.readBytes(length: early.readableBytes) ?? [],
+                                                            release: release ?? {}))
         }
     }
 
@@ -249,6 +313,67 @@ public final class TransitRelay: Service, Sendable {
             // The pipe is laid: read again (arrive stopped it).
             channel.setOption(.autoRead, value: true).whenComplete { _ in }
         }
+    }
+}
+
+/// A new pair on its way to the splicer: each end's socket is taken from SwiftNIO on its own event loop;
+/// once both are in, the pair is relayed (each end greeted with `ok\n` and what the other sent early); when
+/// either end was gone, the other is closed and the pair ends.
+final class SpliceAssembly: Sendable {
+    /// One end, out of SwiftNIO.
+    struct End: Sendable {
+        var socket: Int32
+        /// What it sent after its handshake, before its peer came.
+        var early: [UInt8]
+        /// Gives its place in the connection counts back.
+        var release: @Sendable () -> Void
+    }
+
+    private let relay: TransitRelay
+    private let splicer: TransitSplicer
+    private let pipes: (SplicePipe, SplicePipe)
+    private let end: PairEnd
+    private let ends = Mutex<(arrived: Int, ends: [End?])>((0, [nil, nil]))
+
+    init(relay: TransitRelay, splicer: TransitSplicer, pipes: (SplicePipe, SplicePipe), end: PairEnd) {
+        self.relay = relay
+        self.splicer = splicer
+        self.pipes = pipes
+        self.end = end
+    }
+
+    /// End `side` (0 or 1) is out of SwiftNIO, or nil: it was gone.
+    func deliver(side: Int, _ e: End?) {
+        let both = ends.withLock { s -> [End?]? in
+            s.ends[side] = e
+            s.arrived += 1
+            return s.arrived == 2 ? s.ends : nil
+        }
+        guard let both else { return }
+        let relay = self.relay, end = self.end
+        guard let a = both[0], let b = both[1] else {
+            for e in both.compactMap({ $0 }) {
+                closeDescriptor(e.socket)
+                e.release()
+            }
+            pipes.0.close()
+            pipes.1.close()
+            relay.pairEnded(end)
+            return
+        }
+        let early = a.early.count + b.early.count
+        if early > 0 { relay.count(bytes: early) }
+        splicer.add(SplicedPair(
+            sockets: (a.socket, b.socket), pipes: pipes,
+            greetings: (TransitHandshake.ok + b.early, TransitHandshake.ok + a.early),
+            idleTimeout: UInt64(relay.settings.pairIdleTimeout * 1e9),
+            relayed: { relay.count(bytes: $0) },
+            idleClosed: { relay.count(idleClosed: true) },
+            ended: {
+                a.release()
+                b.release()
+                relay.pairEnded(end)
+            }))
     }
 }
 
