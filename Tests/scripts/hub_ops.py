@@ -96,6 +96,20 @@ async def wait_for(pred, what):
     return False
 
 
+async def sigterm(proc, log):
+    """SIGTERM to the hub, then its exit waited for on the event loop (so the clients answer its close
+    frames meanwhile), bounded by the hang guard: (status or "hung", the hub's log)."""
+    proc.send_signal(signal.SIGTERM)
+    started = time.monotonic()
+    if await wait_for(lambda: proc.poll() is not None, "the hub's exit"):
+        status = proc.returncode
+    else:
+        proc.kill()
+        status = "hung"
+    print(f"  (stopped in {time.monotonic() - started:.2f} s)")
+    return status, open(log, errors="replace").read()
+
+
 class Socket:
     """A WebSocket client that keeps every JSON message it gets."""
 
@@ -291,16 +305,7 @@ async def shutdown_phase():
     x, y, okx, oky = transit_pair(tport, "12" * 32)
     x.sendall(b"in flight")
     check("sockets open before the stop", g.user is not None and nameplate is not None and okx == oky == b"ok\n")
-    proc.send_signal(signal.SIGTERM)
-    started = time.monotonic()
-    # Waited for on the event loop, so the clients answer the hub's close frames meanwhile.
-    if await wait_for(lambda: proc.poll() is not None, "the hub's exit"):
-        status = proc.returncode
-    else:
-        proc.kill()
-        status = "hung"
-    print(f"  (stopped in {time.monotonic() - started:.2f} s)")
-    text = open(log, errors="replace").read()
+    status, text = await sigterm(proc, log)
     check("SIGTERM: exit 0 within the hang guard", status == 0, f"{status}: {text[-1500:]}")
     closed = await wait_for(lambda: g.closed and w.closed, "sockets closed")
     check("the groups and rendezvous sockets were closed", closed, (g.closed, w.closed))
@@ -362,15 +367,7 @@ async def stalled_phase():
     check("stalled clients upgraded and joined", g101.endswith(b"101 Switching Protocols") and w101.endswith(b"101 Switching Protocols")
           and user is not None, (g101, w101, seen[:200]))
     # From here on neither reads nor answers the close frame.
-    proc.send_signal(signal.SIGTERM)
-    started = time.monotonic()
-    if await wait_for(lambda: proc.poll() is not None, "the hub's exit"):
-        status = proc.returncode
-    else:
-        proc.kill()
-        status = "hung"
-    print(f"  (stopped in {time.monotonic() - started:.2f} s)")
-    text = open(log, errors="replace").read()
+    status, text = await sigterm(proc, log)
     check("SIGTERM with stalled clients: exit 0 within the hang guard", status == 0, f"{status}: {text[-1500:]}")
     g.settimeout(GUARD)
     w.settimeout(GUARD)
