@@ -122,11 +122,10 @@ public enum HubApp {
     public static func router(context: HubPluginContext, plugins: [any HubPlugin] = [],
                               sender: (any ConfirmationSender)? = nil) -> HubRouter {
         let r = HubRouter(router: Router(context: HubRequestContext.self), table: RouteTable())
-        // Outermost: every request counted by route template and status, and timed.
-        r.router.add(middleware: MetricsMiddleware(metrics: context.metrics))
+        // Outermost: every request counted, timed and logged by route template and status.
+        r.router.add(middleware: RequestObserverMiddleware(metrics: context.metrics, logger: context.logger))
         // Then the client's address (from a trusted proxy's X-Forwarded-For) for every limit after it.
         r.router.add(middleware: ClientAddressMiddleware(proxies: context.settings.trustedProxies))
-        r.router.add(middleware: RequestLogMiddleware(logger: context.logger))
         r.router.add(middleware: JSendErrorMiddleware(table: r.table, logger: context.logger))
         r.router.add(middleware: BearerMiddleware(authority: context.authority))
         let issuer = context.settings.issuerURL

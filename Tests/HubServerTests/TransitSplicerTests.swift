@@ -18,6 +18,13 @@ import Testing
         var relayed: Int { state.withLock { $0.relayed } }
         var idle: Int { state.withLock { $0.idle } }
         var ended: Int { state.withLock { $0.ended } }
+        /// Signalled by the pair's `ended` callback.
+        let endedSignal = DispatchSemaphore(value: 0)
+
+        /// Waits for the pair's end (the `ended` callback), under the hang guard.
+        func waitEnded() -> Bool {
+            endedSignal.wait(timeout: .now() + TransitSplicerTests.guardSeconds) == .success
+        }
     }
 
     static let guardSeconds = 30.0
@@ -39,7 +46,10 @@ import Testing
                                idleTimeout: UInt64(idle * 1e9),
                                relayed: { n in record.state.withLock { $0.relayed += n } },
                                idleClosed: { record.state.withLock { $0.idle += 1 } },
-                               ended: { record.state.withLock { $0.ended += 1 } })
+                               ended: {
+                                   record.state.withLock { $0.ended += 1 }
+                                   record.endedSignal.signal()
+                               })
         return (pair, (a.client, b.client))
     }
 
@@ -70,15 +80,6 @@ import Testing
         return true
     }
 
-    /// Polls `condition` every 10 ms under the hang guard.
-    static func eventually(_ condition: () -> Bool) -> Bool {
-        let end = Date(timeIntervalSinceNow: guardSeconds)
-        while Date() < end {
-            if condition() { return true }
-            usleep(10_000)
-        }
-        return condition()
-    }
 
     static func random(_ count: Int) -> [UInt8] {
         var g = SystemRandomNumberGenerator()
@@ -109,7 +110,7 @@ import Testing
         shutdown(b, Int32(SHUT_WR))
         let atA = Self.read(a)
         #expect(atA.ended && atA.bytes == Array("ok\nfrom b!reply".utf8))
-        #expect(Self.eventually { record.ended == 1 })
+        #expect(record.waitEnded() && record.ended == 1)
         #expect(record.relayed == data.count + 5, "spliced bytes counted (the early ones are the relay's to count)")
         #expect(record.idle == 0)
         await splicer.stop()
@@ -129,7 +130,7 @@ import Testing
         let atB = Self.read(b)
         #expect(atB.ended && atB.bytes == Array("ok\n".utf8))
         _ = Self.write(b, Array("anyone?".utf8))
-        #expect(Self.eventually { record.ended == 1 })
+        #expect(record.waitEnded() && record.ended == 1)
         #expect(Self.read(b).ended)
         await splicer.stop()
         #expect(record.ended == 1)
@@ -144,7 +145,7 @@ import Testing
         splicer.add(pair)
         let atA = Self.read(a), atB = Self.read(b)
         #expect(atA.ended && atA.bytes == Array("ok\n".utf8) && atB.ended && atB.bytes == Array("ok\n".utf8))
-        #expect(Self.eventually { record.ended == 1 })
+        #expect(record.waitEnded() && record.ended == 1)
         #expect(record.idle == 1)
         await splicer.stop()
     }

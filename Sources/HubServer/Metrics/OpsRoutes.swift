@@ -10,29 +10,6 @@ import Hummingbird
 import NIOCore
 import Synchronization
 
-/// Counts and times every HTTP request by method, route template and status (outermost, so the status is
-/// the one sent, JSend errors included). The route is the template Hummingbird matched
-/// (`/v1/groups/{group}/posts`), `NotFound` for a path no route has: never the raw path, so the
-/// metric's series stay bounded whatever clients send.
-struct MetricsMiddleware: RouterMiddleware {
-    typealias Context = HubRequestContext
-    let metrics: HubMetrics
-
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let start = ContinuousClock.now
-        let route = context.endpointPath ?? "NotFound"
-        do {
-            let response = try await next(request, context)
-            metrics.request(method: request.method.rawValue, route: route, status: response.status.code, duration: ContinuousClock.now - start)
-            return response
-        } catch {
-            let status = (error as? any HTTPResponseError)?.status.code ?? 500
-            metrics.request(method: request.method.rawValue, route: route, status: status, duration: ContinuousClock.now - start)
-            throw error
-        }
-    }
-}
-
 /// `GET /healthz`, `GET /readyz` and `GET /metrics`.
 public enum OpsRoutes {
     /// How long `/readyz` waits for the database's answer before it says the database does not answer.

@@ -4,11 +4,16 @@ import Hummingbird
 import Logging
 import NIOCore
 
-/// One log line per request (method, route template, status, milliseconds), at info level; the probes of
-/// ``OpsRoutes/quietPaths`` (`/healthz`, `/readyz`, `/metrics`, asked every few seconds) at debug level.
-/// Never headers, bodies, query strings, tokens or secrets.
-struct RequestLogMiddleware: RouterMiddleware {
+/// Every request, once it is answered (outermost, so the status is the one sent, JSend errors
+/// included): counted and timed in the metrics by method, route template and status, and one log line
+/// (method, route template, status, milliseconds) at info level, the probes of ``OpsRoutes/quietPaths``
+/// (`/healthz`, `/readyz`, `/metrics`, asked every few seconds) at debug level. The route is the template
+/// Hummingbird matched (`/v1/groups/{group}/posts`), `NotFound` for a path no route has: never the raw
+/// path, so the metric's series stay bounded whatever clients send. Never headers, bodies, query
+/// strings, tokens or secrets.
+struct RequestObserverMiddleware: RouterMiddleware {
     typealias Context = HubRequestContext
+    let metrics: HubMetrics
     let logger: Logger
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
@@ -16,16 +21,17 @@ struct RequestLogMiddleware: RouterMiddleware {
         let template = context.endpointPath ?? "NotFound"
         do {
             let response = try await next(request, context)
-            log(request, template, response.status.code, start)
+            observe(request, template, response.status.code, start)
             return response
         } catch {
-            log(request, template, (error as? any HTTPResponseError)?.status.code ?? 500, start)
+            observe(request, template, (error as? any HTTPResponseError)?.status.code ?? 500, start)
             throw error
         }
     }
 
-    private func log(_ request: Request, _ template: String, _ status: Int, _ start: ContinuousClock.Instant) {
+    private func observe(_ request: Request, _ template: String, _ status: Int, _ start: ContinuousClock.Instant) {
         let d = ContinuousClock.now - start
+        metrics.request(method: request.method.rawValue, route: template, status: status, duration: d)
         let ms = Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
         let level: Logger.Level = OpsRoutes.quietPaths.contains(template) ? .debug : .info
         logger.log(level: level, "\(request.method.rawValue) \(template) \(status) \(String(format: "%.1f", ms)) ms")
