@@ -74,14 +74,7 @@ struct IL2PCLITests {
           arguments: [(1200, "-I"), (300, "-I"), (9600, "-I"), (1200, "-i"), (9600, "-i")])
     func noiseTest(baud: Int, option: String) async throws {
         let dir = try Scratch()
-        let g = try await runProcess(try Peers.genPackets18.path(), Self.baudArguments(baud) + [option, "1", "-n", "100", "-r", "48000", "-o", dir.file("n.wav")],
-                                     timeout: 300)
-        #expect(g.succeeded, "\(g)")
-        let rx = try await modem(["rx", "--profile", Self.profile(baud), "--framing", "ax25", "--stats", dir.file("n.wav")], timeout: 300)
-        #expect(rx.succeeded, "\(rx)")
-        let lines = Set(rx.stdoutText.split(separator: "\n").map(String.init))
-        let corrupt = lines.filter { !Self.isGenPacketsLine($0) }
-        #expect(corrupt.isEmpty, "frames that were never sent: \(corrupt)")
+        let (rx, lines) = try await Self.decodeNoiseTest(baud: baud, option: [option, "1"], in: dir)
         let strongest = baud == 1200 ? ["-P", "E+", "-F", "1"] : []
         let dw = try await runProcess(try Peers.atest18.path(), Self.baudArguments(baud) + strongest + [dir.file("n.wav")], timeout: 600)
         let theirs = Self.atestCount(dw)
@@ -93,6 +86,20 @@ struct IL2PCLITests {
         #expect(Int(fec?.2 ?? "") ?? 0 > 0 && Int(fec?.3 ?? "") ?? 0 > 0, "\(rx.stderrText)")
     }
 
+    /// `gen_packets -n 100` with `option` at `baud` into dir/n.wav, decoded by `modem rx --stats`: the
+    /// result and the distinct lines printed, each checked to be a frame gen_packets sent.
+    static func decodeNoiseTest(baud: Int, option: [String], in dir: Scratch) async throws -> (ProcessResult, Set<String>) {
+        let g = try await runProcess(try Peers.genPackets18.path(), baudArguments(baud) + option + ["-n", "100", "-r", "48000", "-o", dir.file("n.wav")],
+                                     timeout: 300)
+        #expect(g.succeeded, "\(g)")
+        let rx = try await modem(["rx", "--profile", profile(baud), "--framing", "ax25", "--stats", dir.file("n.wav")], timeout: 300)
+        #expect(rx.succeeded, "\(rx)")
+        let lines = Set(rx.stdoutText.split(separator: "\n").map(String.init))
+        let corrupt = lines.filter { !isGenPacketsLine($0) }
+        #expect(corrupt.isEmpty, "frames that were never sent: \(corrupt)")
+        return (rx, lines)
+    }
+
     /// `-I 0`: 2 check bytes per block for gen_packets' 61-byte frames, one byte corrected per block and
     /// little checked beyond it (atest prints frames that were never sent from these files). We print
     /// none, and decode most.
@@ -101,14 +108,7 @@ struct IL2PCLITests {
           arguments: [(1200, 80), (300, 70), (9600, 65)])
     func weakFEC(baud: Int, minimum: Int) async throws {
         let dir = try Scratch()
-        let g = try await runProcess(try Peers.genPackets18.path(), Self.baudArguments(baud) + ["-I", "0", "-n", "100", "-r", "48000", "-o", dir.file("n.wav")],
-                                     timeout: 300)
-        #expect(g.succeeded, "\(g)")
-        let rx = try await modem(["rx", "--profile", Self.profile(baud), "--framing", "ax25", "--stats", dir.file("n.wav")], timeout: 300)
-        #expect(rx.succeeded, "\(rx)")
-        let lines = Set(rx.stdoutText.split(separator: "\n").map(String.init))
-        let corrupt = lines.filter { !Self.isGenPacketsLine($0) }
-        #expect(corrupt.isEmpty, "frames that were never sent: \(corrupt)")
+        let (rx, lines) = try await Self.decodeNoiseTest(baud: baud, option: ["-I", "0"], in: dir)
         #expect(lines.count >= minimum, "\(lines.count) frames; \(rx.stderrText)")
     }
 
