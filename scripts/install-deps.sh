@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
 # Installs the Debian packages SwiftModem builds, tests and benchmarks with. Idempotent: installs
 # only what is missing, and runs `apt-get update` only when something must be installed.
+# `--build`: only what the Swift build needs (a few libraries' headers), so scripts/test.sh can start
+# compiling at once and install the peers and tools (most of the download) beside the build.
 set -euo pipefail
-packages=(
+build_packages=(
   pkg-config libasound2-dev libfftw3-dev libsndfile1-dev zlib1g-dev   # build: alsa-lib, FFTW, libsndfile, zlib
   libsodium-dev libssl-dev                                 # build: ModemCrypto (X25519, ChaCha20-Poly1305, HMAC; SHA-256, AES-GCM)
+)
+packages=(
+  "${build_packages[@]}"
   minimodem direwolf multimon-ng sox bc                    # peers and tools for tests and benchmarks
   cmake make gcc                                           # build Dire Wolf 1.8 (IL2P) from Fixtures/peers: scripts/direwolf18.sh
   pulseaudio libasound2-plugins alsa-utils                 # the sound-card loopback for ALSA tests
   python3-venv tshark socat                                # Python peers' venvs; reading --capture files; the TCP baseline
   postgresql openssl curl                                  # the hub: a private cluster for multi-node tests; TLS and HTTP in its tests
 )
+case ${1:-} in
+  --build) packages=("${build_packages[@]}") ;;
+  "") ;;
+  *) echo "usage: install-deps.sh [--build]" >&2; exit 64 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

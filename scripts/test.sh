@@ -7,7 +7,9 @@
 # Exits non-zero when a build or any test fails. How the suite is organised: docs/testing.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+# What the Swift build needs first; the peers and tools (most of the download) are installed beside the
+# builds below (a fresh machine spent about 100 s in apt before its first compile).
+bash scripts/install-deps.sh --build
 start=$SECONDS
 work=$(mktemp -d)
 pg_started=""
@@ -31,22 +33,36 @@ fi
 # Bumble (.build/bt-venv), noiseprotocol (.build/msg-venv), the hub's OAuth2/WebSocket clients and
 # schemathesis (.build/hub-venv), stock magic-wormhole with its reference rendezvous server, transit relay
 # and python-spake2 (.build/wormhole-venv).
+# They, and Dire Wolf 1.8's build, wait for the rest of the Debian packages (python3-venv, cmake).
+( if bash scripts/install-deps.sh >"$work/apt.log" 2>&1; then echo 0; else echo 1; fi >"$work/apt.status" ) &
+wait_apt() {
+  while [[ ! -s $work/apt.status ]]; do sleep 0.2; done
+  if [[ $(cat "$work/apt.status") != 0 ]]; then
+    tail -n 20 "$work/apt.log" >&2
+    echo "test.sh: could not install the test peers' Debian packages (scripts/install-deps.sh)" >&2
+    return 1
+  fi
+}
 for v in bt msg hub wormhole; do
-  ( if bash "scripts/$v-venv.sh" >"$work/$v-venv.log" 2>&1; then echo 0; else echo 1; fi >"$work/$v-venv.status" ) &
+  ( if wait_apt && bash "scripts/$v-venv.sh" >"$work/$v-venv.log" 2>&1; then echo 0; else echo 1; fi >"$work/$v-venv.status" ) &
 done
 # Dire Wolf 1.8 (IL2P; Debian has 1.6) from the archive in Fixtures/peers, into .build/direwolf18: about
 # 15 s of C on two cores the first time (it competes with the modem's build then), nothing once built.
-( if nice -n 10 bash scripts/direwolf18.sh >"$work/direwolf18.log" 2>&1; then echo 0; else echo 1; fi >"$work/direwolf18.status" ) &
+( if wait_apt && nice -n 10 bash scripts/direwolf18.sh >"$work/direwolf18.log" 2>&1; then echo 0; else echo 1; fi >"$work/direwolf18.status" ) &
 
 # Two builds, each in its own folder (Package.swift's SWIFTMODEM_BUILD), side by side from the start:
 # - the modem's layers in release (with -enable-testing for @testable imports), so the DSP keeps its
 #   preconditions but is optimised and the tests decode at the speed users get (a debug build of the
 #   demodulators is 15x slower);
 # - the hub's targets and tests in debug: they test protocols, not speed, and a release build of
-#   SwiftNIO, Hummingbird, PostgresNIO and AsyncHTTPClient would cost minutes more. Under nice 10 (which
-#   SwiftPM's compiler processes were seen not to keep: Benchmarks/README.md, second pass):
-#   it goes on while the modem's first groups run (they wait on processes much of the time, and no
-#   test in them depends on having the cores to itself); the real-time tests run last, alone.
+#   SwiftNIO, Hummingbird, PostgresNIO and AsyncHTTPClient would cost minutes more.
+# Both are CPU-bound (about 670 and 610 CPU-s on a fresh clone), so the order decides the wall time. The
+# hub's build runs under the idle scheduling class (SCHED_IDLE, `chrt --idle`, which every compiler
+# process it starts inherits; nice 10 was seen not to hold them back): it gets only the CPU that nothing
+# else wants. The modem's build therefore finishes first, its groups run, and then its real-time group
+# runs while the hub's build soaks up the idle time the real-time tests leave (they wait on sound
+# devices, sockets and peers): a task of the idle class is preempted as soon as anything else wakes, so
+# the sound server and the tests' processes are not starved by it. The hub's groups run after its build.
 # Neither build writes debug information (scripts/build-config.sh, shared with the demo, whose build is
 # the modem's half without its tests), and both fail on an import of a target that is not a declared
 # dependency (--explicit-target-dependency-import-check error), so Package.swift stays what the code imports.
@@ -58,7 +74,9 @@ show_build_failure() {
   echo "test.sh: the $2 build failed" >&2
 }
 stamp "building the modem's half (release, .build-tests) and the hub's (debug, .build-hub, in the background)"
-( SWIFTMODEM_BUILD=hub nice -n 10 swift build "${hub_config[@]}" --build-tests >"$work/hub-build.log" 2>&1; echo $? >"$work/hub-build.status" ) &
+idle_class=(chrt --idle 0)
+"${idle_class[@]}" true 2>/dev/null || idle_class=(nice -n 19)
+( SWIFTMODEM_BUILD=hub "${idle_class[@]}" swift build "${hub_config[@]}" --build-tests >"$work/hub-build.log" 2>&1; echo $? >"$work/hub-build.status" ) &
 hub_build_pid=$!
 if ! SWIFTMODEM_BUILD=modem swift build "${modem_config[@]}" --build-tests >"$work/modem-build.log" 2>&1; then
   show_build_failure "$work/modem-build.log" modem
@@ -125,14 +143,15 @@ status=0
 # Every time limit in these groups is a hang guard far above the expected time, and protocol timers
 # run on manual clocks, so a busy machine only makes them slower. Tests that measure real time (a
 # disconnect reported within N s, real-time audio through the null sink) live in suites named
-# `...RealTimeTests` and run at the very end, one at a time, once both builds and every other group
-# are done: nothing else shares the cores with them. (They used to run beside the hub's build at nice
-# 10; a CI run lost an OFDM handshake over the null sink that way: the compilers do not keep the nice
-# value, and a sound server starved for seconds loses the line.)
+# `...RealTimeTests` and run one at a time after every other group of their half, with nothing beside
+# them but the hub's build in the idle class. (They once ran beside the hub's build at nice 10; a CI run
+# lost an OFDM handshake over the null sink that way: the compilers did not keep the nice value, and a
+# sound server starved for seconds loses the line.)
 realtime="RealTimeTests"
 run_tests "modem" modem --skip "LinkTransportTests|Bluetooth|BlueZ|Bumble|$realtime" || status=1
 run_tests "bluetooth" modem --filter "Bluetooth|BlueZ|Bumble" --skip "$realtime" || status=1
 run_tests "link transport" modem --filter "LinkTransportTests" --skip "$realtime" || status=1
+run_tests "real time (modem)" modem --filter "$realtime" --no-parallel || status=1
 
 # The fuzzing smoke is part of the modem group: every fuzz target on seeded mutations of its seeds
 # (Tests/ModemFuzzTargetsTests). Coverage-guided libFuzzer runs with AddressSanitizer need a build of
@@ -159,7 +178,6 @@ fi
 export HUB_BINARY=$PWD/.build-hub/debug/modem-hub
 run_tests "hub" hub --skip "$realtime" || status=1
 
-run_tests "real time (modem)" modem --filter "$realtime" --no-parallel || status=1
 run_tests "real time (hub)" hub --filter "$realtime" --no-parallel || status=1
 if [[ $fuzz_seconds != 0 ]]; then
   stamp "fuzzing: every target $fuzz_seconds s (libFuzzer, scripts/fuzz.sh)"
