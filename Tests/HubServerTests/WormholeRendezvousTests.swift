@@ -232,7 +232,7 @@ import Testing
     func stockClientsThroughTheHubAlone() async throws {
         let bin = try TransitRelayTests.wormholeBin()
         let o = try await HubProcess.run(bin + "/python", [HubProcess.packageRoot + "/Tests/scripts/transit_wormhole.py",
-                                                           bin, HubProcess.binary, "--rendezvous", "hub", "--texts", "10", "--files", "3"],
+                                                           bin, HubProcess.binary, "--rendezvous", "hub", "--texts", "4", "--files", "2"],
                                          timeout: 450)
         print(o.stdoutText.split(separator: "\n").suffix(8).joined(separator: "\n"))
         #expect(o.status == 0, "\(o.stdoutText.suffix(3000))\(o.stderrText.suffix(2000))")
