@@ -71,9 +71,13 @@ func wormholeFailure(_ error: WormholeError, keyAgreed: Bool) -> CLIError {
     return CLIError(wormholeErrorText(error), status: status)
 }
 
-/// A wormhole failure's line for the user: a certificate that failed verification says how to trust one.
+/// A wormhole failure's line for the user: a certificate that is not trusted says how to trust one.
 func wormholeErrorText(_ error: WormholeError) -> String {
-    error.kind == .certificate ? "\(error.description); trust it with --ca FILE or SSL_CERT_FILE" : error.description
+    switch error.kind {
+    case .certificate: "\(error.description); trust it with --ca FILE or SSL_CERT_FILE"
+    case .certificateNotForHost: "\(error.description); give --relay-url the name the certificate is for"
+    default: error.description
+    }
 }
 
 /// `modem send --wormhole`: one text or one file or folder to a stock `wormhole receive` or a

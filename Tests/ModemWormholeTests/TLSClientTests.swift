@@ -79,7 +79,7 @@ import Testing
         let (other, otherPort) = try await certs.server("other")
         defer { other.kill() }
         let byName = await connectError("wss://localhost:\(otherPort)/v1", trust: TLSTrust(certificateFiles: [certs.other]))
-        #expect(byName?.kind == .certificate && byName?.description.contains("hostname mismatch (the certificate is not for localhost)") == true,
+        #expect(byName?.kind == .certificateNotForHost && byName?.description.contains("hostname mismatch (the certificate is not for localhost)") == true,
                 "\(String(describing: byName))")
         // The same certificate reached by its IP address gets through TLS.
         let byIP = await connectError("wss://127.0.0.1:\(otherPort)/v1", trust: TLSTrust(certificateFiles: [certs.other]))
@@ -88,7 +88,7 @@ import Testing
         let (local, localPort) = try await certs.server("localhost")
         defer { local.kill() }
         let ip = await connectError("wss://127.0.0.1:\(localPort)/v1", trust: TLSTrust(certificateFiles: [certs.localhost]))
-        #expect(ip?.kind == .certificate && ip?.description.contains("IP address mismatch") == true, "\(String(describing: ip))")
+        #expect(ip?.kind == .certificateNotForHost && ip?.description.contains("IP address mismatch") == true, "\(String(describing: ip))")
     }
 
     @Test func certificateFilesAreChecked() throws {

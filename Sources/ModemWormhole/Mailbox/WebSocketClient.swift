@@ -127,7 +127,7 @@ public final class WebSocketClient: Sendable {
     /// Connects (and for `wss://` runs the TLS handshake, verifying the server's certificate) and runs
     /// the opening handshake within `timeout` seconds of `clock`.
     /// - Throws: ``WormholeError`` (`.network` for the connection, `.certificate` for a `wss://`
-    ///   server whose certificate is not trusted or not for its host, `.server` for an answer that is
+    ///   server whose certificate is not trusted, `.certificateNotForHost` for one not for its host, `.server` for an answer that is
     ///   not a WebSocket upgrade or a TLS handshake that failed).
     public static func connect(_ url: WebSocketURL, timeout: Double = 15, clock: TimerClock = .continuous) async throws(WormholeError) -> WebSocketClient {
         let deadline = clock.deadline(after: timeout)

@@ -54,8 +54,8 @@ final class TLSStream: Sendable {
 
     /// Runs the TLS handshake as a client over `stream` (connected to `host`), verifying the server's
     /// certificate against `trust` and `host`, within `deadline`.
-    /// - Throws: ``WormholeError``: `.certificate` when the certificate is not trusted or not for
-    ///   `host` (the description says why), `.network` for the connection, `.server` for a handshake that
+    /// - Throws: ``WormholeError``: `.certificate` when the certificate is not trusted,
+    ///   `.certificateNotForHost` when it is not for `host` (the description says why), `.network` for the connection, `.server` for a handshake that
     ///   failed otherwise, `.local` for a bad host or certificate file.
     static func handshake(over stream: ByteStream, host: String, name: String, trust: TLSTrust,
                           deadline: Deadline) async throws(WormholeError) -> TLSStream {
@@ -117,7 +117,10 @@ final class TLSStream: Sendable {
         guard let ssl = SSL_new(context) else {
             throw WormholeError(.local, "\(name): \(openSSLReason(fallback: "OpenSSL could not make a TLS connection"))")
         }
-        guard let input = modem_bio_new_memory(), let output = modem_bio_new_memory() else {
+        let newInput = modem_bio_new_memory(), newOutput = modem_bio_new_memory()
+        guard let input = newInput, let output = newOutput else {
+            BIO_free(newInput)
+            BIO_free(newOutput)
             SSL_free(ssl)
             throw WormholeError(.local, "\(name): OpenSSL could not make its buffers")
         }
@@ -139,20 +142,20 @@ final class TLSStream: Sendable {
         return engine
     }
 
+    /// An IPv4 literal, or anything with a colon (IPv6, which a zone makes no certificate's address).
     private static func isIPAddress(_ host: String) -> Bool {
         var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1
+        return host.contains(":") || inet_pton(AF_INET, host, &v4) == 1
     }
 
     private static func certificateError(_ result: Int, host: String, name: String) -> WormholeError {
         let reason = String(cString: X509_verify_cert_error_string(result))
-        let detail: String = switch Int32(result) {
-        case X509_V_ERR_HOSTNAME_MISMATCH: " (the certificate is not for \(host))"
-        case X509_V_ERR_IP_ADDRESS_MISMATCH: " (the certificate is not for \(host))"
-        default: ""
+        switch Int32(result) {
+        case X509_V_ERR_HOSTNAME_MISMATCH, X509_V_ERR_IP_ADDRESS_MISMATCH:
+            return WormholeError(.certificateNotForHost, "\(name): certificate verify failed: \(reason) (the certificate is not for \(host))")
+        default:
+            return WormholeError(.certificate, "\(name): certificate verify failed: \(reason)")
         }
-        return WormholeError(.certificate, "\(name): certificate verify failed: \(reason)\(detail)")
     }
 
     /// The reason of OpenSSL's latest error on this thread (its queue cleared), or `fallback`.

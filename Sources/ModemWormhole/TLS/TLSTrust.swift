@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import CLibSSL
 
 /// Whom a `wss://` connection trusts: the system's store of certificate authorities (OpenSSL's default
@@ -37,8 +40,11 @@ public struct TLSTrust: Sendable, Equatable {
         _ = SSL_CTX_set_default_verify_paths(context)
         ERR_clear_error()
         for file in certificateFiles {
+            guard access(file, R_OK) == 0 else {
+                throw WormholeError(.local, "\(file): \(String(cString: strerror(errno)).lowercased())")
+            }
             guard SSL_CTX_load_verify_locations(context, file, nil) == 1 else {
-                let reason = TLSStream.openSSLReason(fallback: "not readable")
+                let reason = TLSStream.openSSLReason(fallback: "not PEM")
                 throw WormholeError(.local, "\(file): no PEM certificate could be read (\(reason))")
             }
         }
