@@ -74,7 +74,7 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
 /// (the key and `Sec-WebSocket-Accept` checked), masked frames out, fragmented messages put
 /// together, pings answered, the closing handshake. Messages over ``maximumMessageBytes`` end the
 /// connection (a hostile server cannot make memory grow). `wss://` runs the same over a TLS
-/// connection (``TLSStream``). Not supported: extensions.
+/// connection (OpenSSL's libssl, verified as ``TLSTrust`` says). Not supported: extensions.
 public final class WebSocketClient: Sendable {
     /// The largest message accepted from the server.
     public static let maximumMessageBytes = 1 << 20
