@@ -72,6 +72,8 @@ let package = Package(
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
         .systemLibrary(name: "CSodium", pkgConfig: "libsodium", providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CLibCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // OpenSSL's libssl: TLS for the wormhole client's wss:// (ModemWormhole's TLS/ folder only).
+        .systemLibrary(name: "CLibSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
         // X25519, ChaCha20-Poly1305, SHA-256, HMAC/HKDF on the system's libsodium; AES-256-GCM on its
         // OpenSSL libcrypto. Nothing to compile: both come from apt.
         .target(name: "ModemCrypto", dependencies: ["CSodium", "CLibCrypto"]),
@@ -105,10 +107,11 @@ let package = Package(
             dependencies: ["ModemRuntime", "ModemTransport", "ModemCodecs", "ModemSockets", "ModemCrypto"]
         ),
         // magic-wormhole's client: SPAKE2, the rendezvous (mailbox) client on our own WebSocket client,
-        // key derivation, transit, the file-transfer protocol, and sessions by code (no SwiftNIO).
+        // key derivation, transit, the file-transfer protocol, and sessions by code (no SwiftNIO); wss://
+        // on the system's libssl.
         .target(
             name: "ModemWormhole",
-            dependencies: ["ModemRuntime", "ModemMessaging", "ModemTransport", "ModemSockets", "ModemCrypto", "CZlib"]
+            dependencies: ["ModemRuntime", "ModemMessaging", "ModemTransport", "ModemSockets", "ModemCrypto", "CZlib", "CLibSSL"]
         ),
         // transfer-test: two messaging ends over ModemLink's in-memory medium in channel time, cuts, counters.
         .target(name: "ModemMessagingHarness", dependencies: ["ModemRuntime", "ModemMessaging", "ModemTransport", "ModemLink", "ModemDSP", "ModemCrypto"]),
@@ -244,7 +247,7 @@ let package = Package(
         .testTarget(name: "ModemSocketsTests", dependencies: ["ModemSockets", "ModemRuntime"]),
         .testTarget(name: "ModemCryptoTests", dependencies: ["ModemCrypto", "ModemRuntime"]),
         .testTarget(name: "ModemLinkProtocolTests", dependencies: ["ModemLinkProtocol", "ModemCodecs", "ModemRuntime", "ModemTestSupport"]),
-        .testTarget(name: "ModemWormholeTests", dependencies: ["ModemWormhole", "ModemRuntime", "ModemCrypto"]),
+        .testTarget(name: "ModemWormholeTests", dependencies: ["ModemWormhole", "ModemRuntime", "ModemCrypto", "ProcessTestSupport"]),
         .testTarget(
             name: "HubTests",
             dependencies: ["HubCore", "HubStore", .product(name: "Logging", package: "swift-log")]

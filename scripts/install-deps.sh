@@ -6,7 +6,7 @@
 set -euo pipefail
 build_packages=(
   pkg-config libasound2-dev libfftw3-dev libsndfile1-dev zlib1g-dev   # build: alsa-lib, FFTW, libsndfile, zlib
-  libsodium-dev libssl-dev                                 # build: ModemCrypto (X25519, ChaCha20-Poly1305, HMAC; SHA-256, AES-GCM)
+  libsodium-dev libssl-dev                                 # build: ModemCrypto (X25519, ChaCha20-Poly1305, HMAC; SHA-256, AES-GCM), wss:// (libssl)
 )
 packages=(
   "${build_packages[@]}"

@@ -10,8 +10,11 @@ import ModemRuntime
 /// The options of the wormhole modes (`send --wormhole`, `receive --wormhole`, and `wormhole:CODE`
 /// endpoints): where the rendezvous server and the transit relay are.
 struct WormholeOptions: ParsableArguments {
-    @Option(name: .customLong("relay-url"), help: ArgumentHelp("The rendezvous server's WebSocket, ws://HOST:PORT/PATH (modem-hub: ws://HOST:PORT/wormhole/v1; default $MODEM_WORMHOLE_RELAY). wss:// is not supported.", valueName: "url"))
+    @Option(name: .customLong("relay-url"), help: ArgumentHelp("The rendezvous server's WebSocket, ws://HOST:PORT/PATH or wss://HOST:PORT/PATH over TLS, its certificate verified (modem-hub: ws://HOST:PORT/wormhole/v1; default $MODEM_WORMHOLE_RELAY).", valueName: "url"))
     var relayURL: String?
+
+    @Option(name: .customLong("ca"), help: ArgumentHelp("For a wss:// --relay-url: also trust the certificates in this PEM file (a private CA, or the server's own self-signed certificate), beside the system's store ($SSL_CERT_FILE when set).", valueName: "file"))
+    var caFile: String?
 
     @Option(name: .customLong("transit-helper"), help: ArgumentHelp("A transit relay, tcp:HOST:PORT (default $MODEM_WORMHOLE_TRANSIT; none: direct connections only).", valueName: "tcp:host:port"))
     var transitHelper: String?
@@ -24,7 +27,14 @@ struct WormholeOptions: ParsableArguments {
         guard let text = relayURL ?? env("MODEM_WORMHOLE_RELAY") else {
             throw UsageError("no rendezvous server: give --relay-url ws://HOST:PORT/PATH or set MODEM_WORMHOLE_RELAY (modem-hub serves one at ws://HOST:PORT/wormhole/v1)")
         }
-        do { return try WebSocketURL(text) } catch { throw UsageError("--relay-url: \(error.description)") }
+        var url: WebSocketURL
+        do { url = try WebSocketURL(text) } catch { throw UsageError("--relay-url: \(error.description)") }
+        if let caFile {
+            guard url.secure else { throw UsageError("--ca applies to a wss:// rendezvous server; \(url) is ws://") }
+            url.trust = TLSTrust(certificateFiles: [caFile])
+            do { try url.trust.validate() } catch { throw UsageError("--ca: \(error.description)") }
+        }
+        return url
     }
 
     /// The transit options (relay from the option, then the environment).
@@ -58,7 +68,16 @@ func wormholeFailure(_ error: WormholeError, keyAgreed: Bool) -> CLIError {
     case (true, .network): connectionLostStatus
     default: 1
     }
-    return CLIError(error.description, status: status)
+    return CLIError(wormholeErrorText(error), status: status)
+}
+
+/// A wormhole failure's line for the user: a certificate that is not trusted says how to trust one.
+func wormholeErrorText(_ error: WormholeError) -> String {
+    switch error.kind {
+    case .certificate: "\(error.description); trust it with --ca FILE or SSL_CERT_FILE"
+    case .certificateNotForHost: "\(error.description); give --relay-url the name the certificate is for"
+    default: error.description
+    }
 }
 
 /// `modem send --wormhole`: one text or one file or folder to a stock `wormhole receive` or a

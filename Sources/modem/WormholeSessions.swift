@@ -41,7 +41,7 @@ func openWormholeSession(_ endpoint: String, dialer: Bool, options: SessionOptio
         }
     } catch {
         if error.kind == .wrongCode { throw SessionFailure.invalidAuthorization(error.description) }
-        throw SessionFailure.networkUnavailable(error.description)
+        throw SessionFailure.networkUnavailable(wormholeErrorText(error))
     }
     // The session names the peer by its key store entry when its key is trusted already, else by
     // --trust-as, else as the code's peer with its fingerprint; never by the name it claims. A

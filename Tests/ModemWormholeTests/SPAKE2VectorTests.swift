@@ -83,9 +83,11 @@ import ModemRuntime
         #expect(u.host == "127.0.0.1" && u.port == 4000 && u.path == "/wormhole/v1")
         #expect(try WebSocketURL("ws://[::1]:5/v1").host == "::1")
         #expect(try WebSocketURL("ws://relay.example").port == 80)
-        let e = #expect(throws: WormholeError.self) { try WebSocketURL("wss://relay.example/v1") }
-        #expect(e?.description.contains("not supported") == true)
-        for bad in ["http://x/v1", "ws://:80/", "ws://x:0/", "ws://x:99999/", "ws://x/a b"] {
+        let s = try WebSocketURL("wss://relay.example/v1")
+        #expect(s.secure && s.port == 443 && s.host == "relay.example" && s.trust == .system && s.description == "wss://relay.example:443/v1")
+        #expect(try WebSocketURL("WSS://[::1]:8443").port == 8443)
+        #expect(try !WebSocketURL("ws://relay.example/v1").secure)
+        for bad in ["http://x/v1", "wss://", "wss://x:0/", "ws://:80/", "ws://x:0/", "ws://x:99999/", "ws://x/a b"] {
             #expect(throws: WormholeError.self, "\(bad)") { try WebSocketURL(bad) }
         }
     }

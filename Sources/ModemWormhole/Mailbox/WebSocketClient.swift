@@ -3,25 +3,33 @@ import ModemCrypto
 import ModemRuntime
 import Synchronization
 
-/// A `ws://HOST[:PORT]/PATH` address. `wss://` (WebSocket over TLS) is not supported: `modem` has no
-/// TLS stack; run the rendezvous server on plain `ws://` (or behind a local TLS-terminating proxy).
+/// A `ws://HOST[:PORT]/PATH` or `wss://HOST[:PORT]/PATH` address. `wss://` is WebSocket over TLS
+/// (OpenSSL's libssl, ``TLSTrust``): the server's certificate is always verified, against the system's
+/// store and ``trust``'s extra certificates, and must name ``host``.
 public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
+    /// Whether the connection runs over TLS (`wss://`).
+    public var secure: Bool
     /// The host (a name, an IPv4 literal or an IPv6 literal without brackets).
     public var host: String
-    /// The port (80 unless given).
+    /// The port (80 for `ws://`, 443 for `wss://`, unless given).
     public var port: Int
     /// The path and query (`/v1`).
     public var path: String
+    /// Whom a `wss://` connection trusts (the system's store unless told more); unused by `ws://`.
+    public var trust: TLSTrust = .system
 
     /// Parses a URL.
     /// - Throws: ``WormholeError`` (`.local`) naming the problem.
     public init(_ text: String) throws(WormholeError) {
         let lower = text.lowercased()
         if lower.hasPrefix("wss://") {
-            throw WormholeError(.local, "'\(text)': wss:// (WebSocket over TLS) is not supported by modem; give a ws:// relay URL")
+            secure = true
+        } else if lower.hasPrefix("ws://") {
+            secure = false
+        } else {
+            throw WormholeError(.local, "'\(text)' is not a ws:// or wss:// URL (ws://HOST:PORT/PATH)")
         }
-        guard lower.hasPrefix("ws://") else { throw WormholeError(.local, "'\(text)' is not a ws:// URL (ws://HOST:PORT/PATH)") }
-        let rest = text.dropFirst(5)
+        let rest = text.dropFirst(secure ? 6 : 5)
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex
         let authority = rest[..<slash]
         path = slash == rest.endIndex ? "/" : String(rest[slash...])
@@ -46,43 +54,89 @@ public struct WebSocketURL: Sendable, Equatable, CustomStringConvertible {
             guard let p = Int(portPart), (1...65_535).contains(p) else { throw WormholeError(.local, "'\(text)': the port is not a number from 1 to 65535") }
             port = p
         } else {
-            port = 80
+            port = secure ? 443 : 80
         }
         guard path.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0.asciiValue! >= 0x21 }) else {
             throw WormholeError(.local, "'\(text)': the path has spaces or control characters")
         }
     }
 
-    public var description: String { "ws://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)" }
+    public var description: String { "\(secure ? "wss" : "ws")://\(authority)\(path)" }
+
+    /// `HOST:PORT` (the IPv6 literal in brackets), as the errors name the server.
+    var authority: String { "\(host.contains(":") ? "[\(host)]" : host):\(port)" }
+
+    /// The port unless it is the scheme's default.
+    var isDefaultPort: Bool { port == (secure ? 443 : 80) }
 }
 
 /// A WebSocket client (RFC 6455) on one TCP connection, for text messages: the opening handshake
 /// (the key and `Sec-WebSocket-Accept` checked), masked frames out, fragmented messages put
 /// together, pings answered, the closing handshake. Messages over ``maximumMessageBytes`` end the
-/// connection (a hostile server cannot make memory grow). Not supported: TLS (`wss://`), extensions.
+/// connection (a hostile server cannot make memory grow). `wss://` runs the same over a TLS
+/// connection (OpenSSL's libssl, verified as ``TLSTrust`` says). Not supported: extensions.
 public final class WebSocketClient: Sendable {
     /// The largest message accepted from the server.
     public static let maximumMessageBytes = 1 << 20
-    private let stream: ByteStream
+    private let stream: Connection
     private struct ReadState {
         var decoder = WebSocketFrameDecoder(maximumPayload: WebSocketClient.maximumMessageBytes)
         var closed = false
     }
     private let readState = Mutex(ReadState())
 
-    private init(stream: ByteStream, leftover: [UInt8]) {
+    /// The bytes under the WebSocket: a TCP connection, or TLS over one.
+    private enum Connection: Sendable {
+        case plain(ByteStream)
+        case tls(TLSStream)
+
+        func read(maximum: Int, deadline: Deadline? = nil) async throws(WormholeError) -> [UInt8] {
+            switch self {
+            case .plain(let s): try await s.read(maximum: maximum, deadline: deadline)
+            case .tls(let s): try await s.read(maximum: maximum, deadline: deadline)
+            }
+        }
+
+        func write(_ bytes: [UInt8], deadline: Deadline? = nil) async throws(WormholeError) {
+            switch self {
+            case .plain(let s): try await s.write(bytes, deadline: deadline)
+            case .tls(let s): try await s.write(bytes, deadline: deadline)
+            }
+        }
+
+        func shutdownWrite() async {
+            switch self {
+            case .plain(let s): s.shutdownWrite()
+            case .tls(let s): await s.shutdownWrite()
+            }
+        }
+
+        func close() {
+            switch self {
+            case .plain(let s): s.close()
+            case .tls(let s): s.close()
+            }
+        }
+    }
+
+    private init(stream: Connection, leftover: [UInt8]) {
         self.stream = stream
         readState.withLock { $0.decoder.feed(leftover) }
     }
 
-    /// Connects and runs the opening handshake within `timeout` seconds of `clock`.
-    /// - Throws: ``WormholeError`` (`.network` for the connection, `.server` for an answer that is
-    ///   not a WebSocket upgrade).
+    /// Connects (and for `wss://` runs the TLS handshake, verifying the server's certificate) and runs
+    /// the opening handshake within `timeout` seconds of `clock`.
+    /// - Throws: ``WormholeError`` (`.network` for the connection, `.certificate` for a `wss://`
+    ///   server whose certificate is not trusted, `.certificateNotForHost` for one not for its host, `.server` for an answer that is
+    ///   not a WebSocket upgrade or a TLS handshake that failed).
     public static func connect(_ url: WebSocketURL, timeout: Double = 15, clock: TimerClock = .continuous) async throws(WormholeError) -> WebSocketClient {
         let deadline = clock.deadline(after: timeout)
-        let stream = try await ByteStream.connect(host: url.host, port: url.port, deadline: deadline)
+        let tcp = try await ByteStream.connect(host: url.host, port: url.port, deadline: deadline)
+        let stream: Connection = url.secure
+            ? .tls(try await TLSStream.handshake(over: tcp, host: url.host, name: "wss://\(url.authority)", trust: url.trust, deadline: deadline))
+            : .plain(tcp)
         let key = Data(secureRandomBytes(16)).base64EncodedString()
-        let hostHeader = (url.host.contains(":") ? "[\(url.host)]" : url.host) + (url.port == 80 ? "" : ":\(url.port)")
+        let hostHeader = (url.host.contains(":") ? "[\(url.host)]" : url.host) + (url.isDefaultPort ? "" : ":\(url.port)")
         let request = "GET \(url.path) HTTP/1.1\r\nHost: \(hostHeader)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\nUser-Agent: modem/\(wormholeClientVersion)\r\n\r\n"
         try await stream.write(Array(request.utf8), deadline: deadline)
@@ -132,7 +186,7 @@ public final class WebSocketClient: Sendable {
             switch opcode {
             case 0x8:  // close: answer it, then the connection is over
                 try? await sendFrame(opcode: 0x8, payload: Array(payload.prefix(2)))
-                stream.shutdownWrite()
+                await stream.shutdownWrite()
                 readState.withLock { $0.closed = true }
                 return nil
             case 0x9:

@@ -9,6 +9,12 @@ public struct WormholeError: Error, Sendable, Equatable, CustomStringConvertible
         case server
         /// The network failed (connect, read, write, a closed connection).
         case network
+        /// The rendezvous server's TLS certificate (`wss://`) is not trusted (or expired, or otherwise
+        /// failed verification); the description says why (OpenSSL's verification result).
+        case certificate
+        /// The rendezvous server's TLS certificate (`wss://`) is trusted but not for the URL's host name
+        /// or IP address.
+        case certificateNotForHost
         /// The peer sent something not of the protocol, or refused the transfer.
         case peer
         /// This side declined the offer (the receiver's decision said no; the sender was told).
