@@ -48,6 +48,15 @@ token_for() {  # token_for DB PORT: a client-credentials token of a new OAuth cl
     | python3 -c 'import json, sys; print(json.load(sys.stdin)["access_token"])'
 }
 
+hub_errors() {  # hub_errors NAME...: the nodes' logged errors and warnings, counted, the last few shown
+  local n
+  for n in "$@"; do
+    local c; c=$(grep -cE ' (error|warning) ' "$work/$n.log" || true)
+    echo "$n: $c errors and warnings logged"
+    grep -E ' (error|warning) ' "$work/$n.log" | tail -n 3 | cut -c1-300
+  done
+}
+
 per_socket() {  # the hub's resident memory per idle socket from the generator's line
   python3 - "$1" <<'PY'
 import json, sys
@@ -70,7 +79,7 @@ if [[ $which == one || $which == both ]]; then
   token=$(token_for "$db" "$port")
   line=$(.build/hub-loadgen --url "http://127.0.0.1:$port" --token "$token" --clients "$clients" --groups "$groups" \
          --seconds "$seconds" --run "one$RANDOM" --hub-pid "$one_pid" ${HUB_LOAD_DUMP:+--dump "$HUB_LOAD_DUMP.one"}) || status=1
-  echo "one node (SQLite): $line"; per_socket "$line"
+  echo "one node (SQLite): $line"; per_socket "$line"; hub_errors one
   kill "$one_pid"; wait "$one_pid" 2>/dev/null || true
 fi
 if [[ $which == two || $which == both ]]; then
@@ -84,6 +93,6 @@ if [[ $which == two || $which == both ]]; then
   token=$(token_for "$db" "$p1")
   line=$(.build/hub-loadgen --url "http://127.0.0.1:$p1" --url2 "http://127.0.0.1:$p2" --token "$token" \
          --clients "$clients" --groups "$groups" --seconds "$seconds" --run "two$RANDOM" --hub-pid "$pid1" --hub-pid2 "$pid2" ${HUB_LOAD_DUMP:+--dump "$HUB_LOAD_DUMP.two"}) || status=1
-  echo "two nodes (PostgreSQL): $line"; per_socket "$line"
+  echo "two nodes (PostgreSQL): $line"; per_socket "$line"; hub_errors n1 n2
 fi
 exit $status

@@ -311,7 +311,9 @@ int main(int argc, char **argv) {
         c->fd = -1;
         c->poster = i >= clients;
         c->group = c->poster ? i - clients : i % groups;
-        c->node = url2 ? (c->poster ? c->group : i) % 2 : 0;
+        // Two nodes: posters alternate by group, a group's members by their place in it (member i is
+        // the (i / G)-th of group i mod G), so half of every group's deliveries cross between the nodes.
+        c->node = url2 ? (c->poster ? c->group : i / groups) % 2 : 0;
         open_conn(c, i);
         while (opened - upgraded - failed > 256) poll_for(1);
     }
