@@ -148,7 +148,8 @@ public struct PacketFormat: Sendable {
 }
 
 /// Receives AX.25 frames (HDLC, NRZI) over AFSK (Bell 202 1200 baud, 300 baud HF, any tone
-/// pair) or G3RUH scrambled baseband (9600 baud).
+/// pair), G3RUH scrambled baseband (9600 baud) or differential PSK (2400 bit/s QPSK, 4800 bit/s 8PSK:
+/// ``PSKBitDemodulator``, whose slicers take the AFSK slicers' place).
 ///
 /// Several slicers decode in parallel (different space weights for de-emphasised audio, different
 /// window lengths); each has its own PLL, NRZI decoder and HDLC decoder. A frame that fails its
@@ -174,6 +175,7 @@ public final class PacketReceiver {
     public let format: PacketFormat
 
     private var demodulator: FSKBitDemodulator?
+    private var psk: PSKBitDemodulator?
     private var baseband: [BasebandLane]?
     private var nrzi: [NRZIDecoder]
     private var hdlc: [HDLCDecoder]
@@ -260,7 +262,17 @@ public final class PacketReceiver {
         self.format = format
         repairPositions = format.isAX25 ? 32 : Int.max
         let count: Int
-        if settings.isBaseband {
+        if let mode = settings.psk {
+            let rate = Double(sampleRate)
+            guard (8000...192_000).contains(rate) else {
+                throw ModemSettingsError("PSK needs a sample rate of 8000...192000 Hz, got \(sampleRate)")
+            }
+            let d = PSKBitDemodulator(mode: mode, sampleRate: rate)
+            psk = d
+            count = d.slicers.count
+            slicerCount = count
+            samplesPerBit = rate / mode.bitRate
+        } else if settings.isBaseband {
             let rate = Double(sampleRate)
             guard (8000...192_000).contains(rate), settings.baudRate <= rate / 4 else {
                 throw ModemSettingsError("\(settings.baudRate) baud baseband needs a sample rate of at least \(Int(settings.baudRate * 4)) Hz (8000...192000), got \(sampleRate)")
@@ -332,7 +344,7 @@ public final class PacketReceiver {
             processBaseband(samples)
             return settle(before: horizon)
         }
-        demodulator!.process(samples, into: &bits)
+        if psk != nil { psk!.process(samples, into: &bits) } else { demodulator!.process(samples, into: &bits) }
         // Work on local copies: mutating a class's arrays in the loop costs a runtime exclusivity
         // check per access.
         var nrzi = self.nrzi, hdlc = self.hdlc, confidence = self.confidence, fx25 = self.fx25, last = lastConfidence
