@@ -11,9 +11,9 @@ import Glibc
 struct RxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rx",
-        abstract: "Demodulate FSK or OFDM audio from a WAV file or a sound device; decoded bytes go to standard output.",
+        abstract: "Demodulate FSK, PSK (packets) or OFDM audio from a WAV file or a sound device; decoded bytes go to standard output.",
         discussion: helpText("""
-        Only the decoded bytes are written to standard output. With --framing ax25, FX.25, IL2P and plain
+        Only the decoded bytes are written to standard output. With --framing ax25 (on AFSK, G3RUH or PSK), FX.25, IL2P and plain
         AX.25 frames are decoded from the same stream, one monitor line per frame. Carrier, confidence and measured-rate
         diagnostics go to standard error (--quiet silences them).
         Examples:

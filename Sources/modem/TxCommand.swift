@@ -11,7 +11,7 @@ import SystemPackage
 struct TxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tx",
-        abstract: "Modulate bytes into FSK or OFDM audio: a WAV file or a sound device.",
+        abstract: "Modulate bytes into FSK, PSK (packets) or OFDM audio: a WAV file or a sound device.",
         discussion: helpText("""
         Reads INPUT (default: standard input) and writes its bytes as FSK characters, or
         with --profile ofdm as one OFDM transmission in checked blocks.
