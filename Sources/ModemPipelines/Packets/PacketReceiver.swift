@@ -231,7 +231,7 @@ public final class PacketReceiver {
     /// - Parameters:
     ///   - settings: tones and baud (the framing is ignored: HDLC).
     ///   - source: the audio; its sample rate is used.
-    ///   - slicers: the demodulator's slicers (default: ``defaultSlicers(baudRate:)``).
+    ///   - slicers: the AFSK demodulator's slicers (default: ``defaultSlicers(baudRate:)``; baseband and PSK use their own).
     ///   - repairs: attempt single line-bit repair (default true).
     ///   - format: the frames looked for (default AX.25).
     /// - Throws: ``ModemSettingsError`` when the settings do not fit the sample rate.
@@ -245,7 +245,7 @@ public final class PacketReceiver {
     /// - Parameters:
     ///   - settings: tones and baud (the framing is ignored: HDLC).
     ///   - sampleRate: the rate of the samples that will be fed, in Hz.
-    ///   - slicers: the demodulator's slicers (default: ``defaultSlicers(baudRate:)``).
+    ///   - slicers: the AFSK demodulator's slicers (default: ``defaultSlicers(baudRate:)``; baseband and PSK use their own).
     ///   - repairs: attempt single line-bit repair (default true).
     ///   - format: the frames looked for (default AX.25).
     /// - Throws: ``ModemSettingsError`` when the settings do not fit the sample rate.
