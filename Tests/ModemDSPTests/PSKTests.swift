@@ -90,7 +90,7 @@ struct PSKTests {
 
     @Test("Clean round trip: every slicer returns the bits, at several sample rates, fed whole and in small blocks",
           arguments: [(PSKMode.v26A, 8000.0), (.v26A, 11025), (.v26A, 44100), (.v26B, 8000), (.v26B, 48000), (.v26B, 96000),
-                      (.v27, 22050), (.v27, 44100), (.v27, 48000), (.v27, 96000)])
+                      (.v27, 8000), (.v27, 11025), (.v27, 22050), (.v27, 44100), (.v27, 48000), (.v27, 96000)])
     func roundTrip(mode: PSKMode, sampleRate: Double) {
         let data = pskRandomBits(600, seed: 7)
         let signal = pskSignal(data, mode: mode, sampleRate: sampleRate)
@@ -111,7 +111,7 @@ struct PSKTests {
         var signal = pskSignal(data, mode: mode, sampleRate: 48000)
         var rng = SplitMix64(seed: 3)
         // Gaussian noise (Box-Muller) at a level that leaves a few per cent of bits wrong.
-        let sigma: Float = mode == .v27 ? 0.3 : 0.7
+        let sigma: Float = mode == .v27 ? 0.36 : 0.7
         for i in signal.indices {
             let u1 = max(Double(rng.next() >> 11) / Double(1 << 53), 1e-300), u2 = Double(rng.next() >> 11) / Double(1 << 53)
             signal[i] += sigma * Float((-2 * log(u1)).squareRoot() * cos(2 * Double.pi * u2))

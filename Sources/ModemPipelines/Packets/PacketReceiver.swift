@@ -445,7 +445,8 @@ public final class PacketReceiver {
     ///
     /// IL2P has no FCS, so a frame is as good as its code: one whose blocks needed erasures, or whose
     /// header or small payload blocks (2 or 4 check bytes, which correct one or two bytes and check little
-    /// beyond) had bytes corrected, must also look like AX.25, as a repaired frame must.
+    /// beyond) had bytes corrected, must also look like AX.25, as a repaired frame must; one with no
+    /// payload whose header was corrected is dropped.
     private func take(_ r: IL2PReception, slicer: Int) {
         guard let frame = r.frame, let corrected = r.correctedSymbols else {
             failedIL2P.append((r.syncStamp, r.endStamp))
@@ -454,6 +455,14 @@ public final class PacketReceiver {
         if r.usedErasures || r.smallBlockCorrected, let reason = format.problem(frame) {
             statistics.implausibleRepairs += 1
             statistics.implausibleByReason[reason, default: 0] += 1
+            return
+        }
+        // A corrected header with no payload: only the header's own two check bytes vouch for it. On
+        // band-limited 8PSK noise (flag runs read as IL2P bytes) one such frame, `0BRRRR-2>MRRRRR-3:`,
+        // passed every other test.
+        if r.header.payloadCount == 0, corrected > 0 {
+            statistics.implausibleRepairs += 1
+            statistics.implausibleByReason["il2p-header", default: 0] += 1
             return
         }
         hold(frame, end: r.endStamp, repaired: 0, slicer: slicer, erasures: r.usedErasures, il2p: corrected)
