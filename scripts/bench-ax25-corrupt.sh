@@ -6,6 +6,10 @@
 #   FIRST=101 FILES=60 scripts/bench-ax25-corrupt.sh   # other files: seeds 101...160
 #   SNRS="-5 -4 -3 -2" scripts/bench-ax25-corrupt.sh
 #   PROFILE=g3ruh scripts/bench-ax25-corrupt.sh    # 9600 baud G3RUH (default SNRs 3, 4, 5 dB)
+#   PROFILE=qpsk2400 ATEST=.build/direwolf18/bin/atest scripts/bench-ax25-corrupt.sh   # 2400 bit/s QPSK
+#       (V.26 A, -3/-2/-1 dB), against atest -B 2400 -j; PROFILE=qpsk2400-mfj: V.26 B (--v26 mfj, -J);
+#       PROFILE=8psk4800: 4800 bit/s 8PSK (4/5/6 dB), against atest -B 4800 (Dire Wolf 1.6's atest
+#       has them too)
 #   MODEM=/path/to/modem scripts/bench-ax25-corrupt.sh   # skip the build, use this binary
 #   KEEP=DIR scripts/bench-ax25-corrupt.sh         # keep the files (texts, WAVs, outputs) in DIR
 #
@@ -34,15 +38,21 @@ case "$PROFILE" in
     bell202) ATEST_OPTS="-P E+ -F 1"; SNRS="${SNRS:--4 -3 -2}" ;;
     # About half the frames decode at these SNRs (white noise over the whole 22 kHz band).
     g3ruh) ATEST_OPTS="-B 9600 -P E+ -F 1"; SNRS="${SNRS:-3 4 5}" ;;
-    *) echo "PROFILE must be bell202 or g3ruh" >&2; exit 2 ;;
+    qpsk2400) ATEST_OPTS="-B 2400 -j"; SNRS="${SNRS:--3 -2 -1}" ;;
+    qpsk2400-mfj) ATEST_OPTS="-B 2400 -J"; SNRS="${SNRS:--3 -2 -1}" ;;
+    8psk4800) ATEST_OPTS="-B 4800"; SNRS="${SNRS:-4 5 6}" ;;
+    *) echo "PROFILE must be bell202, g3ruh, qpsk2400, qpsk2400-mfj or 8psk4800" >&2; exit 2 ;;
 esac
+# The modem's options for the profile (qpsk2400-mfj is qpsk2400 with --v26 mfj).
+if [ "$PROFILE" = qpsk2400-mfj ]; then MODEM_PROFILE=(--profile qpsk2400 --v26 mfj); else MODEM_PROFILE=(--profile "$PROFILE"); fi
+ATEST="${ATEST:-atest}"
 SCRATCH="${SCRATCH:-$ROOT/.build}"
 if [ -n "${KEEP:-}" ]; then WORK="$KEEP"; mkdir -p "$WORK"; else
     WORK="$(mktemp -d /tmp/bench-ax25-corrupt.XXXXXX)"; trap 'rm -rf "$WORK"' EXIT; fi
 
 NAME=bench-ax25-corrupt
 source "$ROOT/scripts/bench-common.sh"
-need atest "apt-get install direwolf"
+need "$ATEST" "apt-get install direwolf (or bash scripts/direwolf18.sh)"
 need python3 "apt-get install python3"
 if [ -z "${MODEM:-}" ]; then need swift "the Swift toolchain"; build_modem; fi
 
@@ -86,13 +96,13 @@ t_ours=0; c_ours=0; t_dw=0; c_dw=0
 for ((i = FIRST; i < FIRST + FILES; i++)); do
     s=${snrs[$(((i - FIRST) % ${#snrs[@]}))]}
     python3 "$WORK/gen.py" "$i" "$FRAMES" > "$WORK/f$i.txt"
-    "$MODEM" tx --profile "$PROFILE" --framing ax25 --rate 44100 -q --out "$WORK/c$i.wav" "$WORK/f$i.txt"
+    "$MODEM" tx "${MODEM_PROFILE[@]}" --framing ax25 --rate 44100 -q --out "$WORK/c$i.wav" "$WORK/f$i.txt"
     "$MODEM" impair "$WORK/c$i.wav" "$WORK/n$i.wav" --snr "$s" --seed "$i" --format s16
-    "$MODEM" rx --profile "$PROFILE" --framing ax25 --stats "$WORK/n$i.wav" > "$WORK/o$i.txt" 2> "$WORK/o$i.err"
+    "$MODEM" rx "${MODEM_PROFILE[@]}" --framing ax25 --stats "$WORK/n$i.wav" > "$WORK/o$i.txt" 2> "$WORK/o$i.err"
     grep -h 'frames decoded' "$WORK/o$i.err" | tr '\n' ' ' >> "$WORK/stats.txt" || true
     { grep -h 'repairs rejected' "$WORK/o$i.err" || true; echo; } >> "$WORK/stats.txt"
     # shellcheck disable=SC2086
-    atest $ATEST_OPTS "$WORK/n$i.wav" > "$WORK/a$i.txt" 2>&1 || true
+    "$ATEST" $ATEST_OPTS "$WORK/n$i.wav" > "$WORK/a$i.txt" 2>&1 || true
     python3 "$WORK/count.py" "$WORK/f$i.txt" "$WORK/o$i.txt" ours > "$WORK/co$i.txt"
     python3 "$WORK/count.py" "$WORK/f$i.txt" "$WORK/a$i.txt" atest > "$WORK/ca$i.txt"
     read -r to co < "$WORK/co$i.txt"; read -r ta ca < "$WORK/ca$i.txt"

@@ -8,13 +8,24 @@ import SwiftModem
 /// `tx` and `rx`), listed by `--help`.
 enum ProfileArgument: String, CaseIterable, ExpressibleByArgument {
     case bell103, bell103Answer = "bell103-answer", bell202, v21, v21Answer = "v21-answer", v23, v23Back = "v23-back"
-    case rtty, hf300, g3ruh, ofdm
+    case rtty, hf300, g3ruh, qpsk2400, psk4800 = "8psk4800", ofdm
 
     /// Accepts any case, as the profile names always were.
     init?(argument: String) { self.init(rawValue: argument.lowercased()) }
 
     /// The profile's name for ``ModemSettings``.
     var name: String { rawValue }
+}
+
+/// `--v26`: the two phasings of V.26 QPSK (`--profile qpsk2400`), listed by `--help`.
+enum V26Argument: String, CaseIterable, ExpressibleByArgument {
+    /// Alternative A, as Dire Wolf 1.4-1.5 (Dire Wolf's `-j`).
+    case direwolf
+    /// Alternative B, as the MFJ-2400 (Dire Wolf's `-J`).
+    case mfj
+
+    /// The PSK mode.
+    var mode: PSKMode { self == .mfj ? .v26B : .v26A }
 }
 
 /// `--format`: the sample encodings of ``AudioSampleFormat``, listed by `--help`.
@@ -38,8 +49,11 @@ struct LineOptions: ParsableArguments {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Baud rate (\(ModemSettings.baudRates.lowerBound.formatted)...\(ModemSettings.baudRates.upperBound.formatted)); alone it picks minimodem's default tones for that rate (1200 -> 1200/2200 Hz, 300 -> 1270/1070 Hz).", valueName: "N"))
     var baud: Double?
 
-    @Option(name: .long, help: ArgumentHelp("A standard tone plan (hf300 and g3ruh carry AX.25: --framing ax25), or ofdm: the high-rate modem (see below).", valueName: "P"))
+    @Option(name: .long, help: ArgumentHelp("A standard tone plan (hf300 and g3ruh carry AX.25: --framing ax25), qpsk2400 (2400 bit/s QPSK, V.26) or 8psk4800 (4800 bit/s 8PSK, V.27): Dire Wolf's PSK packet modes, AX.25 only; or ofdm: the high-rate modem (see below).", valueName: "P"))
     var profile: ProfileArgument?
+
+    @Option(name: .long, help: ArgumentHelp("With --profile qpsk2400: the V.26 phasing, direwolf (alternative A, Dire Wolf's -j, the default) or mfj (alternative B, the MFJ-2400's, Dire Wolf's -J). Both ends must use the same.", valueName: "direwolf|mfj"))
+    var v26: V26Argument?
 
     /// Whether the high-rate OFDM modem was asked for.
     var isOFDM: Bool { profile == .ofdm }
@@ -50,7 +64,7 @@ struct LineOptions: ParsableArguments {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Space (0, start bit) frequency, overrides the profile.", valueName: "HZ"))
     var space: Double?
 
-    @Option(name: .long, help: ArgumentHelp("Character framing: data bits 5-8, parity N/E/O/M/S, stop bits 1/1.5/2 (8N1, 7E1, 8N2, 5N1.5), 'baudot', or 'ax25' (packet radio). Default: the profile's (8N1; baudot for rtty, ax25 for hf300 and g3ruh).", valueName: "F"))
+    @Option(name: .long, help: ArgumentHelp("Character framing: data bits 5-8, parity N/E/O/M/S, stop bits 1/1.5/2 (8N1, 7E1, 8N2, 5N1.5), 'baudot', or 'ax25' (packet radio). Default: the profile's (8N1; baudot for rtty, ax25 for hf300, g3ruh, qpsk2400 and 8psk4800).", valueName: "F"))
     var framing: String?
 
     func settings() throws -> ModemSettings {
@@ -59,7 +73,8 @@ struct LineOptions: ParsableArguments {
         }
         if profile == .ofdm { throw ValidationError("--profile ofdm is the high-rate modem of tx and rx, not an FSK tone plan") }
         do {
-            return try ModemSettings(profile: profile?.name, baudRate: baud, mark: mark, space: space, framing: framing)
+            if v26 != nil, profile != .qpsk2400 { throw ValidationError("--v26 goes with --profile qpsk2400") }
+            return try ModemSettings(profile: profile?.name, baudRate: baud, mark: mark, space: space, framing: framing, v26: v26?.mode)
         } catch let e as ModemSettingsError {
             throw ValidationError(e.description)
         }

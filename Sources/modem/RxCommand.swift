@@ -11,9 +11,9 @@ import Glibc
 struct RxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rx",
-        abstract: "Demodulate FSK or OFDM audio from a WAV file or a sound device; decoded bytes go to standard output.",
+        abstract: "Demodulate FSK, PSK (packets) or OFDM audio from a WAV file or a sound device; decoded bytes go to standard output.",
         discussion: helpText("""
-        Only the decoded bytes are written to standard output. With --framing ax25, FX.25, IL2P and plain
+        Only the decoded bytes are written to standard output. With --framing ax25 (on AFSK, G3RUH or PSK), FX.25, IL2P and plain
         AX.25 frames are decoded from the same stream, one monitor line per frame. Carrier, confidence and measured-rate
         diagnostics go to standard error (--quiet silences them).
         Examples:
@@ -21,6 +21,8 @@ struct RxCommand: AsyncParsableCommand {
           modem rx --profile rtty --channel 1 stereo.wav
           modem rx --baud 300 --device default --seconds 10
           modem rx --profile bell202 --framing ax25 --stats packets.wav
+          modem rx --profile qpsk2400 --v26 mfj --framing ax25 qpsk.wav
+          modem rx --profile 8psk4800 --framing ax25 8psk.wav
           modem rx --profile ofdm fast.wav > file.bin
         With --profile ofdm the configuration comes from the transmission; each block is written once its
         CRC checked, and a block that fails ends the output with one line naming its byte offset (status 1).
@@ -69,7 +71,7 @@ struct RxCommand: AsyncParsableCommand {
         // The line's settings are checked here, so a missing rate is this command's usage error.
         let settings = try line.settings()
         if stats_, settings.framing != .ax25 {
-            throw ValidationError("--stats counts AX.25 frames or OFDM blocks: it goes with --framing ax25 (or a profile that carries AX.25: hf300, g3ruh) or --profile ofdm")
+            throw ValidationError("--stats counts AX.25 frames or OFDM blocks: it goes with --framing ax25 (or a profile that carries AX.25: hf300, g3ruh, qpsk2400, 8psk4800) or --profile ofdm")
         }
     }
 
@@ -105,7 +107,7 @@ struct RxCommand: AsyncParsableCommand {
                 return try receiveOFDM(source: capture ?? reader!, name: name, totalSamples: totalSamples, live: live, limit: limit)
             }
             do {
-                if !settings.isBaseband { _ = try settings.configuration(sampleRate: sampleRate) }
+                if settings.isFSK { _ = try settings.configuration(sampleRate: sampleRate) }
             } catch let e as ModemSettingsError {
                 throw UsageError("\(name): \(e.description)")
             }

@@ -163,7 +163,7 @@ struct TNCCommand: AsyncParsableCommand {
             }
             do {
                 _ = try settings.configuration(sampleRate: source.sampleRate)
-            } catch let e as ModemSettingsError where !settings.isBaseband {
+            } catch let e as ModemSettingsError where settings.isFSK {
                 throw UsageError("\(input ?? device!): \(e.description)")
             }
             let server: KISSServer

@@ -11,7 +11,7 @@ import SystemPackage
 struct TxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tx",
-        abstract: "Modulate bytes into FSK or OFDM audio: a WAV file or a sound device.",
+        abstract: "Modulate bytes into FSK, PSK (packets) or OFDM audio: a WAV file or a sound device.",
         discussion: helpText("""
         Reads INPUT (default: standard input) and writes its bytes as FSK characters, or
         with --profile ofdm as one OFDM transmission in checked blocks.
@@ -21,6 +21,8 @@ struct TxCommand: AsyncParsableCommand {
           modem tx --baud 300 --device default < file.bin
           modem tx --profile bell202 --framing ax25 --fx25 32 --out fx25.wav frames.txt
           modem tx --profile g3ruh --framing ax25 --il2p 1 --out il2p.wav frames.txt
+          modem tx --profile qpsk2400 --v26 mfj --framing ax25 --out qpsk.wav frames.txt
+          modem tx --profile 8psk4800 --framing ax25 --out 8psk.wav frames.txt
           modem tx --profile ofdm --bitrate 160000 --out fast.wav file.bin
 
         """) + "\n" + OFDMHelp.table
@@ -83,7 +85,9 @@ struct TxCommand: AsyncParsableCommand {
         // Check tones and baud against the sample rate before any output file is touched.
         do {
             let settings = try line.settings()
-            if settings.isBaseband {
+            if settings.psk != nil {
+                // Any rate from 8000 Hz holds the 1800 Hz carrier and its sidebands.
+            } else if settings.isBaseband {
                 guard settings.baudRate * 4 <= Double(rate) else {
                     throw ModemSettingsError("\(Int(settings.baudRate)) baud baseband needs --rate of at least \(Int(settings.baudRate * 4)) Hz")
                 }

@@ -106,12 +106,18 @@ struct HelpExamplesTests {
         ("modem tx --profile rtty --out rtty.wav message.txt", { r, d in try wavMade(r, d.file("rtty.wav")) }),
         ("modem tx --profile bell202 --framing ax25 --fx25 32 --out fx25.wav frames.txt", { r, d in try wavMade(r, d.file("fx25.wav")) }),
         ("modem tx --profile g3ruh --framing ax25 --il2p 1 --out il2p.wav frames.txt", { r, d in try wavMade(r, d.file("il2p.wav")) }),
+        ("modem tx --profile qpsk2400 --v26 mfj --framing ax25 --out qpsk.wav frames.txt", { r, d in try wavMade(r, d.file("qpsk.wav")) }),
+        ("modem tx --profile 8psk4800 --framing ax25 --out 8psk.wav frames.txt", { r, d in try wavMade(r, d.file("8psk.wav")) }),
         ("modem tx --profile ofdm --bitrate 160000 --out fast.wav file.bin", { r, d in try wavMade(r, d.file("fast.wav")) }),
         ("modem rx --baud 1200 hello.wav", { r, _ in r.succeeded && r.stdoutText == message ? nil : "not the message" }),
         ("modem rx --profile rtty --channel 1 stereo.wav", { r, _ in
             r.succeeded && r.stdoutText.contains("HELLO FROM THE HELP EXAMPLES") ? nil : "not the message (in Baudot's capitals)" }),
         ("modem rx --profile bell202 --framing ax25 --stats packets.wav", { r, _ in
             r.succeeded && r.stdoutText == frames && r.stderrText.contains("3 frames decoded") ? nil : "not the three frames with their counts" }),
+        ("modem rx --profile qpsk2400 --v26 mfj --framing ax25 qpsk.wav", { r, _ in
+            r.succeeded && r.stdoutText == frames ? nil : "not the three frames" }),
+        ("modem rx --profile 8psk4800 --framing ax25 8psk.wav", { r, _ in
+            r.succeeded && r.stdoutText == frames ? nil : "not the three frames" }),
         ("modem rx --profile ofdm fast.wav > file.bin", { r, d in
             r.succeeded && (try? readBytes(d.file("file.bin"))) == payload ? nil : "file.bin is not the payload" }),
         ("modem analyze hello.wav", { r, _ in r.succeeded && r.stdoutText.contains("modem rx --profile bell202") ? nil : "no rx command suggested" }),
@@ -154,6 +160,8 @@ struct HelpExamplesTests {
         try await modemTx(["--baud", "1200"], input: text, out: dir.file("clean.wav"))
         try await modemTx(["--profile", "bell202", "--framing", "ax25"], input: dir.file("frames.txt"), out: dir.file("packets.wav"))
         try await modemTx(["--profile", "ofdm"], input: dir.file("file.bin"), out: dir.file("fast.wav"))
+        try await modemTx(["--profile", "qpsk2400", "--v26", "mfj", "--framing", "ax25"], input: dir.file("frames.txt"), out: dir.file("qpsk.wav"))
+        try await modemTx(["--profile", "8psk4800", "--framing", "ax25"], input: dir.file("frames.txt"), out: dir.file("8psk.wav"))
         try await modemTx(["--profile", "rtty"], input: text, out: dir.file("rtty-mono.wav"))
         expectSuccess(try await sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("silence.wav"), "trim", "0", "1"]))
         expectSuccess(try await sox(["-M", dir.file("silence.wav"), dir.file("rtty-mono.wav"), dir.file("stereo.wav")]))

@@ -187,7 +187,7 @@ public struct FSKAnalysis: Sendable {
     /// when known, within 6%); the closest when several are.
     public static func matchProfile(lower: Double, upper: Double, baudRate: Double?) -> FSKProfile? {
         var best: (FSKProfile, Double)?
-        for p in FSKProfile.all {
+        for p in FSKProfile.all where p.psk == nil {
             let pl = min(p.markFrequency, p.spaceFrequency), pu = max(p.markFrequency, p.spaceFrequency)
             let el = abs(lower / pl - 1), eu = abs(upper / pu - 1)
             guard el <= 0.04, eu <= 0.04 else { continue }

@@ -16,6 +16,9 @@ public struct FSKProfile: Sendable, Hashable, CustomStringConvertible {
     public var summary: String
     /// True for baseband (not audio-tone) signalling such as G3RUH 9600: the tones are unused.
     public var isBaseband = false
+    /// For the phase-shift keyed packet modes (`qpsk2400`, `8psk4800`): the mode; the tones are unused
+    /// and ``baudRate`` is the bit rate. Nil for FSK and baseband.
+    public var psk: PSKMode? = nil
 
     /// Creates a profile.
     public init(name: String, baudRate: Double, markFrequency: Double, spaceFrequency: Double,
@@ -30,6 +33,7 @@ public struct FSKProfile: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         if isBaseband { return "\(name): \(Self.format(baudRate)) baud baseband, \(defaultFraming)" }
+        if let psk { return "\(name): \(Self.format(psk.bitRate)) bit/s \(psk == .v27 ? "8PSK" : "QPSK"), \(Self.format(psk.symbolRate)) baud on \(Self.format(psk.carrierFrequency)) Hz, \(defaultFraming)" }
         return "\(name): \(Self.format(baudRate)) baud, mark \(Self.format(markFrequency)) Hz, space \(Self.format(spaceFrequency)) Hz, \(defaultFraming)"
     }
 
@@ -74,8 +78,27 @@ public struct FSKProfile: Sendable, Hashable, CustomStringConvertible {
         return p
     }()
 
+    /// 2400 bit/s QPSK packet radio (V.26, 1200 baud on an 1800 Hz carrier), AX.25, as Dire Wolf's
+    /// `-B 2400`: V.26 alternative A (Dire Wolf's `-j`) unless ``ModemSettings`` is given alternative B
+    /// (the MFJ-2400's, `-J`).
+    public static let qpsk2400: FSKProfile = {
+        var p = FSKProfile(name: "qpsk2400", baudRate: 2400, markFrequency: 1800, spaceFrequency: 1800,
+                           defaultFraming: "ax25", summary: "2400 bit/s QPSK packet (V.26), 1800 Hz carrier")
+        p.psk = .v26A
+        return p
+    }()
+
+    /// 4800 bit/s 8PSK packet radio (V.27, 1600 baud on an 1800 Hz carrier), AX.25, as Dire Wolf's `-B 4800`.
+    public static let psk4800: FSKProfile = {
+        var p = FSKProfile(name: "8psk4800", baudRate: 4800, markFrequency: 1800, spaceFrequency: 1800,
+                           defaultFraming: "ax25", summary: "4800 bit/s 8PSK packet (V.27), 1800 Hz carrier")
+        p.psk = .v27
+        return p
+    }()
+
     /// Every named profile.
-    public static let all: [FSKProfile] = [.bell103, .bell103Answer, .bell202, .v21, .v21Answer, .v23, .v23Back, .rtty, .hf300, .g3ruh]
+    public static let all: [FSKProfile] = [.bell103, .bell103Answer, .bell202, .v21, .v21Answer, .v23, .v23Back, .rtty, .hf300, .g3ruh,
+                                           .qpsk2400, .psk4800]
 
     /// The profile with this name (case-insensitive), or nil.
     public static func named(_ name: String) -> FSKProfile? {

@@ -6,7 +6,8 @@ import ModemDSP
 ///
 /// A call appends one run of flags and frames: leading flags, each frame (its FCS computed and
 /// appended, bit-stuffed) with flags between frames, trailing flags, all NRZI-coded; on AFSK for the
-/// tone profiles, or scrambled (G3RUH, x¹⁷ + x¹² + 1) as filtered NRZ baseband for `g3ruh`. The line
+/// tone profiles, scrambled (G3RUH, x¹⁷ + x¹² + 1) as filtered NRZ baseband for `g3ruh`, or as the phase
+/// changes of differential PSK for `qpsk2400` and `8psk4800` (``PSKModulator``, not scrambled). The line
 /// level (NRZI), the scrambler and the modulator's phase carry over from one call to the next, so a
 /// call can continue a transmission that is still being played. With ``fx25`` set, frames go out as
 /// FX.25 blocks; with ``il2p`` set, as IL2P frames (no HDLC at all).
@@ -18,6 +19,7 @@ public struct HDLCModulator: Sendable {
 
     private var afsk: FSKModulator?
     private var baseband: BasebandModulator?
+    private var psk: PSKModulator?
     private var scrambler = G3RUHScrambler()
     private var nrzi = NRZIEncoder()
     private let encoder = HDLCEncoder()
@@ -41,14 +43,19 @@ public struct HDLCModulator: Sendable {
 
     /// Creates a modulator.
     /// - Parameters:
-    ///   - settings: tones and baud (a tone profile, or `g3ruh` for baseband).
+    ///   - settings: tones and baud (a tone profile, `g3ruh` for baseband, `qpsk2400` or `8psk4800` for PSK).
     ///   - sampleRate: output rate in Hz (8000...192000; at least 4 samples per bit for baseband).
     ///   - amplitude: peak level, 0 < a <= 1.
     /// - Throws: ``ModemSettingsError`` when the settings do not fit the sample rate or the amplitude
     ///   is out of range.
     public init(settings: ModemSettings, sampleRate: Int, amplitude: Float) throws {
         guard amplitude > 0, amplitude <= 1 else { throw ModemSettingsError("amplitude must be in 0 < a <= 1, got \(amplitude)") }
-        if settings.isBaseband {
+        if let mode = settings.psk {
+            guard (8000...192_000).contains(sampleRate) else {
+                throw ModemSettingsError("PSK needs a sample rate of 8000...192000 Hz, got \(sampleRate)")
+            }
+            psk = PSKModulator(mode: mode, sampleRate: Double(sampleRate), amplitude: amplitude)
+        } else if settings.isBaseband {
             guard (8000...192_000).contains(sampleRate), settings.baudRate * 4 <= Double(sampleRate) else {
                 throw ModemSettingsError("\(settings.baudRate) baud baseband needs a sample rate of at least \(Int(settings.baudRate * 4)) Hz (8000...192000)")
             }
@@ -109,13 +116,8 @@ public struct HDLCModulator: Sendable {
         levels += nrzi.encode(bits)
 
         let base = samples.count
-        if baseband != nil {
-            baseband!.appendBits(scrambler.scramble(levels), to: &samples)
-            if gapSeconds > 0 { baseband!.appendSilence(seconds: gapSeconds, to: &samples) }
-        } else {
-            afsk!.appendBits(levels, to: &samples)
-            if gapSeconds > 0 { afsk!.appendSilence(seconds: gapSeconds, to: &samples) }
-        }
+        appendLine(levels, scramble: true, to: &samples)
+        if gapSeconds > 0 { appendSilence(seconds: gapSeconds, to: &samples) }
         let samplesPerBit = Double(sampleRate) / baudRate
         return frameBits.map { base + Int(Double($0.lowerBound) * samplesPerBit) ..< base + Int(Double($0.upperBound) * samplesPerBit) }
     }
@@ -159,17 +161,32 @@ public struct HDLCModulator: Sendable {
         runs.append((bits, false))
         let base = samples.count
         for run in runs where !run.levels.isEmpty {
-            if baseband != nil {
-                baseband!.appendBits(run.isHDLC ? scrambler.scramble(run.levels) : run.levels, to: &samples)
-            } else {
-                afsk!.appendBits(run.levels, to: &samples)
-            }
+            appendLine(run.levels, scramble: run.isHDLC, to: &samples)
         }
-        if gapSeconds > 0 {
-            if baseband != nil { baseband!.appendSilence(seconds: gapSeconds, to: &samples) } else { afsk!.appendSilence(seconds: gapSeconds, to: &samples) }
-        }
+        if gapSeconds > 0 { appendSilence(seconds: gapSeconds, to: &samples) }
         let samplesPerBit = Double(sampleRate) / baudRate
         return frameBits.map { base + Int(Double($0.lowerBound) * samplesPerBit) ..< base + Int(Double($0.upperBound) * samplesPerBit) }
+    }
+
+    /// Line levels to audio on the modulator in use; `scramble`: through the G3RUH scrambler on baseband.
+    private mutating func appendLine(_ levels: [Bool], scramble: Bool, to samples: inout [Float]) {
+        if baseband != nil {
+            baseband!.appendBits(scramble ? scrambler.scramble(levels) : levels, to: &samples)
+        } else if psk != nil {
+            psk!.appendBits(levels, to: &samples)
+        } else {
+            afsk!.appendBits(levels, to: &samples)
+        }
+    }
+
+    private mutating func appendSilence(seconds: Double, to samples: inout [Float]) {
+        if baseband != nil {
+            baseband!.appendSilence(seconds: seconds, to: &samples)
+        } else if psk != nil {
+            psk!.appendSilence(seconds: seconds, to: &samples)
+        } else {
+            afsk!.appendSilence(seconds: seconds, to: &samples)
+        }
     }
 
     /// Forgets the line level, the scrambler and the phase, as at creation.
@@ -177,6 +194,7 @@ public struct HDLCModulator: Sendable {
         nrzi.reset()
         scrambler = G3RUHScrambler()
         afsk?.reset()
+        psk?.reset()
         if let b = baseband { baseband = BasebandModulator(sampleRate: b.sampleRate, baudRate: b.baudRate, amplitude: b.amplitude) }
     }
 }

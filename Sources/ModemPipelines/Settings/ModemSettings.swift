@@ -24,6 +24,12 @@ public struct ModemSettings: Sendable, Hashable {
     public var profileName: String
     /// True for baseband signalling (G3RUH 9600): there are no tones.
     public var isBaseband: Bool
+    /// For the PSK packet profiles (`qpsk2400`, `8psk4800`): the mode (``baudRate`` is then its bit
+    /// rate and the tones are unused). Nil for FSK and baseband.
+    public var psk: PSKMode?
+
+    /// True for FSK tone plans (neither baseband nor PSK): the profiles ``configuration(sampleRate:)`` accepts.
+    public var isFSK: Bool { !isBaseband && psk == nil }
 
     /// Baud rates accepted: from 1 (slower would need hours of audio per character) to 48000
     /// (a quarter of the highest sample rate, 192 kHz).
@@ -46,10 +52,11 @@ public struct ModemSettings: Sendable, Hashable {
     ///   - mark: overrides the mark frequency, Hz.
     ///   - space: overrides the space frequency, Hz.
     ///   - framing: `8N1`-style text or `baudot`; default: the profile's framing, else 8N1.
+    ///   - v26: for `qpsk2400`, the V.26 phasing (``PSKMode/v26A``, the default, or ``PSKMode/v26B``).
     /// - Throws: ``ModemSettingsError`` for an unknown profile, conflicting or out-of-range values
     ///   (a baud rate outside ``baudRates``, a tone that is not a positive frequency below 96 kHz).
     public init(profile: String? = nil, baudRate: Double? = nil, mark: Double? = nil, space: Double? = nil,
-                framing: String? = nil) throws {
+                framing: String? = nil, v26: PSKMode? = nil) throws {
         var p: FSKProfile
         if let name = profile {
             guard let found = FSKProfile.named(name) else {
@@ -57,6 +64,9 @@ public struct ModemSettings: Sendable, Hashable {
                 throw ModemSettingsError("unknown profile '\(name)'; known profiles: \(names)")
             }
             p = found
+            if p.psk != nil, baudRate != nil || mark != nil || space != nil {
+                throw ModemSettingsError("profile \(p.name) has a fixed rate and carrier: --baud, --mark and --space do not go with it")
+            }
             if let b = baudRate {
                 try Self.checkBaudRate(b)
                 p.baudRate = b
@@ -79,12 +89,19 @@ public struct ModemSettings: Sendable, Hashable {
         self.spaceFrequency = p.spaceFrequency
         self.profileName = p.name
         self.isBaseband = p.isBaseband
+        self.psk = p.psk
+        if let v26 {
+            guard p.psk == .v26A || p.psk == .v26B, v26 == .v26A || v26 == .v26B else {
+                throw ModemSettingsError("a V.26 phasing goes with profile qpsk2400 only")
+            }
+            self.psk = v26
+        }
         self.framing = try LineFraming(parsing: framing ?? p.defaultFraming)
         if !self.framing.isAsynchronous, self.baudRate < Self.minimumPacketBaudRate {
             // A frame is rendered whole: at 1 baud one would be gigabytes of audio.
             throw ModemSettingsError("AX.25 framing needs at least \(Int(Self.minimumPacketBaudRate)) baud, got \(self.baudRate)")
         }
-        if isBaseband, self.framing.isAsynchronous {
+        if isBaseband || psk != nil, self.framing.isAsynchronous {
             throw ModemSettingsError("profile \(p.name) carries AX.25 only (--framing ax25)")
         }
     }
@@ -94,6 +111,9 @@ public struct ModemSettings: Sendable, Hashable {
     public func configuration(sampleRate: Int) throws -> FSKConfiguration {
         if isBaseband {
             throw ModemSettingsError("profile \(profileName) is baseband, not FSK; only packet reception supports it")
+        }
+        if psk != nil {
+            throw ModemSettingsError("profile \(profileName) is PSK, not FSK; it carries AX.25 only")
         }
         do {
             return try FSKConfiguration(sampleRate: Double(sampleRate), baudRate: baudRate,
@@ -107,6 +127,10 @@ public struct ModemSettings: Sendable, Hashable {
     public var summary: String {
         func f(_ v: Double) -> String { v == v.rounded() ? String(Int(v)) : String(v) }
         if isBaseband { return "\(f(baudRate)) baud baseband, \(framing)" }
+        if let psk {
+            let kind = psk == .v27 ? "8PSK (V.27)" : psk == .v26A ? "QPSK (V.26 A)" : "QPSK (V.26 B, MFJ-2400)"
+            return "\(f(psk.bitRate)) bit/s \(kind), \(f(psk.symbolRate)) baud on \(f(psk.carrierFrequency)) Hz, \(framing)"
+        }
         return "\(f(baudRate)) baud, mark \(f(markFrequency)) Hz, space \(f(spaceFrequency)) Hz, \(framing)"
     }
 }

@@ -85,10 +85,10 @@ public final class TNC {
         isDecoding = !options.waitsForFirstClient
         receiver = try PacketReceiver(settings: settings, sampleRate: source.sampleRate)
         // Baseband (G3RUH) has no tones to listen for: its channel is never seen busy.
-        carrier = settings.isBaseband ? nil
+        carrier = !settings.isFSK ? nil
             : CarrierDetector(configuration: try settings.configuration(sampleRate: source.sampleRate))
         if let sink {
-            if settings.isBaseband {
+            if !settings.isFSK {
                 throw ModemSettingsError("the TNC transmits AFSK only; \(settings.summary) can be received but not sent")
             }
             if options.outputIsChannel, sink.sampleRate != source.sampleRate {
