@@ -20,6 +20,8 @@ work=$(mktemp -d)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
+trap "exit 143" TERM
+trap "exit 130" INT
 # Each socket is a descriptor in the hub and in the generator (the hub refuses connections over its soft
 # limit less a reserve).
 ulimit -n "$(ulimit -Hn)"
