@@ -35,3 +35,28 @@ def start_server(args, log_path, marker, guard=120):
         time.sleep(0.02)
     p.kill()
     raise SystemExit(f"{args[0]} did not start: {open(log_path, errors='replace').read()[-800:]}")
+
+
+def port_from(path, proc, pattern, guard=120):
+    """Waits (a hang guard of `guard` s) for the log at `path` of `proc` to match `pattern`, whose group 1
+    is the port the server got; exits when it never comes. No time decides anything but the guard."""
+    import re, time
+    end = time.monotonic() + guard
+    while time.monotonic() < end and proc.poll() is None:
+        m = re.search(pattern, open(path, errors="replace").read())
+        if m:
+            return int(m.group(1))
+        time.sleep(0.05)
+    raise SystemExit(f"no {pattern!r} in {path}: {open(path, errors='replace').read()[-600:]}")
+
+
+def stop_all(procs, grace=10):
+    """Terminates every process still running, killing those that do not end within `grace` s."""
+    import subprocess
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(grace)
+            except subprocess.TimeoutExpired:
+                p.kill()

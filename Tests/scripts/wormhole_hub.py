@@ -13,7 +13,7 @@ Prints `ok|FAIL name` lines and `N passed, M failed`; exits 1 on a failure.
 
     wormhole_hub.py MODEM_HUB MODEM [--venv VENV_BIN] [--postgres URL]
 """
-from script_checks import Checks
+from script_checks import Checks, stop_all
 import argparse, base64, shutil, filecmp, json, os, re, socket, subprocess, sys, tempfile, threading, time
 
 ap = argparse.ArgumentParser()
@@ -278,12 +278,6 @@ try:
         ordered, quits, detail = mailbox_by_code((p1, p2), (t1, t2), "9-across-nodes", "mb2")
         check("modem mailbox by code across two PostgreSQL nodes: 100 chunks each way, quit reasons right", ordered and quits, detail)
 finally:
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    stop_all(procs)
     shutil.rmtree(work, ignore_errors=True)
 check.finish()

@@ -8,7 +8,7 @@ nothing written (both ways), a file refused by --text-only, and hostile offered 
 
     wormhole_modem.py VENV_BIN MODEM
 """
-from script_checks import Checks
+from script_checks import Checks, port_from, stop_all
 import filecmp, os, re, shutil, subprocess, sys, tempfile, time
 
 venv, modem = sys.argv[1], sys.argv[2]
@@ -17,14 +17,6 @@ check = Checks()
 wormhole = os.path.join(venv, "wormhole")
 
 
-def port_from(path, proc, pattern):
-    end = time.monotonic() + GUARD
-    while time.monotonic() < end and proc.poll() is None:
-        m = re.search(pattern, open(path, errors="replace").read())
-        if m:
-            return int(m.group(1))
-        time.sleep(0.05)
-    raise SystemExit(f"no {pattern!r} in {path}: {open(path, errors='replace').read()[-600:]}")
 
 
 work = tempfile.mkdtemp(prefix="wormhole-modem-")
@@ -188,11 +180,6 @@ try:
     r = subprocess.run([modem, "receive", "--wormhole", "--folder-max-ratio", "0", "1-a-b"], capture_output=True, text=True, timeout=GUARD)
     check("--folder-max-ratio 0 is refused (exit 64, the range named)", r.returncode == 64 and "--folder-max-ratio must be 1 to" in r.stderr, r.stderr)
 finally:
-    for p in procs:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    stop_all(procs)
     shutil.rmtree(work, ignore_errors=True)
 check.finish()

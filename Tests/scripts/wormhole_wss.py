@@ -9,7 +9,7 @@ failure.
 
     wormhole_wss.py VENV_BIN MODEM
 """
-from script_checks import Checks
+from script_checks import Checks, port_from, stop_all
 import filecmp, os, re, shutil, subprocess, sys, tempfile, time
 
 venv, modem = sys.argv[1], sys.argv[2]
@@ -18,15 +18,6 @@ check = Checks()
 wormhole = os.path.join(venv, "wormhole")
 
 
-def port_from(path, proc, pattern):
-    """Waits for the server's log to name its port (the hang guard aside, no time decides anything)."""
-    end = time.monotonic() + GUARD
-    while time.monotonic() < end and proc.poll() is None:
-        m = re.search(pattern, open(path, errors="replace").read())
-        if m:
-            return int(m.group(1))
-        time.sleep(0.05)
-    raise SystemExit(f"no {pattern!r} in {path}: {open(path, errors='replace').read()[-600:]}")
 
 
 def self_signed(folder, name, sans):
@@ -143,11 +134,6 @@ try:
                        timeout=GUARD, env=base_env)
     check("--ca naming no certificate file: exit 64, the file named", r.returncode == 64 and "missing.pem" in r.stderr, (r.returncode, r.stderr))
 finally:
-    for p in procs:
-        p.terminate()
-        try:
-            p.wait(10)
-        except subprocess.TimeoutExpired:
-            p.kill()
+    stop_all(procs)
     shutil.rmtree(work, ignore_errors=True)
 check.finish()
