@@ -28,9 +28,11 @@ import Testing
         #expect(out.contains(" passed, 0 failed"), "\(out.suffix(4000))")
     }
 
-    /// 20 kill-and-restart cycles of node 2 of two PostgreSQL nodes (`--heartbeat 1`) with Python
+    /// 8 kill-and-restart cycles of node 2 of two PostgreSQL nodes (`--heartbeat 1`) with Python
     /// WebSocket clients on both: Tests/scripts/hub_ws_kill_cycles.py (what it checks is in its header).
-    @Test("20 kill-and-restart cycles: offline within two heartbeats, no ghosts, posts kept (real time)",
+    /// The acceptance check hub-nodes runs 20; here each cycle is about 1.9 s of the test command's
+    /// real-time tail, where nothing else runs, so the suite keeps enough of them to repeat a restart.
+    @Test("8 kill-and-restart cycles: offline within two heartbeats, no ghosts, posts kept (real time)",
           .requires(HubProcess.venv, HubProcess.server, HubProcess.postgres),
           .timeLimit(.minutes(5)))
     func killRestartCycles() async throws {
@@ -38,10 +40,10 @@ import Testing
         let dir = try HubProcess.tempDir()
         let log = dir + "/kill-cycles.log"
         let status = try await HubProcess.runLogged(HubProcess.python, [
-            HubProcess.packageRoot + "/Tests/scripts/hub_ws_kill_cycles.py", HubProcess.binary, "--pg", db, "--cycles", "20", "--dir", dir,
+            HubProcess.packageRoot + "/Tests/scripts/hub_ws_kill_cycles.py", HubProcess.binary, "--pg", db, "--cycles", "8", "--dir", dir,
         ], log: log, timeout: 240)
         let out = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        print(out.split(separator: "\n").filter { $0.hasPrefix("ok   20") || $0.hasPrefix("FAIL") || $0.contains(" passed, ") }.joined(separator: "\n"))
+        print(out.split(separator: "\n").filter { $0.hasPrefix("ok   8 ") || $0.hasPrefix("FAIL") || $0.contains(" passed, ") }.joined(separator: "\n"))
         #expect(status == 0, "\(out.suffix(4000))")
         #expect(out.contains(" passed, 0 failed"), "\(out.suffix(4000))")
     }
