@@ -54,6 +54,7 @@ static int clients = 1000, groups = 100, seconds = 20, sources = 1;
 static double *lat, *lat_sent; static size_t nlat, lat_cap;
 static const char *dump_path;
 static int recording, opened, upgraded, failed, closed_by_hub, joined;
+static double last_rx;  // when a frame last arrived (monotonic)
 
 static double now_real(void) { struct timespec t; clock_gettime(CLOCK_REALTIME, &t); return t.tv_sec + t.tv_nsec / 1e9; }
 static double now_mono(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
@@ -177,6 +178,7 @@ static void on_readable(Conn *c) {
         if (n == 0) { if (c->state == OPEN) closed_by_hub++; else failed++; close_conn(c); return; }
         if (n < 0) { if (errno == EAGAIN || errno == EINTR) return; if (c->state == OPEN) closed_by_hub++; else failed++; close_conn(c); return; }
         c->in_len += (size_t)n;
+        last_rx = now_mono();
         if (c->state == UPGRADING) {
             char *end = memmem(c->in, c->in_len, "\r\n\r\n", 4);
             if (!end) { if (c->in_len > 16384) { failed++; close_conn(c); return; } continue; }
@@ -321,9 +323,11 @@ int main(int argc, char **argv) {
     while ((upgraded + failed < nconns || joined < clients - failed) && now_mono() < guard) poll_for(0.1);
     double connect_s = now_mono() - t0;
     if (joined < clients) fprintf(stderr, "hub-loadgen: %d of %d members had their join answered\n", joined, clients);
-    // A moment of quiet before timing (the joins' presence events to the other members; nothing is timed yet).
-    double settle = now_mono() + 2;
-    while (now_mono() < settle) poll_for(settle - now_mono());
+    // Quiet before timing: a join is answered before its presence events have reached the group's other
+    // members (across nodes through the database's notifications, seconds after a 10,000-socket join
+    // storm), so wait for a second without any frame (a hang guard of 120 s), nothing timed yet.
+    double settle_guard = now_mono() + 120;
+    while (now_mono() - last_rx < 1.0 && now_mono() < settle_guard) poll_for(0.1);
     long rss_idle = rss_kib(hub_pid), rss2_idle = rss_kib(hub_pid2);
 
     // Paced posts: post k (of group k mod G, in round k / G) at start + k / G seconds.
