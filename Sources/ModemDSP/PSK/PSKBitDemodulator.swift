@@ -246,7 +246,10 @@ public struct PSKBitDemodulator: Sendable {
     private func decide(slicer k: Int, state st: inout SlicerState, symbol sym: Complex, bits: inout [SlicedBit]) {
         let m = mode.phaseCount, step = mode.phaseStep
         var steps: Int
-        var confidences = [Double](repeating: 0, count: mode.bitsPerSymbol)
+        // Per bit: the coherent slicer's one confidence for the symbol, or (differential) the distance
+        // of the phase position `position` from that bit's decision boundaries.
+        var coherentConfidence: Double?
+        var position = 0.0
         st.symbols &+= 1
         switch slicers[k].detection {
         case .differential:
@@ -254,14 +257,7 @@ public struct PSKBitDemodulator: Sendable {
             x = x.truncatingRemainder(dividingBy: Double(m))
             if x < 0 { x += Double(m) }
             steps = Int(x.rounded()) % m
-            for b in 0..<mode.bitsPerSymbol {
-                var d = 0.5
-                for edge in boundaries[b] {
-                    let raw = abs(x - edge)
-                    d = min(d, min(raw, Double(m) - raw))
-                }
-                confidences[b] = min(1, d / 0.5)
-            }
+            position = x
         case .coherent:
             // V.26 B turns the constellation by π/4 at every symbol: undo it.
             let turn = -Double(st.symbols % 8) * mode.extraShift
@@ -284,14 +280,26 @@ public struct PSKBitDemodulator: Sendable {
             let index = Int(x.rounded()) % m
             let margin = min(1, max(0, 1 - 2 * abs(x - x.rounded())))
             steps = ((index - st.lastIndex) % m + m) % m
-            let c = min(margin, st.lastMargin)
-            for b in confidences.indices { confidences[b] = c }
+            coherentConfidence = min(margin, st.lastMargin)
             st.lastIndex = index
             st.lastMargin = margin
         }
         let symbol = mode.symbol(forPhaseSteps: steps)
         for b in stride(from: mode.bitsPerSymbol - 1, through: 0, by: -1) {
-            bits.append(SlicedBit(slicer: k, mark: symbol >> b & 1 == 1, confidence: Float(confidences[b]), sample: sampleIndex))
+            let confidence = coherentConfidence ?? boundaryConfidence(position, bit: b)
+            bits.append(SlicedBit(slicer: k, mark: symbol >> b & 1 == 1, confidence: Float(confidence), sample: sampleIndex))
         }
+    }
+
+    /// How far phase position `x` (in constellation steps, 0..<M) is from the boundaries where bit `b`
+    /// changes, as a confidence in 0...1 (half a step or more: 1).
+    private func boundaryConfidence(_ x: Double, bit b: Int) -> Double {
+        let m = Double(mode.phaseCount)
+        var d = 0.5
+        for edge in boundaries[b] {
+            let raw = abs(x - edge)
+            d = min(d, min(raw, m - raw))
+        }
+        return min(1, d / 0.5)
     }
 }
