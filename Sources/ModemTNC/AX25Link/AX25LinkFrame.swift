@@ -154,37 +154,22 @@ public struct AX25LinkFrame: Sendable, Hashable {
         public var unnumbered: Unnumbered? { isUnnumbered ? Unnumbered(rawValue: control & 0xEF) : nil }
     }
 
-    /// Decodes the address field and the first control byte.
-    /// - Throws: ``AX25LinkFrameError`` (`.badAddress`, `.missingControl`).
+    /// Decodes the address field and the first control byte (with ``AX25Frame``'s decoder, callsigns
+    /// not checked strictly).
+    /// - Throws: ``AX25LinkFrameError`` (`.badAddress`, `.missingControl`, `.missingPID`).
     public static func header(_ bytes: [UInt8]) throws(AX25LinkFrameError) -> Header {
-        var addresses: [AX25Address] = []
-        var offset = 0
-        while true {
-            guard offset + 7 <= bytes.count else {
-                throw AX25LinkFrameError(.badAddress, "address field not terminated within the frame's \(bytes.count) bytes")
-            }
-            let decoded: (address: AX25Address, isLast: Bool)
-            do {
-                decoded = try AX25Address.decode(bytes[offset..<offset + 7], strictCallsigns: false,
-                                                 role: addresses.isEmpty ? "destination" : addresses.count == 1 ? "source" : "digipeater")
-            } catch {
-                throw AX25LinkFrameError(.badAddress, error.description)
-            }
-            addresses.append(decoded.address)
-            offset += 7
-            if decoded.isLast { break }
-            if addresses.count == 2 + AX25Frame.maxDigipeaters {
-                throw AX25LinkFrameError(.badAddress, "more than 8 digipeaters")
+        let plain: AX25Frame
+        do {
+            plain = try AX25Frame(decoding: bytes, strictCallsigns: false)
+        } catch {
+            switch error.kind {
+            case .missingPID: throw AX25LinkFrameError(.missingPID, error.description)
+            case .frameTooShort where bytes.count >= 14: throw AX25LinkFrameError(.missingControl, error.description)
+            default: throw AX25LinkFrameError(.badAddress, error.description)
             }
         }
-        guard addresses.count >= 2 else {
-            throw AX25LinkFrameError(.badAddress, "address field ends after the destination")
-        }
-        guard offset < bytes.count else {
-            throw AX25LinkFrameError(.missingControl, "frame ends after its addresses: no control byte")
-        }
-        return Header(destination: addresses[0], source: addresses[1], digipeaters: Array(addresses[2...]),
-                      controlOffset: offset, control: bytes[offset])
+        return Header(destination: plain.destination, source: plain.source, digipeaters: plain.digipeaters,
+                      controlOffset: 14 + 7 * plain.digipeaters.count, control: plain.control)
     }
 
     /// Decodes a frame whose link uses `modulo`.
