@@ -16,7 +16,7 @@ struct Modem: AsyncParsableCommand {
           modem devices
         """),
         version: SwiftModemVersion.string,
-        subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self,
+        subcommands: [TxCommand.self, RxCommand.self, AnalyzeCommand.self, DevicesCommand.self, ImpairCommand.self, TNCCommand.self, AX25Command.self,
                       LinkTestCommand.self, DeviceCommand.self, BTCommand.self, KeysCommand.self, PairCommand.self,
                       MailboxCommand.self, SendCommand.self, ReceiveCommand.self, TransferTestCommand.self, HubCommand.self]
     )
