@@ -130,9 +130,16 @@ public final class AGWServer {
 
     /// Waits up to `timeoutMilliseconds` for network activity, then accepts, reads, answers and
     /// writes what is ready.
+    ///
+    /// `requests` is called for each ``AGWServerEvent/request(_:from:)`` at its place among the
+    /// client's messages, before the next one is answered, so that answers go out in the order of the
+    /// questions (a `y` after an `M` counts the frame the `M` queued, as in Dire Wolf). Without it
+    /// (the default does nothing) the requests are only reported, after the server's own answers to
+    /// the same read.
     /// - Returns: what happened, in order.
-    public func poll(timeoutMilliseconds: Int) -> [AGWServerEvent] {
-        handle(sleeper.wait(servicing: [slots], timeoutMilliseconds: timeoutMilliseconds)[0])
+    public func poll(timeoutMilliseconds: Int,
+                     handlingRequests requests: (AGWCommand, TCPClientInfo) -> Void = { _, _ in }) -> [AGWServerEvent] {
+        handle(sleeper.wait(servicing: [slots], timeoutMilliseconds: timeoutMilliseconds)[0], requests: requests)
     }
 
     /// Queues `frame` for a client; false when it is not connected (or was dropped as too slow).
@@ -176,7 +183,7 @@ public final class AGWServer {
     // MARK: - Commands
 
     /// Turns what the sockets did into AGW events, answering what needs no radio.
-    func handle(_ slotEvents: [TCPClientSlots.Event]) -> [AGWServerEvent] {
+    func handle(_ slotEvents: [TCPClientSlots.Event], requests: (AGWCommand, TCPClientInfo) -> Void) -> [AGWServerEvent] {
         var events: [AGWServerEvent] = []
         for event in slotEvents {
             switch event {
@@ -191,7 +198,9 @@ public final class AGWServer {
                 let failure = state.decoder.failure
                 states[info.id] = state
                 for frame in frames where slots.isConnected(info.id) {
-                    events.append(answer(frame, from: info))
+                    let event = answer(frame, from: info)
+                    if case .request(let command, _) = event { requests(command, info) }
+                    events.append(event)
                 }
                 if let failure { slots.drop(info.id, reason: .protocolError(failure)) }
             case .disconnected(let info, let reason):
@@ -201,7 +210,7 @@ public final class AGWServer {
             }
         }
         // Drops made while answering (a protocol error, a client too slow) are reported now.
-        if slots.hasPendingEvents { events += handle(slots.service([])) }
+        if slots.hasPendingEvents { events += handle(slots.service([]), requests: requests) }
         return events
     }
 

@@ -9,7 +9,8 @@ public enum AGWServerEvent: Sendable, Hashable {
     case answered(AGWCommand, from: TCPClientInfo)
     /// A client asked something only the TNC can do: send a frame (`M`, `V`, `K`), count its queue
     /// (`y`), the connected-mode kinds (`C`, `v`, `c`, `D`, `d`, `Y`), or a message that is malformed or
-    /// of an unknown kind. The TNC answers through ``AGWServer/send(_:to:)``.
+    /// of an unknown kind. The TNC acts on it (and answers through ``AGWServer/send(_:to:)``) in the
+    /// `handlingRequests` closure of ``AGWServer/poll(timeoutMilliseconds:handlingRequests:)``, in order.
     case request(AGWCommand, from: TCPClientInfo)
     /// A connection ended; what its AGW decoder counted.
     case disconnected(TCPClientInfo, reason: TCPDisconnectReason, statistics: AGWDecoderStatistics)

@@ -27,12 +27,12 @@ extension TNC {
             default:
                 break
             }
-        case .request(let command, let client):
-            handle(command, from: client)
+        case .request:
+            break    // acted on in order while the server read it (pollNetwork)
         }
     }
 
-    private func handle(_ command: AGWCommand, from client: TCPClientInfo) {
+    func handle(_ command: AGWCommand, from client: TCPClientInfo) {
         switch command {
         case .sendUnproto(let port, let pid, let from, let to, let via, let info):
             guard port == 0 else { return reject(client, "AGW port \(port): this TNC has one radio port, 0") }

@@ -217,7 +217,8 @@ public final class TNC {
             for event in server.handle(results.removeFirst()) { handle(event) }
         }
         if let agwServer {
-            for event in agwServer.handle(results.removeFirst()) { handle(event) }
+            let events = agwServer.handle(results.removeFirst()) { command, client in handle(command, from: client) }
+            for event in events { handle(event) }
         }
     }
 
