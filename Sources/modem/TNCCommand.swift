@@ -27,17 +27,17 @@ struct TNCCommand: AsyncParsableCommand {
         discussion: helpText("""
         Every AX.25 frame decoded from the input goes to every connected KISS client as a KISS data \
         frame (port 0); data frames that clients send are modulated to --output (a WAV file) or played \
-        on --device.
+        on --device. Clients may set TXDELAY (preamble, 10 ms units), TXTAIL, persistence, slot time \
+        and full duplex with KISS parameter frames. Persistence and slot time (p-persistent CSMA, \
+        waiting while the receiver hears a carrier) apply when transmitting on a device; a file is \
+        not a shared channel, so frames are written to it at once.
 
         With --agw, AGW clients (Xastir, YAAC, AGWterminal, Dire Wolf's aclients) are served as Dire \
         Wolf 1.8 serves them: version (R), ports (G, one: Port1), capabilities (g), callsign \
         registration (X, x), monitor frames (m: U, I, S for frames heard, T for frames sent), raw \
         frames (k, K both ways), UI frames to send (M, V with a digipeater path) and the transmit \
         queue's length (y). Connected mode (C, v, c) is not available yet: a connect request is \
-        answered at once with Dire Wolf's failed-connection notice (d, "*** DISCONNECTED RETRYOUT"). Clients may set TXDELAY (preamble, 10 ms units), TXTAIL, persistence, slot time \
-        and full duplex with KISS parameter frames. Persistence and slot time (p-persistent CSMA, \
-        waiting while the receiver hears a carrier) apply when transmitting on a device; a file is \
-        not a shared channel, so frames are written to it at once.
+        answered at once with Dire Wolf's failed-connection notice (d, "*** DISCONNECTED RETRYOUT").
 
         With --input, decoding starts when the first client connects and runs at full speed; at the \
         end of the file the TNC keeps serving (transmitting) until SIGINT or SIGTERM. With --device, \
