@@ -103,13 +103,7 @@ struct AGWDireWolfRealTimeTests {
     @Test("The same AGW questions to Dire Wolf and to modem tnc: the same answers (real time)",
           .requires(SoundServer.pulseAudio, SoundServer.pactl, Peers.direwolf18, Peers.stdbuf), .timeLimit(.minutes(3)))
     func sameAnswers() async throws {
-        try await withLoop("AGWAnswers") { pulse in
-            let dir = try Scratch("AGWDireWolf")
-            let dw = try await DireWolfTNC.start(in: dir, pulseServer: pulse)
-            let tnc = try await TNCBackgroundProcess("/usr/bin/env", [pulse, try Paths.modem(), "tnc", "--device", "default", "--agw", "0"],
-                                                     in: dir, name: "tnc")
-            defer { tnc.kill() }
-            let port = try await tnc.announcedPort(after: "AGW on 127.0.0.1:")
+        try await Self.withDireWolfAndTNC("AGWAnswers") { dw, tnc, port in
             let theirs = try await AGWSession.run(direWolf: dw)
             let ours = try await AGWSession.run(port: port)
             await dw.stop()
@@ -123,22 +117,34 @@ struct AGWDireWolfRealTimeTests {
     @Test("A UI frame sent through our AGW is decoded by Dire Wolf, and one sent through Dire Wolf's reaches ours (real time)",
           .requires(SoundServer.pulseAudio, SoundServer.pactl, Peers.direwolf18, Peers.stdbuf), .timeLimit(.minutes(3)))
     func framesBothWays() async throws {
-        try await withLoop("AGWAudio") { pulse in
-            let dir = try Scratch("AGWDireWolf")
-            let dw = try await DireWolfTNC.start(in: dir, pulseServer: pulse)
-            let tnc = try await TNCBackgroundProcess("/usr/bin/env", [pulse, try Paths.modem(), "tnc", "--device", "default", "--agw", "0"],
-                                                     in: dir, name: "tnc")
-            defer { tnc.kill() }
-            let port = try await tnc.announcedPort(after: "AGW on 127.0.0.1:")
+        try await Self.withDireWolfAndTNC("AGWAudio") { dw, tnc, port in
             let theirs = try await dw.connectAGWClient()
             let ours = try AGWTestClient(port: port)
             do {
                 try await exchange(theirs: theirs, ours: ours, dw: dw, tnc: tnc)
             } catch {
-                await dw.stop()
                 throw HarnessError("\(error)\nmodem tnc:\n\(tnc.stderrText.suffix(3000))\nDire Wolf (\(dw.logPath)):\n"
                                    + dw.process.stdoutText.split(separator: "\n").filter { !$0.contains("root") && !$0.contains("privileges") }.suffix(30).joined(separator: "\n"))
             }
+        }
+    }
+
+    /// Runs `body` with a private null sink, Dire Wolf on it and `modem tnc --device default --agw 0`
+    /// on it too (given with its AGW port); stops both afterwards.
+    private static func withDireWolfAndTNC(_ label: String, _ body: (DireWolfTNC, TNCBackgroundProcess, Int) async throws -> Void) async throws {
+        try await withLoop(label) { pulse in
+            let dir = try Scratch("AGWDireWolf")
+            let dw = try await DireWolfTNC.start(in: dir, pulseServer: pulse)
+            let tnc = try await TNCBackgroundProcess("/usr/bin/env", [pulse, try Paths.modem(), "tnc", "--device", "default", "--agw", "0"],
+                                                     in: dir, name: "tnc")
+            defer { tnc.kill() }
+            do {
+                try await body(dw, tnc, try await tnc.announcedPort(after: "AGW on 127.0.0.1:"))
+            } catch {
+                await dw.stop()
+                throw error
+            }
+            await dw.stop()
         }
     }
 

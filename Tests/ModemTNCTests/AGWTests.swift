@@ -24,18 +24,6 @@ func agwPump(_ server: AGWServer, clients: [AGWTestClient] = [], seconds: Double
     return events
 }
 
-/// Steps `tnc` (and lets AGW `clients` read) until `done` holds or `seconds` pass.
-@discardableResult
-func agwPump(_ tnc: TNC, clients: [AGWTestClient], seconds: Double = 60, until done: () -> Bool) throws -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        try tnc.step(timeoutMilliseconds: 2)
-        for c in clients { c.receive() }
-        if done() { return true }
-    }
-    return done()
-}
-
 @Suite("AGW frames and decoder")
 struct AGWCodecTests {
     static let sample = AGWFrame(port: 0, kind: "V", pid: 0xF0, callFrom: "N0CALL-7", callTo: "APRS",
@@ -312,7 +300,7 @@ struct TNCAGWTests {
         try client.send(AGWMessage(kind: "m"))
         try client.send(AGWMessage(kind: "k"))
         let kissClient = try KISSTestClient(port: kiss.port)
-        try agwPump(tnc, clients: [client]) {
+        try tncPump(tnc, clients: [client], seconds: 60) {
             kissClient.receive()
             return tnc.inputEnded && client.messages.count == 4 && kissClient.dataPayloads.count == 2
         }
@@ -327,7 +315,7 @@ struct TNCAGWTests {
         let v = AGWMessage(kind: "V", pid: 0xF0, from: "N0AGW", to: "APRS",
                            data: [1] + Array("WIDE1-1".utf8) + [0, 0, 0] + Array("sent over AGW".utf8))
         try client.send(v)
-        try agwPump(tnc, clients: [client]) { tnc.currentStatistics.framesTransmitted == 1 && client.messages.count == 5 }
+        try tncPump(tnc, clients: [client], seconds: 60) { tnc.currentStatistics.framesTransmitted == 1 && client.messages.count == 5 }
         #expect(client.messages.last?.kind == "T")
         #expect(client.messages.last?.text == " 1:Fm N0AGW To APRS Via WIDE1-1 <UI pid=F0 Len=13 PF=0 >[12:00:00]\rsent over AGW\r")
         try tnc.finish()
@@ -350,7 +338,7 @@ struct TNCAGWTests {
                   AGWMessage(port: 3, kind: "M", from: "N0CALL", to: "APRS", data: [1]), AGWMessage(kind: "y")] {
             try client.send(m)
         }
-        try agwPump(tnc, clients: [client]) { client.messages.count == 4 }
+        try tncPump(tnc, clients: [client], seconds: 60) { client.messages.count == 4 }
         #expect(client.messages.map(\.kind) == ["d", "Y", "d", "y"])
         #expect(client.messages[0].text == "*** DISCONNECTED RETRYOUT With N9ZZZ\r" && client.messages[0].from == "N9ZZZ" && client.messages[0].to == "N0CALL")
         #expect(client.messages[1].u32 == 0 && client.messages[1].from == "N0CALL")

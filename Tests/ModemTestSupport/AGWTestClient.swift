@@ -50,82 +50,34 @@ public struct AGWMessage: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-/// An AGW client for the tests: a TCP connection to 127.0.0.1, non-blocking after connect, which keeps
+/// An AGW client for the tests: a TCP connection to 127.0.0.1 (``LoopbackConnection``), which keeps
 /// every message received. In-process tests pump the server and call ``receive()``; tests of a server in
 /// another process await messages with ``awaitMessages(_:hangGuard:until:)`` (the socket becoming
 /// readable, on the event loop).
 public final class AGWTestClient {
-    private var fd: Int32
+    private let connection: LoopbackConnection
     private var buffer: [UInt8] = []
     /// Messages received so far.
     public private(set) var messages: [AGWMessage] = []
     /// Whether the server closed the connection.
-    public private(set) var closedByServer = false
+    public var closedByServer: Bool { connection.closedByServer }
 
     /// Connects to 127.0.0.1:`port`; `receiveBufferBytes` shrinks the kernel's receive buffer.
     public init(port: Int, receiveBufferBytes: Int? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket: errno \(errno)") }
-        if let bytes = receiveBufferBytes {
-            var value = Int32(bytes)
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw TestSupportError("connect to 127.0.0.1:\(port): errno \(code)")
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        connection = try LoopbackConnection(port: port, receiveBufferBytes: receiveBufferBytes)
     }
-
-    deinit { close() }
 
     /// Sends a message.
-    public func send(_ message: AGWMessage) throws { try send(bytes: message.encode()) }
+    public func send(_ message: AGWMessage) throws { try connection.send(message.encode()) }
 
     /// Sends bytes (all of them; a full buffer waits for room, 60 s being a hang guard).
-    public func send(bytes: [UInt8]) throws {
-        var offset = 0
-        let deadline = Date().addingTimeInterval(60)
-        while offset < bytes.count {
-            guard fd >= 0 else { throw TestSupportError("send on a closed connection") }
-            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n > 0 { offset += n; continue }
-            if n < 0, errno == EINTR { continue }
-            if n < 0, errno == EAGAIN {
-                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                let ready = poll(&p, 1, Int32(max(0, deadline.timeIntervalSinceNow * 1000)))
-                if ready > 0 || (ready < 0 && errno == EINTR) { continue }
-                throw TestSupportError("send: no room within 60 s (a hang guard)")
-            }
-            throw TestSupportError("send: errno \(errno)")
-        }
-    }
+    public func send(bytes: [UInt8]) throws { try connection.send(bytes) }
 
     /// Reads what has arrived (without waiting); returns the number of bytes.
     @discardableResult
     public func receive() -> Int {
-        guard fd >= 0 else { return 0 }
-        var total = 0
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n > 0 {
-                total += n
-                buffer += chunk[0..<n]
-                continue
-            }
-            if n == 0 { closedByServer = true }
-            if n < 0, errno != EAGAIN, errno != EINTR { closedByServer = true }
-            break
-        }
+        let bytes = connection.read()
+        buffer += bytes
         while buffer.count >= 36 {
             let length = Int(buffer[28]) | Int(buffer[29]) << 8 | Int(buffer[30]) << 16 | Int(buffer[31]) << 24
             guard buffer.count >= 36 + length else { break }
@@ -134,7 +86,7 @@ public final class AGWTestClient {
                                        from: call(8), to: call(18), data: Array(buffer[36..<36 + length])))
             buffer.removeFirst(36 + length)
         }
-        return total
+        return bytes.count
     }
 
     /// Reads until `condition` holds for the messages received so far, waiting on the event loop for
@@ -151,14 +103,10 @@ public final class AGWTestClient {
                 throw TestSupportError("waited \(closedByServer ? "until the server closed the connection" : "\(Int(hangGuard)) s (a hang guard)") for \(what); received:\n"
                                        + messages.map(\.description).joined(separator: "\n"))
             }
-            _ = await SocketWaiter.shared.wait(fd: fd, for: .readable, timeoutMilliseconds: Int(left * 1000) + 1)
+            await connection.awaitReadable(seconds: left)
         }
     }
 
     /// Closes the connection.
-    public func close() {
-        guard fd >= 0 else { return }
-        Glibc.close(fd)
-        fd = -1
-    }
+    public func close() { connection.close() }
 }

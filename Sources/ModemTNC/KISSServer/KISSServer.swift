@@ -32,24 +32,24 @@ import ModemRuntime
 /// ```
 public final class KISSServer {
     /// The address it listens on, as given (e.g. `127.0.0.1`, `::1`, `0.0.0.0`).
-    public let host: String
+    public var host: String { slots.host }
     /// The TCP port it listens on (the kernel's choice when created with port 0).
-    public let port: Int
+    public var port: Int { slots.port }
     /// Connections served at once. When all are taken, a new connection replaces the client idle
     /// longest if that one has been idle at least ``evictionIdleSeconds``; otherwise it is closed.
-    public let maximumClients: Int
+    public var maximumClients: Int { slots.maximumClients }
     /// Seconds without traffic (nothing read from the client, nothing written to it) after which a
     /// client is disconnected; nil: never.
-    public let idleTimeoutSeconds: Double?
+    public var idleTimeoutSeconds: Double? { slots.idleTimeoutSeconds }
     /// How long a client must have been idle before a new connection may take its place when the
     /// server is full, so idle connections cannot lock newcomers out.
-    public let evictionIdleSeconds: Double
+    public var evictionIdleSeconds: Double { slots.evictionIdleSeconds }
     /// The most bytes queued for one client before it is dropped as too slow.
-    public let maximumOutputBytes: Int
+    public var maximumOutputBytes: Int { slots.maximumOutputBytes }
     /// The most bytes read from one client per ``poll(timeoutMilliseconds:)``.
-    public let readChunkBytes: Int
+    public var readChunkBytes: Int { slots.readChunkBytes }
     /// The kernel send buffer asked for on each connection (nil: the system's default).
-    public let socketSendBufferBytes: Int?
+    public var socketSendBufferBytes: Int? { slots.socketSendBufferBytes }
 
     /// The sockets and client places (shared with ``AGWServer``).
     let slots: TCPClientSlots
@@ -93,14 +93,6 @@ public final class KISSServer {
                                    maximumOutputBytes: maximumOutputBytes, readChunkBytes: readChunkBytes,
                                    socketSendBufferBytes: socketSendBufferBytes, idleTimeoutSeconds: idleTimeoutSeconds,
                                    evictionIdleSeconds: evictionIdleSeconds, clock: clock)
-        self.host = host
-        self.port = slots.port
-        self.maximumClients = maximumClients
-        self.maximumOutputBytes = maximumOutputBytes
-        self.readChunkBytes = readChunkBytes
-        self.socketSendBufferBytes = socketSendBufferBytes
-        self.idleTimeoutSeconds = idleTimeoutSeconds
-        self.evictionIdleSeconds = evictionIdleSeconds
     }
 
     deinit { close() }
