@@ -5,9 +5,11 @@
 #
 #   scripts/direwolf18.sh [DEST]        (default .build/direwolf18; the programs land in DEST/bin)
 #
-# Only what the tests and benchmarks run is built: atest and gen_packets (the TNC tests talk KISS through
-# Debian's kissutil, which IL2P does not change). Idempotent: nothing is done when DEST/bin holds both
-# programs built from this very archive (DEST/.archive holds its checksum). Needs cmake, gcc and
+# Only what the tests and benchmarks run is built: atest and gen_packets (IL2P, PSK), and for the AGW
+# tests the TNC itself (direwolf: its AGW server on port 8000, its KISS server on 8001) with its AGW
+# and KISS clients (aclients, tnctest, kissutil, appserver). Idempotent: nothing is done when DEST/bin
+# holds every program built from this very archive (DEST/.archive holds its checksum); a source tree
+# configured from the same archive (DEST/.source) is reused, so make builds only what is missing. Needs cmake, gcc and
 # libasound2-dev (scripts/install-deps.sh installs them). scripts/test.sh runs it beside the Swift builds;
 # tests find the programs through `Peers.atest18` and `Peers.genPackets18` (Tests/ModemCLITests/Support/
 # CLIHarness.swift), or in the folder DIREWOLF18_BIN names.
@@ -16,7 +18,7 @@ cd "$(dirname "$0")/.."
 archive=$PWD/Fixtures/peers/direwolf-dev-44f576c.tar.gz
 dest=${1:-.build/direwolf18}
 [[ $dest == /* ]] || dest=$PWD/$dest
-programs=(atest gen_packets)
+programs=(atest gen_packets direwolf aclients tnctest kissutil appserver)
 [[ -f $archive ]] || { echo "direwolf18: no source archive $archive" >&2; exit 1; }
 sum=$(sha256sum "$archive" | cut -d' ' -f1)
 built() {
@@ -32,13 +34,20 @@ mkdir -p "$dest"
 exec 9>"$dest/.lock"
 flock 9
 if built; then echo "$dest/bin"; exit 0; fi
-rm -rf "$dest/src" "$dest/bin" "$dest/.archive"
-mkdir -p "$dest/src" "$dest/bin"
 log=$dest/build.log
-tar -xzf "$archive" -C "$dest/src"
-mkdir -p "$dest/src/direwolf/build"
+# A configured tree of this archive is reused (make builds only what is missing); any other is replaced.
+if [[ ! -f $dest/.source || $(cat "$dest/.source") != "$sum" || ! -d $dest/src/direwolf/build ]]; then
+  rm -rf "$dest/src" "$dest/bin" "$dest/.archive" "$dest/.source"
+  mkdir -p "$dest/src"
+  tar -xzf "$archive" -C "$dest/src"
+  mkdir -p "$dest/src/direwolf/build"
+  echo "$sum" >"$dest/.source"
+fi
+rm -f "$dest/.archive"
+mkdir -p "$dest/bin"
 cd "$dest/src/direwolf/build"
-if ! { cmake -DCMAKE_BUILD_TYPE=Release -DUNITTEST=OFF .. && make -j"$(nproc)" "${programs[@]}"; } >"$log" 2>&1; then
+if ! { [[ -f Makefile ]] || cmake -DCMAKE_BUILD_TYPE=Release -DUNITTEST=OFF ..; } >"$log" 2>&1 ||
+   ! make -j"$(nproc)" "${programs[@]}" >>"$log" 2>&1; then
   tail -n 30 "$log" >&2
   echo "direwolf18: the build failed (log: $log)" >&2
   exit 1

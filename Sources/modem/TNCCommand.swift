@@ -17,19 +17,27 @@ enum TNCProfileArgument: String, CaseIterable, ExpressibleByArgument {
     var name: String { rawValue }
 }
 
-/// `modem tnc`: a KISS-over-TCP TNC (Dire Wolf's port 8001 protocol). All logic is in
-/// `SwiftModem.TNC` and `SwiftModem.KISSServer`.
+/// `modem tnc`: a TNC serving KISS over TCP (Dire Wolf's port 8001 protocol), the AGW packet-engine
+/// interface (its port 8000) or both. All logic is in `SwiftModem.TNC`, `SwiftModem.KISSServer` and
+/// `SwiftModem.AGWServer`.
 struct TNCCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tnc",
-        abstract: "A packet radio TNC: serves KISS over TCP (as Dire Wolf's port 8001) for a WAV file or a sound device.",
+        abstract: "A packet radio TNC: serves KISS over TCP (as Dire Wolf's port 8001) and the AGW interface (its port 8000) for a WAV file or a sound device.",
         discussion: helpText("""
-        Every AX.25 frame decoded from the input goes to every connected client as a KISS data frame \
-        (port 0); data frames that clients send are modulated to --output (a WAV file) or played on \
-        --device. Clients may set TXDELAY (preamble, 10 ms units), TXTAIL, persistence, slot time \
+        Every AX.25 frame decoded from the input goes to every connected KISS client as a KISS data \
+        frame (port 0); data frames that clients send are modulated to --output (a WAV file) or played \
+        on --device. Clients may set TXDELAY (preamble, 10 ms units), TXTAIL, persistence, slot time \
         and full duplex with KISS parameter frames. Persistence and slot time (p-persistent CSMA, \
         waiting while the receiver hears a carrier) apply when transmitting on a device; a file is \
         not a shared channel, so frames are written to it at once.
+
+        With --agw, AGW clients (Xastir, YAAC, AGWterminal, Dire Wolf's aclients) are served as Dire \
+        Wolf 1.8 serves them: version (R), ports (G, one: Port1), capabilities (g), callsign \
+        registration (X, x), monitor frames (m: U, I, S for frames heard, T for frames sent), raw \
+        frames (k, K both ways), UI frames to send (M, V with a digipeater path) and the transmit \
+        queue's length (y). Connected mode (C, v, c) is not available yet: a connect request is \
+        answered at once with Dire Wolf's failed-connection notice (d, "*** DISCONNECTED RETRYOUT").
 
         With --input, decoding starts when the first client connects and runs at full speed; at the \
         end of the file the TNC keeps serving (transmitting) until SIGINT or SIGTERM. With --device, \
@@ -43,6 +51,8 @@ struct TNCCommand: AsyncParsableCommand {
         Examples:
           modem tnc --input packets.wav --output sent.wav --kiss-port 8001
           modem tnc --device default --kiss-port 8001
+          modem tnc --device default --agw            (AGW on port 8000)
+          modem tnc --device default --kiss-port 0 --agw 0
           kissutil -p 8001            (Dire Wolf's KISS client, in another terminal)
         """)
     )
@@ -57,7 +67,10 @@ struct TNCCommand: AsyncParsableCommand {
     var output: String?
 
     @Option(name: .customLong("kiss-port"), parsing: .unconditional, help: ArgumentHelp("TCP port of the KISS server (Dire Wolf uses 8001); 0 picks a free one, printed on standard error.", valueName: "P"))
-    var kissPort: Int
+    var kissPort: Int?
+
+    @Option(name: .customLong("agw"), defaultAsFlag: 8000, parsing: .next, help: ArgumentHelp("Serve the AGW interface, on TCP port P (default 8000, as Dire Wolf); 0 picks a free one, printed on standard error. At least one of --kiss-port and --agw.", valueName: "P"))
+    var agwPort: Int?
 
     @Option(name: .long, help: ArgumentHelp("Address to listen on: 127.0.0.1 (this machine only), 0.0.0.0 or :: (all interfaces).", valueName: "ADDR"))
     var bind: String = "127.0.0.1"
@@ -118,7 +131,10 @@ struct TNCCommand: AsyncParsableCommand {
 
     func validate() throws {
         if (input == nil) == (device == nil) { throw ValidationError("give exactly one of --input IN.wav or --device NAME") }
-        guard (0...65535).contains(kissPort) else { throw ValidationError("--kiss-port \(kissPort) is not a TCP port (1...65535, or 0 for any free port)") }
+        guard kissPort != nil || agwPort != nil else { throw ValidationError("give --kiss-port P (KISS), --agw [P] (AGW) or both") }
+        if let kissPort, !(0...65535).contains(kissPort) { throw ValidationError("--kiss-port \(kissPort) is not a TCP port (1...65535, or 0 for any free port)") }
+        if let agwPort, !(0...65535).contains(agwPort) { throw ValidationError("--agw \(agwPort) is not a TCP port (1...65535, or 0 for any free port)") }
+        if let kissPort, let agwPort, kissPort == agwPort, kissPort != 0 { throw ValidationError("--kiss-port and --agw cannot share port \(kissPort)") }
         if let rate { guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") } }
         guard channel >= 0 else { throw ValidationError("--channel must be 0 or more") }
         guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
@@ -166,10 +182,17 @@ struct TNCCommand: AsyncParsableCommand {
             } catch let e as ModemSettingsError where settings.isFSK {
                 throw UsageError("\(input ?? device!): \(e.description)")
             }
-            let server: KISSServer
+            let server: KISSServer?
+            let agwServer: AGWServer?
             do {
-                server = try KISSServer(host: bind, port: kissPort, maximumClients: maxClients,
-                                        idleTimeoutSeconds: idleTimeout > 0 ? idleTimeout : nil)
+                server = try kissPort.map {
+                    try KISSServer(host: bind, port: $0, maximumClients: maxClients,
+                                   idleTimeoutSeconds: idleTimeout > 0 ? idleTimeout : nil)
+                }
+                agwServer = try agwPort.map {
+                    try AGWServer(host: bind, port: $0, maximumClients: maxClients,
+                                  idleTimeoutSeconds: idleTimeout > 0 ? idleTimeout : nil)
+                }
             } catch {
                 throw CLIError("\(error)")
             }
@@ -191,15 +214,16 @@ struct TNCCommand: AsyncParsableCommand {
             } else {
                 sink = nil
             }
-            let tnc = try TNC(settings: settings, source: source, sink: sink, server: server, options: options,
-                              onEvent: { log($0.description) })
-            let listening = "KISS over TCP on \(server.address)"
-            if quiet, kissPort == 0 { printError("modem tnc: \(listening)") }
+            let tnc = try TNC(settings: settings, source: source, sink: sink, server: server, agwServer: agwServer,
+                              options: options, onEvent: { log($0.description) })
+            let listening = [server.map { "KISS over TCP on \($0.address)" }, agwServer.map { "AGW on \($0.address)" }]
+                .compactMap { $0 }.joined(separator: "; ")
+            if quiet, kissPort == 0 || agwPort == 0 { printError("modem tnc: \(listening)") }
             log("\(listening); \(settings.summary); input \(input ?? "device " + device!) at \(source.sampleRate) Hz; "
                 + "output \(output ?? (device.map { "device " + $0 } ?? "none (receive only)"))"
                 + (input != nil ? "; decoding starts when the first client connects" : ""))
             // A stop ends the wait for the network at once (the loop checks the flag between steps).
-            let wake = server.interrupter
+            let wake = tnc.interrupter
             let watch = onStop { wake() }
             defer { watch.cancel() }
             let stats = try tnc.run(shouldStop: { isStopRequested })

@@ -34,6 +34,8 @@ struct HelpExamplesTests {
         "modem device --device default --mode master-slave --baud 1200": "a sound device and a phone end; not run by a test (the library's AudioJackManager is)",
         "modem tnc --input packets.wav --output sent.wav --kiss-port 8001": "a KISS client: TNCCLITests (Dire Wolf's kissutil)",
         "modem tnc --device default --kiss-port 8001": "a sound device and a KISS client; TNCCLITests runs the TNC on the null device",
+        "modem tnc --device default --agw": "a sound device and an AGW client on port 8000; AGWDireWolfRealTimeTests runs it with --agw 0 against Dire Wolf over the null sink",
+        "modem tnc --device default --kiss-port 0 --agw 0": "a sound device; AGWCLITests runs both servers at once on a file, AGWDireWolfRealTimeTests the AGW one over the null sink",
         "modem bt scan --hci tcp:127.0.0.1:9000 --seconds 3": "a Bluetooth controller (Bumble): BluetoothCLITests",
         "modem bt connect --hci tcp:127.0.0.1:9000 --address 00:1B:DC:00:00:0B < request.bin > reply.bin": "a Bluetooth controller and a device (Bumble): BluetoothCLITests",
         "modem bt device --hci tcp:127.0.0.1:9001 --name \"Bars Device\"": "a Bluetooth controller (Bumble): BluetoothCLITests",

@@ -47,7 +47,7 @@ enum TNCFixtures {
 
 /// Steps `tnc` (and lets `clients` read) until `done` holds or `seconds` pass; returns whether it held.
 @discardableResult
-func tncPump(_ tnc: TNC, clients: [KISSTestClient] = [], seconds: Double = 30, until done: () -> Bool) throws -> Bool {
+func tncPump(_ tnc: TNC, clients: [any ReceivingTestClient] = [], seconds: Double = 30, until done: () -> Bool) throws -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         try tnc.step(timeoutMilliseconds: 2)

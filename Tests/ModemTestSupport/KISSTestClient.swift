@@ -10,96 +10,39 @@ public struct TestSupportError: Error, CustomStringConvertible {
     public init(_ description: String) { self.description = description }
 }
 
-/// A KISS client for the tests: a TCP connection to 127.0.0.1, non-blocking after connect, which
+/// A KISS client for the tests: a TCP connection to 127.0.0.1 (``LoopbackConnection``), which
 /// keeps every byte received and decodes them as KISS frames.
 public final class KISSTestClient {
-    private var fd: Int32
+    private let connection: LoopbackConnection
     private var decoder = KISSDecoder()
     /// Every byte received so far.
     public private(set) var receivedBytes: [UInt8] = []
     /// KISS frames received so far.
     public private(set) var frames: [KISSFrame] = []
     /// Whether the server closed the connection.
-    public private(set) var closedByServer = false
+    public var closedByServer: Bool { connection.closedByServer }
 
     /// Connects to 127.0.0.1:`port`; `receiveBufferBytes` shrinks the kernel's receive buffer
     /// (before connecting).
     public init(port: Int, receiveBufferBytes: Int? = nil) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw TestSupportError("socket: errno \(errno)") }
-        if let bytes = receiveBufferBytes {
-            var value = Int32(bytes)
-            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &value, socklen_t(MemoryLayout<Int32>.size))
-        }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard rc == 0 else {
-            let code = errno
-            Glibc.close(fd)
-            throw TestSupportError("connect to 127.0.0.1:\(port): errno \(code)")
-        }
-        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        connection = try LoopbackConnection(port: port, receiveBufferBytes: receiveBufferBytes)
     }
 
-    deinit { close() }
-
-    /// Sends all of `bytes`; when the kernel's buffer is full, waits for room (the socket becoming
-    /// writable: poll(2)); 60 s without room is a hang guard and throws.
-    public func send(_ bytes: [UInt8]) throws {
-        var offset = 0
-        let deadline = Date().addingTimeInterval(60)
-        while offset < bytes.count {
-            guard fd >= 0 else { throw TestSupportError("send on a closed connection") }
-            let n = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n > 0 { offset += n; continue }
-            if n < 0, errno == EINTR { continue }
-            if n < 0, errno == EAGAIN {
-                let left = Int32(max(0, deadline.timeIntervalSinceNow * 1000))
-                var p = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
-                let ready = poll(&p, 1, left)
-                if ready > 0 || (ready < 0 && errno == EINTR) { continue }
-                throw TestSupportError("send: no room in the socket's buffer within 60 s (a hang guard), \(offset) of \(bytes.count) bytes sent")
-            }
-            throw TestSupportError("send: errno \(errno)")
-        }
-    }
+    /// Sends all of `bytes` (waiting for room; 60 s without it is a hang guard and throws).
+    public func send(_ bytes: [UInt8]) throws { try connection.send(bytes) }
 
     /// Reads what has arrived (without waiting); returns the number of bytes.
     @discardableResult
     public func receive() -> Int {
-        guard fd >= 0 else { return 0 }
-        var total = 0
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n > 0 {
-                total += n
-                receivedBytes += buffer[0..<n]
-                frames += decoder.decode(buffer[0..<n])
-                continue
-            }
-            if n == 0 { closedByServer = true }
-            if n < 0, errno != EAGAIN, errno != EINTR { closedByServer = true }
-            return total
-        }
+        let bytes = connection.read()
+        receivedBytes += bytes
+        frames += decoder.decode(bytes)
+        return bytes.count
     }
 
     /// The payloads of the data frames received.
     public var dataPayloads: [[UInt8]] { frames.filter { $0.command == .dataFrame }.map(\.payload) }
 
     /// Closes the connection; `reset` makes it abortive (RST, as a crashed client).
-    public func close(reset: Bool = false) {
-        guard fd >= 0 else { return }
-        if reset {
-            var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-            setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-        }
-        Glibc.close(fd)
-        fd = -1
-    }
+    public func close(reset: Bool = false) { connection.close(reset: reset) }
 }

@@ -7,12 +7,14 @@ import ModemPipelines
 import ModemDSP
 import ModemRuntime
 
-/// A KISS TNC: a packet receiver and transmitter behind a ``KISSServer``, all in one thread.
+/// A packet TNC: a packet receiver and transmitter behind a ``KISSServer``, an ``AGWServer`` or both,
+/// all in one thread.
 ///
-/// Each ``step(timeoutMilliseconds:)`` polls the network (accepting clients, reading their KISS
-/// frames, writing what is queued for them), then reads one block of audio and decodes it, sending
-/// every frame to every connected client as a KISS data frame (port 0), then transmits what
-/// clients sent. ``run(shouldStop:)`` loops until asked to stop and ``finish()`` closes the
+/// Each ``step(timeoutMilliseconds:)`` polls the network (one wait over both servers' sockets:
+/// accepting clients, reading their KISS frames and AGW messages, writing what is queued for them),
+/// then reads one block of audio and decodes it, sending every frame to every KISS client as a KISS
+/// data frame (port 0) and to the AGW clients that asked for raw (`K`) or monitor (`U`, `I`, `S`)
+/// frames, then transmits what clients sent (AGW monitor clients see each transmission as `T`). ``run(shouldStop:)`` loops until asked to stop and ``finish()`` closes the
 /// sockets and finishes the output (a WAV file's header is written then).
 ///
 /// - With a file input, reading waits for the first client (``TNCOptions/waitsForFirstClient``),
@@ -32,8 +34,10 @@ public final class TNC {
     public let source: any AudioSource
     /// Where transmitted audio goes (nil: receive only; client frames are rejected).
     public let sink: (any AudioSink)?
-    /// The KISS server.
-    public let server: KISSServer
+    /// The KISS server (nil: AGW only).
+    public let server: KISSServer?
+    /// The AGW server (nil: KISS only).
+    public let agwServer: AGWServer?
     /// How it runs.
     public let options: TNCOptions
     /// The transmit parameters now (clients change them with KISS parameter frames).
@@ -50,7 +54,9 @@ public final class TNC {
     private var carrier: CarrierDetector?
     private var access = TNCChannelAccess()
     private var generator: SplitMix64
-    private var queue: [(bytes: [UInt8], line: String, from: KISSClientInfo)] = []
+    var queue: [(bytes: [UInt8], frame: AX25Frame, from: TCPClientInfo)] = []
+    /// Blocks a step's network wait, over every server's descriptors at once.
+    private let sleeper = SocketWaiter.Sleeper()
     private var pendingAudio: [Float] = []
     private var pendingOffset = 0
     private var block: [Float]
@@ -58,8 +64,8 @@ public final class TNC {
     private var samplesCaptured = 0
     private var primed = false
     private var readingStarted: Double?
-    private var statistics = TNCStatistics()
-    private let onEvent: (TNCEvent) -> Void
+    var statistics = TNCStatistics()
+    let onEvent: (TNCEvent) -> Void
 
     /// Creates a TNC; nothing happens until ``step(timeoutMilliseconds:)`` or ``run(shouldStop:)``.
     /// - Parameters:
@@ -67,14 +73,18 @@ public final class TNC {
     ///   - source: the audio to decode (a file or a capture device).
     ///   - sink: where to transmit (a file or a playback device), or nil to receive only. With
     ///     ``TNCOptions/outputIsChannel``, it must run at the source's sample rate.
-    ///   - server: a listening KISS server (the TNC closes it in ``finish()``).
+    ///   - server: a listening KISS server, or nil (the TNC closes it in ``finish()``).
+    ///   - agwServer: a listening AGW server, or nil; at least one of the two.
     ///   - options: how to run.
     ///   - onEvent: receives what happens, for a log.
     /// - Throws: ``ModemSettingsError`` when the settings do not fit the source's or the sink's
     ///   sample rate, or a channel output's rate differs from the input's.
-    public init(settings: ModemSettings, source: any AudioSource, sink: (any AudioSink)?, server: KISSServer,
+    public init(settings: ModemSettings, source: any AudioSource, sink: (any AudioSink)?, server: KISSServer?,
+                agwServer: AGWServer? = nil,
                 options: TNCOptions = TNCOptions(), onEvent: @escaping (TNCEvent) -> Void = { _ in }) throws {
         options.validate()
+        precondition(server != nil || agwServer != nil, "TNC needs a KISS server, an AGW server or both")
+        self.agwServer = agwServer
         self.settings = settings
         self.source = source
         self.sink = sink
@@ -106,11 +116,14 @@ public final class TNC {
     public var currentStatistics: TNCStatistics {
         var s = statistics
         if !inputEnded, !isFinished { s.receiver = receiver.currentStatistics }
-        s.clientsServed = server.clientsServed
-        s.clientsDroppedAsSlow = server.clientsDroppedAsSlow
-        s.clientsRefused = server.clientsRefused
-        s.clientsDroppedAsIdle = server.clientsDroppedAsIdle
-        s.kiss = server.kissStatistics
+        let all = [server?.slots, agwServer?.slots].compactMap { $0 }
+        s.clientsServed = all.reduce(0) { $0 + $1.clientsServed }
+        s.clientsDroppedAsSlow = all.reduce(0) { $0 + $1.clientsDroppedAsSlow }
+        s.clientsRefused = all.reduce(0) { $0 + $1.clientsRefused }
+        s.clientsDroppedAsIdle = all.reduce(0) { $0 + $1.clientsDroppedAsIdle }
+        s.kiss = server?.kissStatistics ?? KISSDecoderStatistics()
+        s.agw = agwServer?.agwStatistics
+        s.agwClientsServed = agwServer?.clientsServed ?? 0
         s.slotsWaited = access.slotsWaited
         s.busyDeferrals = access.busyDeferrals
         s.audioSeconds = Double(samplesCaptured) / Double(source.sampleRate)
@@ -136,13 +149,19 @@ public final class TNC {
             let ahead = Double(samplesCaptured) / Double(source.sampleRate) - (now - start)
             if ahead > 0.1 { timeout = min(options.idlePollMilliseconds, Int((ahead - 0.05) * 1000)) }
         }
-        for event in server.poll(timeoutMilliseconds: timeout) { handle(event) }
+        pollNetwork(timeoutMilliseconds: timeout)
         var captured = 0
         if isDecoding, !inputEnded { captured = try readBlock() }
         try transmit(captured: captured)
     }
 
-    /// Steps until `shouldStop` returns true (polled between steps; the server's ``KISSServer/interrupter`` cuts the wait
+    /// Ends the current (or the next) network wait of ``step(timeoutMilliseconds:)`` early, from any
+    /// thread: what a stop request calls so the TNC's thread sees it at once.
+    public var interrupter: @Sendable () -> Void {
+        { [sleeper] in sleeper.interrupt() }
+    }
+
+    /// Steps until `shouldStop` returns true (polled between steps; ``interrupter`` cuts the wait
     /// for the network short), then ``finish()``es. On an error, finishes too (the output stays valid)
     /// and rethrows.
     /// - Returns: the counts.
@@ -169,7 +188,8 @@ public final class TNC {
             statistics.receiver = receiver.finish()
         }
         isFinished = true
-        server.close()
+        server?.close()
+        agwServer?.close()
         for item in queue {
             statistics.framesRejected += 1
             onEvent(.rejected(from: item.from, reason: "stopped before the channel was free"))
@@ -189,20 +209,37 @@ public final class TNC {
 
     // MARK: - Network
 
+    /// One wait over every server's descriptors, then what each server made of them.
+    private func pollNetwork(timeoutMilliseconds: Int) {
+        let servers = [server?.slots, agwServer?.slots].compactMap { $0 }
+        var results = sleeper.wait(servicing: servers, timeoutMilliseconds: timeoutMilliseconds)[...]
+        if let server {
+            for event in server.handle(results.removeFirst()) { handle(event) }
+        }
+        if let agwServer {
+            let events = agwServer.handle(results.removeFirst()) { command, client in handle(command, from: client) }
+            for event in events { handle(event) }
+        }
+    }
+
+    func clientArrived(_ client: TCPClientInfo, clients: Int) {
+        onEvent(.clientConnected(client, clients: clients))
+        if !isDecoding {
+            isDecoding = true
+            onEvent(.decodingStarted)
+        }
+    }
+
     private func handle(_ event: KISSServerEvent) {
         switch event {
         case .connected(let client):
-            onEvent(.clientConnected(client, clients: server.connectedClients.count))
-            if !isDecoding {
-                isDecoding = true
-                onEvent(.decodingStarted)
-            }
+            clientArrived(client, clients: server?.connectedClients.count ?? 0)
         case .refused(let peer, let clients):
             onEvent(.clientRefused(peer: peer, clients: clients))
         case .firstGarbage(let client, let s):
             onEvent(.clientGarbage(client, statistics: s))
         case .disconnected(let client, let reason, let s):
-            onEvent(.clientLeft(client, reason: reason, statistics: s, clients: server.connectedClients.count))
+            onEvent(.clientLeft(client, reason: reason, statistics: s, clients: server?.connectedClients.count ?? 0))
         case .frame(let frame, let client):
             handle(frame, from: client)
         }
@@ -217,11 +254,7 @@ public final class TNC {
             guard let ax25 = try? AX25Frame(decoding: frame.payload) else {
                 return reject(client, "not an AX.25 frame (\(frame.payload.count) bytes)")
             }
-            guard sink != nil else { return reject(client, "this TNC has no output to transmit to") }
-            guard queue.count < options.maximumQueuedFrames else {
-                return reject(client, "the transmit queue is full (\(queue.count) frames waiting)")
-            }
-            queue.append((frame.payload, ax25.monitorLine(), client))
+            enqueue(ax25, bytes: frame.payload, from: client)
         case .txDelay, .persistence, .slotTime, .txTail, .fullDuplex:
             if let change = parameters.apply(frame) {
                 statistics.parametersSet += 1
@@ -234,7 +267,16 @@ public final class TNC {
         }
     }
 
-    private func reject(_ client: KISSClientInfo, _ reason: String) {
+    /// Queues a client's frame for the transmitter, or rejects it (no output, queue full).
+    func enqueue(_ frame: AX25Frame, bytes: [UInt8], from client: TCPClientInfo) {
+        guard sink != nil else { return reject(client, "this TNC has no output to transmit to") }
+        guard queue.count < options.maximumQueuedFrames else {
+            return reject(client, "the transmit queue is full (\(queue.count) frames waiting)")
+        }
+        queue.append((bytes, frame, client))
+    }
+
+    func reject(_ client: TCPClientInfo, _ reason: String) {
         statistics.framesRejected += 1
         onEvent(.rejected(from: client, reason: reason))
     }
@@ -269,10 +311,19 @@ public final class TNC {
     /// Sends decoded frames to every client.
     private func deliver(_ packets: [ReceivedPacket]) {
         for packet in packets {
-            let clients = server.broadcast(.data(packet.bytes))
+            var clients = server?.broadcast(.data(packet.bytes)) ?? 0
+            if let agwServer, let frame = try? AX25Frame(decoding: packet.bytes, strictCallsigns: false) {
+                clients += agwServer.deliverReceived(frame, bytes: packet.bytes)
+            }
             statistics.framesToClients += clients
             onEvent(.received(packet, clients: clients))
         }
+    }
+
+    private func transmitted(_ frame: AX25Frame, from client: TCPClientInfo) {
+        statistics.framesTransmitted += 1
+        agwServer?.monitorTransmitted(frame)
+        onEvent(.transmitted(monitorLine: frame.monitorLine(), from: client))
     }
 
     private func modulate(_ bytes: [UInt8], gapSeconds: Double) -> [Float] {
@@ -292,8 +343,7 @@ public final class TNC {
                 let item = queue.removeFirst()
                 let samples = modulate(item.bytes, gapSeconds: options.gapSeconds)
                 try samples.withUnsafeBufferPointer { try sink.write($0) }
-                statistics.framesTransmitted += 1
-                onEvent(.transmitted(monitorLine: item.line, from: item.from))
+                transmitted(item.frame, from: item.from)
             }
             return
         }
@@ -313,8 +363,7 @@ public final class TNC {
                 let item = queue.removeFirst()
                 pendingAudio = modulate(item.bytes, gapSeconds: 0)
                 pendingOffset = 0
-                statistics.framesTransmitted += 1
-                onEvent(.transmitted(monitorLine: item.line, from: item.from))
+                transmitted(item.frame, from: item.from)
             }
         }
         if outputBlock.count != captured { outputBlock = [Float](repeating: 0, count: captured) }

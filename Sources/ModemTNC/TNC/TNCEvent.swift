@@ -25,6 +25,11 @@ public enum TNCEvent: Sendable, CustomStringConvertible {
     case parameterSet(from: KISSClientInfo, change: String)
     /// A client sent a command this TNC ignores (set hardware, return from KISS).
     case ignored(from: KISSClientInfo, command: KISSCommand)
+    /// An AGW client left or was dropped; what its AGW decoder counted; `clients` AGW clients remain.
+    case agwClientLeft(TCPClientInfo, reason: TCPDisconnectReason, statistics: AGWDecoderStatistics, clients: Int)
+    /// An AGW client asked something worth a log line (registered a callsign, turned monitoring on or
+    /// off, asked for a connected-mode link, sent a kind this TNC does not know), in words.
+    case agwRequest(from: TCPClientInfo, what: String)
 
     public var description: String {
         switch self {
@@ -52,6 +57,12 @@ public enum TNCEvent: Sendable, CustomStringConvertible {
             return "\(c) set \(change)"
         case .ignored(let c, let command):
             return "\(c) sent KISS command \(command) (ignored)"
+        case .agwClientLeft(let c, let reason, let s, let n):
+            var text = "\(c) left: \(reason); \(s.frames) AGW message\(s.frames == 1 ? "" : "s") received"
+            if s.invalidPorts > 0 { text += ", \(s.invalidPorts) with an invalid port" }
+            return text + " (\(n) AGW client\(n == 1 ? "" : "s") left)"
+        case .agwRequest(let c, let what):
+            return "\(c) \(what)"
         }
     }
 

@@ -23,6 +23,10 @@ public struct TNCStatistics: Sendable, CustomStringConvertible {
     public var clientsDroppedAsIdle = 0
     /// What the clients' KISS decoders counted (garbage bytes, bad escapes, ...).
     public var kiss = KISSDecoderStatistics()
+    /// What the AGW clients' decoders counted (nil: no AGW server).
+    public var agw: AGWDecoderStatistics?
+    /// AGW connections accepted (included in ``clientsServed``).
+    public var agwClientsServed = 0
     /// Persistence draws lost (slot times waited) before transmitting.
     public var slotsWaited = 0
     /// Times a transmission was deferred because the channel was busy.
@@ -42,6 +46,10 @@ public struct TNCStatistics: Sendable, CustomStringConvertible {
         if clientsRefused > 0 { parts.append("\(clientsRefused) refused") }
         if clientsDroppedAsIdle > 0 { parts.append("\(clientsDroppedAsIdle) dropped as idle") }
         parts.append("KISS: \(kiss.frames) frame\(kiss.frames == 1 ? "" : "s"), " + TNCEvent.garbage(kiss))
+        if let agw {
+            parts.append("AGW: \(agwClientsServed) client\(agwClientsServed == 1 ? "" : "s"), \(agw.frames) message\(agw.frames == 1 ? "" : "s")"
+                         + (agw.oversized > 0 ? ", \(agw.oversized) oversized" : ""))
+        }
         return parts.joined(separator: ", ")
     }
 }

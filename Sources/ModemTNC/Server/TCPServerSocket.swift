@@ -3,9 +3,9 @@ import Glibc
 #endif
 import ModemSockets
 
-/// The socket calls a ``KISSServer`` makes: ModemSockets' ``TCPSocket`` (POSIX TCP wrapped once),
+/// The socket calls a ``KISSServer`` and an ``AGWServer`` make: ModemSockets' ``TCPSocket`` (POSIX TCP wrapped once),
 /// with failures phrased as ``KISSServerError``.
-enum KISSServerSocket {
+enum TCPServerSocket {
     typealias Accepted = TCPSocket.Accepted
     typealias Received = TCPSocket.Received
     typealias SocketFailure = TCPSocket.SocketFailure

@@ -1,0 +1,351 @@
+import Foundation
+import Testing
+import ModemTestSupport
+import ModemAudio
+import ModemCodecs
+import ModemTNC
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Polls `server` (and lets `clients` read) until `done` holds or `seconds` pass (a hang guard);
+/// returns the events.
+@discardableResult
+func agwPump(_ server: AGWServer, clients: [AGWTestClient] = [], seconds: Double = 60,
+             requests: (AGWCommand, TCPClientInfo) -> Void = { _, _ in },
+             until done: ([AGWServerEvent]) -> Bool) -> [AGWServerEvent] {
+    let deadline = Date().addingTimeInterval(seconds)
+    var events: [AGWServerEvent] = []
+    while Date() < deadline {
+        events += server.poll(timeoutMilliseconds: 2, handlingRequests: requests)
+        for c in clients { c.receive() }
+        if done(events) { break }
+    }
+    return events
+}
+
+@Suite("AGW frames and decoder")
+struct AGWCodecTests {
+    static let sample = AGWFrame(port: 0, kind: "V", pid: 0xF0, callFrom: "N0CALL-7", callTo: "APRS",
+                                 data: [1] + Array("WIDE1-1".utf8) + [0, 0, 0] + Array("hello".utf8), userReserved: 0x01020304)
+
+    @Test("The header is 36 little-endian bytes: port, kind, PID, calls NUL-padded, length, user field")
+    func headerLayout() {
+        let bytes = Self.sample.encode()
+        #expect(bytes.count == 36 + Self.sample.data.count)
+        #expect(bytes[0] == 0 && bytes[4] == UInt8(ascii: "V") && bytes[6] == 0xF0)
+        #expect(Array(bytes[8..<18]) == Array("N0CALL-7".utf8) + [0, 0])
+        #expect(Array(bytes[18..<28]) == Array("APRS".utf8) + [UInt8](repeating: 0, count: 6))
+        #expect(Array(bytes[28..<32]) == [UInt8(Self.sample.data.count), 0, 0, 0])
+        #expect(Array(bytes[32..<36]) == [4, 3, 2, 1])
+        // The test client's own reading of the header agrees.
+        let mine = AGWMessage(port: 0, kind: "V", pid: 0xF0, from: "N0CALL-7", to: "APRS", data: Self.sample.data)
+        #expect(mine.encode(userReserved: 0x01020304) == bytes)
+    }
+
+    @Test("Decoded whole, one byte at a time and in odd pieces: the same frames")
+    func pieces() {
+        let frames = [Self.sample, AGWFrame(kind: "R"), AGWFrame(port: 1, kind: "X", callFrom: "N0CALL"),
+                      AGWFrame(kind: "K", data: [UInt8](repeating: 0x55, count: AGWFrame.maximumDataBytes))]
+        let stream = frames.flatMap { $0.encode() }
+        var whole = AGWDecoder()
+        #expect(whole.decode(stream) == frames)
+        var single = AGWDecoder()
+        var got: [AGWFrame] = []
+        for b in stream {
+            got += single.decode([b])
+            #expect(single.bufferedBytes <= 36 + AGWFrame.maximumDataBytes)
+        }
+        #expect(got == frames)
+        var odd = AGWDecoder()
+        got = []
+        var i = 0
+        var size = 1
+        while i < stream.count {
+            got += odd.decode(stream[i..<min(stream.count, i + size)])
+            i += size
+            size = size * 3 % 101 + 1
+        }
+        #expect(got == frames)
+        #expect(odd.statistics.frames == frames.count)
+        #expect(odd.failure == nil)
+    }
+
+    @Test("A partial header waits; a header announcing too much (or a negative length) ends the stream, bounded")
+    func oversizeAndPartial() {
+        var d = AGWDecoder()
+        let r = AGWFrame(kind: "R").encode()
+        #expect(d.decode(r[0..<20]).isEmpty)
+        #expect(d.bufferedBytes == 20)
+        #expect(d.decode(r[20...]) == [AGWFrame(kind: "R")])
+        for length in [UInt32(AGWFrame.maximumDataBytes + 1), 0xFFFF_FFFF, 0x8000_0000, 100_000_000] {
+            var bad = AGWDecoder()
+            var header = AGWFrame(kind: "M").encode()
+            for i in 0..<4 { header[28 + i] = UInt8(truncatingIfNeeded: length >> (8 * UInt32(i))) }
+            #expect(bad.decode(r + header + r).count == 1, "the frame before the bad header is kept")
+            #expect(bad.failure != nil)
+            #expect(bad.statistics.oversized == 1)
+            #expect(bad.bufferedBytes == 0)
+            #expect(bad.decode(r).isEmpty, "nothing is read after the stream broke")
+        }
+    }
+
+    @Test("Garbage: random bytes never crash or grow the buffer past one message")
+    func garbage() {
+        var rng = SystemRandomNumberGenerator()
+        for _ in 0..<200 {
+            var d = AGWDecoder()
+            let junk = (0..<Int.random(in: 0...5000, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            _ = d.decode(junk)
+            #expect(d.bufferedBytes <= 36 + AGWFrame.maximumDataBytes)
+        }
+    }
+
+    @Test("Ports of 16 or more are read as 0 and counted; a 10-byte call without NUL keeps 9 characters")
+    func portsAndCalls() {
+        var bytes = AGWFrame(kind: "g").encode()
+        bytes[0] = 200
+        for i in 0..<10 { bytes[8 + i] = UInt8(ascii: "A") + UInt8(i) }
+        var d = AGWDecoder()
+        let f = d.decode(bytes)
+        #expect(f.count == 1)
+        #expect(f.first?.port == 0)
+        #expect(f.first?.callFrom == "ABCDEFGHI")
+        #expect(d.statistics.invalidPorts == 1)
+    }
+
+    @Test("Commands: each kind Dire Wolf reads, typed")
+    func commands() {
+        #expect(AGWCommand(AGWFrame(kind: "R")) == .version)
+        #expect(AGWCommand(AGWFrame(port: 2, kind: "g")) == .portCapabilities(port: 2))
+        #expect(AGWCommand(Self.sample) == .sendUnproto(port: 0, pid: 0xF0, from: "N0CALL-7", to: "APRS", via: ["WIDE1-1"], info: Array("hello".utf8)))
+        #expect(AGWCommand(AGWFrame(kind: "M", callFrom: "A", callTo: "B", data: [1, 2])) == .sendUnproto(port: 0, pid: 0, from: "A", to: "B", via: [], info: [1, 2]))
+        #expect(AGWCommand(AGWFrame(kind: "K", data: [0, 9, 8])) == .sendRaw(port: 0, frame: [9, 8]))
+        #expect(AGWCommand(AGWFrame(kind: "C", callFrom: "N0CALL", callTo: "N1ABC")) == .connect(AGWConnectRequest(port: 0, from: "N0CALL", to: "N1ABC")))
+        let via = [2] + Array("W1XYZ".utf8) + [UInt8](repeating: 0, count: 5) + Array("W2XYZ-3".utf8) + [0, 0, 0]
+        #expect(AGWCommand(AGWFrame(kind: "v", callFrom: "N0CALL", callTo: "N1ABC", data: via))
+                == .connect(AGWConnectRequest(port: 0, from: "N0CALL", to: "N1ABC", via: ["W1XYZ", "W2XYZ-3"])))
+        #expect(AGWCommand(AGWFrame(kind: "c", pid: 0xCF, callFrom: "N0CALL", callTo: "N1ABC")) == .connect(AGWConnectRequest(port: 0, from: "N0CALL", to: "N1ABC", pid: 0xCF)))
+        #expect(AGWCommand(AGWFrame(kind: "D", pid: 0xF0, callFrom: "N0CALL", callTo: "N1ABC", data: [1])) == .connectedData(port: 0, from: "N0CALL", to: "N1ABC", pid: 0xF0, data: [1]))
+        #expect(AGWCommand(AGWFrame(kind: "d", callFrom: "N0CALL", callTo: "N1ABC")) == .disconnect(port: 0, from: "N0CALL", to: "N1ABC"))
+        #expect(AGWCommand(AGWFrame(kind: "Y", callFrom: "N0CALL", callTo: "N1ABC")) == .outstandingOnConnection(port: 0, from: "N0CALL", to: "N1ABC"))
+        #expect(AGWCommand(AGWFrame(kind: "Z")) == .unknown(kind: UInt8(ascii: "Z")))
+        if case .malformed = AGWCommand(AGWFrame(kind: "V", data: [3, 0, 0])) {} else { Issue.record("a V whose path runs past its data is malformed") }
+        if case .malformed = AGWCommand(AGWFrame(kind: "V", data: [9] + [UInt8](repeating: 0x41, count: 95))) {} else { Issue.record("9 digipeaters are too many") }
+    }
+
+    @Test("Answers byte for byte as Dire Wolf 1.8 builds them")
+    func answers() throws {
+        #expect(AGWFrame.versionReply().data == [0xD5, 0x07, 0, 0, 0x7F, 0, 0, 0])
+        #expect(AGWFrame.portInformationReply(["first soundcard mono"]).data == Array("1;Port1 first soundcard mono;".utf8) + [0])
+        #expect(AGWFrame.portCapabilitiesReply(port: 0).data == [0, 1, 0x19, 4, 0xC8, 4, 7, 0, 1, 0, 0, 0])
+        let x = AGWFrame.registrationReply(port: 1, callsign: "N0CALL", success: false)
+        #expect(x.port == 1 && x.callFrom == "N0CALL" && x.data == [0])
+        let d = AGWFrame.disconnectedReply(port: 0, remote: "N9ZZZ", own: "N0CALL", retryOut: true)
+        #expect(d.callFrom == "N9ZZZ" && d.callTo == "N0CALL" && d.data == Array("*** DISCONNECTED RETRYOUT With N9ZZZ\r".utf8) + [0])
+        #expect(AGWFrame.disconnectedReply(port: 0, remote: "N9ZZZ", own: "N0CALL", retryOut: false).data == Array("*** DISCONNECTED From Station N9ZZZ\r".utf8) + [0])
+        #expect(AGWFrame.connectedReply(port: 0, remote: "N9ZZZ", own: "N0CALL", incoming: true).data == Array("*** CONNECTED To Station N9ZZZ\r".utf8) + [0])
+        #expect(AGWFrame.connectedReply(port: 0, remote: "N9ZZZ", own: "N0CALL", incoming: false).data == Array("*** CONNECTED With Station N9ZZZ\r".utf8) + [0])
+        let y = AGWFrame.outstandingOnConnectionReply(port: 0, own: "N0CALL", remote: "N9ZZZ", count: 3)
+        #expect(y.kind == UInt8(ascii: "Y") && y.callFrom == "N0CALL" && y.callTo == "N9ZZZ" && y.data == [3, 0, 0, 0])
+        #expect(AGWFrame.connectedDataReply(port: 0, remote: "N9ZZZ", own: "N0CALL", pid: 0xF0, data: [1, 2]).data == [1, 2])
+    }
+
+    @Test("Monitor text: U, I, S and T as Dire Wolf writes them")
+    func monitorText() throws {
+        let t = AGWTimeOfDay(hour: 8, minute: 5, second: 7)
+        // What Dire Wolf printed for its own V frame over the null sink (both C bits set: PF).
+        var ui = try AX25Frame(monitorLine: "N0DW>APRS,WIDE1-1:hello from direwolf")
+        var m = AGWFrame.monitorFrame(port: 0, frame: ui, ownTransmission: false, time: t)
+        #expect(m.kindCharacter == "U" && m.callFrom == "N0DW" && m.callTo == "APRS")
+        #expect(m.data == Array(" 1:Fm N0DW To APRS Via WIDE1-1 <UI pid=F0 Len=19 PF=0 >[08:05:07]\rhello from direwolf\r".utf8) + [0])
+        ui.source.highBit = false
+        ui.digipeaters = [try AX25Address(parsing: "W1ABC"), try AX25Address(parsing: "WIDE2-1")]
+        ui.digipeaters[0].hasBeenRepeated = true
+        ui.digipeaters[1].hasBeenRepeated = true
+        m = AGWFrame.monitorFrame(port: 0, frame: ui, ownTransmission: true, time: t)
+        #expect(m.kindCharacter == "T")
+        #expect(m.text.hasPrefix(" 1:Fm N0DW To APRS Via W1ABC,WIDE2-1* <UI pid=F0 Len=19 P=0 >[08:05:07]\r"), "\(m.text)")
+        // An I frame (a response: F), an RR and a SABM, without information.
+        var dest = try AX25Address(parsing: "N1ABC")
+        var src = try AX25Address(parsing: "N0CALL")
+        src.highBit = true
+        let i = AX25Frame(destination: dest, source: src, control: 0x3A | 0x10, pid: 0xF0, info: Array("hi".utf8))
+        #expect(AGWFrame.monitorFrame(port: 0, frame: i, ownTransmission: false, time: t).text == " 1:Fm N0CALL To N1ABC <I S5 R1 pid=F0 Len=2 F=1 >[08:05:07]\rhi\r")
+        dest.highBit = true
+        src.highBit = false
+        let rr = AX25Frame(destination: dest, source: src, control: 0x41 | 0x10, pid: nil)
+        let rrm = AGWFrame.monitorFrame(port: 0, frame: rr, ownTransmission: false, time: t)
+        #expect(rrm.kindCharacter == "S" && rrm.text == " 1:Fm N0CALL To N1ABC <RR R2 P=1 >[08:05:07]\r")
+        let sabm = AX25Frame(destination: dest, source: src, control: 0x3F, pid: nil)
+        #expect(AGWFrame.monitorFrame(port: 1, frame: sabm, ownTransmission: false, time: t).text == " 2:Fm N0CALL To N1ABC <SABM P=1 >[08:05:07]\r")
+    }
+}
+
+extension AGWFrame {
+    /// The data as text without its trailing NUL.
+    var text: String { String(decoding: data.last == 0 ? data.dropLast() : data[...], as: UTF8.self) }
+}
+
+@Suite("AGW server")
+struct AGWServerTests {
+    @Test("R, G, g, X (twice the same call, then a port that does not exist), x, y: answered as Dire Wolf does, in order")
+    func answers() throws {
+        let server = try AGWServer(port: 0)
+        let c = try AGWTestClient(port: server.port)
+        for m in [AGWMessage(kind: "R"), AGWMessage(kind: "G"), AGWMessage(kind: "g"), AGWMessage(kind: "X", from: "N0CALL"),
+                  AGWMessage(kind: "X", from: "N0CALL"), AGWMessage(port: 1, kind: "X", from: "N0CALL"), AGWMessage(kind: "P"),
+                  AGWMessage(kind: "H"), AGWMessage(kind: "m"), AGWMessage(kind: "y"), AGWMessage(kind: "R")] {
+            try c.send(m)
+        }
+        // The one request here (y) is answered where it stands, between the server's own answers.
+        let events = agwPump(server, clients: [c], requests: { command, client in
+            if command == .outstandingOnPort(port: 0) { server.send(.outstandingOnPortReply(port: 0, count: 0), to: client.id) }
+        }) { _ in c.messages.count >= 8 }
+        let kinds = c.messages.map(\.kind)
+        #expect(kinds == ["R", "G", "g", "X", "X", "X", "y", "R"], "\(c.messages)")
+        #expect(c.messages[0].data == [0xD5, 7, 0, 0, 127, 0, 0, 0])
+        #expect(c.messages[1].text == "1;Port1 first soundcard mono;")
+        #expect(c.messages[3].data == [1] && c.messages[4].data == [1] && c.messages[5].data == [0])
+        #expect(c.messages[5].port == 1 && c.messages[5].from == "N0CALL")
+        #expect(c.messages[6].u32 == 0)
+        let client = try #require(server.connectedClients.first)
+        #expect(server.sendsMonitorFrames(to: client.id))
+        #expect(!server.sendsRawFrames(to: client.id))
+        #expect(server.client(registeredFor: "N0CALL")?.id == client.id)
+        #expect(events.contains { if case .answered(.register(0, "N0CALL"), _) = $0 { true } else { false } })
+        try c.send(AGWMessage(kind: "x", from: "N0CALL"))
+        agwPump(server, clients: [c]) { $0.contains { if case .answered(.unregister, _) = $0 { true } else { false } } }
+        #expect(server.client(registeredFor: "N0CALL") == nil)
+        server.close()
+    }
+
+    @Test("An oversize header drops that client, as Dire Wolf does; garbage from another affects nobody else")
+    func oversizeDropsOnlyThatClient() throws {
+        let server = try AGWServer(port: 0)
+        let good = try AGWTestClient(port: server.port)
+        let bad = try AGWTestClient(port: server.port)
+        agwPump(server, clients: [good, bad]) { _ in server.connectedClients.count == 2 }
+        var header = AGWMessage(kind: "M", from: "N0CALL", to: "APRS").encode()
+        header[30] = 1    // 65536 bytes announced
+        try bad.send(bytes: AGWMessage(kind: "R").encode() + header + [UInt8](repeating: 0x41, count: 5000))
+        let events = agwPump(server, clients: [good, bad]) { _ in bad.closedByServer }
+        #expect(bad.closedByServer)
+        #expect(bad.messages.map(\.kind) == ["R"], "the message before the bad header was answered")
+        #expect(events.contains { if case .disconnected(_, .protocolError, let s) = $0 { s.oversized == 1 } else { false } }, "\(events)")
+        try good.send(AGWMessage(kind: "R"))
+        agwPump(server, clients: [good]) { _ in good.messages.count == 1 }
+        #expect(good.messages.map(\.kind) == ["R"])
+        #expect(!good.closedByServer)
+        #expect(server.agwStatistics.oversized == 1)
+        server.close()
+    }
+
+    @Test("Many clients: 20 against a limit of 16, each answered; the 4 newcomers are refused")
+    func manyClients() throws {
+        let server = try AGWServer(port: 0, maximumClients: 16, evictionIdleSeconds: 600)
+        let clients = try (0..<16).map { _ in try AGWTestClient(port: server.port) }
+        agwPump(server, clients: clients) { _ in server.connectedClients.count == 16 }
+        let late = try (0..<4).map { _ in try AGWTestClient(port: server.port) }
+        agwPump(server, clients: clients + late) { _ in late.allSatisfy(\.closedByServer) }
+        #expect(late.allSatisfy { $0.closedByServer })
+        #expect(server.clientsRefused == 4)
+        for c in clients { try c.send(AGWMessage(kind: "R")) }
+        agwPump(server, clients: clients) { _ in clients.allSatisfy { $0.messages.count == 1 } }
+        #expect(clients.allSatisfy { $0.messages.map(\.kind) == ["R"] })
+        server.close()
+    }
+
+    @Test("A client that does not read is dropped once its output passes the limit; the others get everything")
+    func slowClientDropped() throws {
+        let server = try AGWServer(port: 0, maximumOutputBytes: 16 * 1024, socketSendBufferBytes: 4096)
+        let slow = try AGWTestClient(port: server.port, receiveBufferBytes: 4096)
+        let fast = try AGWTestClient(port: server.port)
+        agwPump(server, clients: [fast]) { _ in server.connectedClients.count == 2 }
+        try slow.send(AGWMessage(kind: "k"))
+        try fast.send(AGWMessage(kind: "k"))
+        agwPump(server, clients: [fast]) { _ in server.connectedClients.allSatisfy { server.sendsRawFrames(to: $0.id) } }
+        let frame = try AX25Frame(monitorLine: "N0CALL>APRS:" + String(repeating: "x", count: 200))
+        var sent = 0
+        var events: [AGWServerEvent] = []
+        while server.connectedClients.count == 2, sent < 10_000 {
+            server.deliverReceived(frame, bytes: frame.encode())
+            sent += 1
+            events += agwPump(server, clients: [fast], seconds: 0) { _ in true }
+        }
+        events += agwPump(server, clients: [fast]) { _ in fast.messages.count == sent }
+        #expect(server.connectedClients.count == 1)
+        #expect(server.clientsDroppedAsSlow == 1)
+        #expect(events.contains { if case .disconnected(_, .outputOverflow, _) = $0 { true } else { false } })
+        #expect(fast.messages.count == sent)
+        #expect(fast.messages.allSatisfy { $0.kind == "K" && $0.data.first == 0 && Array($0.data.dropFirst()) == frame.encode() })
+        server.close()
+    }
+}
+
+@Suite("KISS and AGW on one TNC")
+struct TNCAGWTests {
+    @Test("An AGW M frame is transmitted (monitor T to the client), decoded frames reach raw and monitor AGW clients and KISS clients")
+    func bothWays() throws {
+        let wav = try TNCFixtures.wav(lines: Array(TNCFixtures.lines.prefix(2)), name: "agw")
+        defer { unlink(wav) }
+        let reader = try AudioFileReader(path: wav)
+        let sink = MemorySink(sampleRate: reader.sampleRate)
+        let kiss = try KISSServer(port: 0)
+        let agw = try AGWServer(port: 0, timeOfDay: { AGWTimeOfDay(hour: 12, minute: 0, second: 0) })
+        let log = TNCEventLog()
+        let tnc = try TNC(settings: TNCFixtures.settings, source: reader, sink: sink, server: kiss, agwServer: agw,
+                          onEvent: { log.append($0) })
+        let client = try AGWTestClient(port: agw.port)
+        try client.send(AGWMessage(kind: "m"))
+        try client.send(AGWMessage(kind: "k"))
+        let kissClient = try KISSTestClient(port: kiss.port)
+        try tncPump(tnc, clients: [client], seconds: 60) {
+            kissClient.receive()
+            return tnc.inputEnded && client.messages.count == 4 && kissClient.dataPayloads.count == 2
+        }
+        let expected = TNCFixtures.frames
+        #expect(client.messages.map(\.kind) == ["K", "U", "K", "U"], "\(client.messages)")
+        #expect(Array(client.messages[0].data.dropFirst()) == expected[0].encode())
+        #expect(client.messages[1].text == " 1:Fm \(expected[0].source) To \(expected[0].destination)"
+                + (expected[0].digipeaters.isEmpty ? "" : " Via " + expected[0].digipeaters.map(\.description).joined(separator: ","))
+                + " <UI pid=F0 Len=\(expected[0].info.count) PF=0 >[12:00:00]\r" + String(decoding: expected[0].info, as: UTF8.self) + "\r")
+        #expect(kissClient.dataPayloads == expected.prefix(2).map { $0.encode() })
+        // Send through AGW: V with a path.
+        let v = AGWMessage(kind: "V", pid: 0xF0, from: "N0AGW", to: "APRS",
+                           data: [1] + Array("WIDE1-1".utf8) + [0, 0, 0] + Array("sent over AGW".utf8))
+        try client.send(v)
+        try tncPump(tnc, clients: [client], seconds: 60) { tnc.currentStatistics.framesTransmitted == 1 && client.messages.count == 5 }
+        #expect(client.messages.last?.kind == "T")
+        #expect(client.messages.last?.text == " 1:Fm N0AGW To APRS Via WIDE1-1 <UI pid=F0 Len=13 PF=0 >[12:00:00]\rsent over AGW\r")
+        try tnc.finish()
+        #expect(try TNCFixtures.decode(sink.samples, sampleRate: sink.sampleRate) == ["N0AGW>APRS,WIDE1-1:sent over AGW"])
+        #expect(log.lines.contains { $0.contains("tx N0AGW>APRS,WIDE1-1:sent over AGW") && $0.contains("AGW client #1") })
+    }
+
+    @Test("AGW only: a connect request is answered with Dire Wolf's failed-connection notice; y counts the queue; a bad M is rejected")
+    func connectedModeAndQueue() throws {
+        let wav = try TNCFixtures.wav(lines: [TNCFixtures.lines[0]], name: "agwonly")
+        defer { unlink(wav) }
+        let reader = try AudioFileReader(path: wav)
+        let agw = try AGWServer(port: 0)
+        let log = TNCEventLog()
+        let tnc = try TNC(settings: TNCFixtures.settings, source: reader, sink: MemorySink(sampleRate: reader.sampleRate),
+                          server: nil, agwServer: agw, onEvent: { log.append($0) })
+        let client = try AGWTestClient(port: agw.port)
+        for m in [AGWMessage(kind: "C", from: "N0CALL", to: "N9ZZZ"), AGWMessage(kind: "Y", from: "N0CALL", to: "N9ZZZ"),
+                  AGWMessage(kind: "d", from: "N0CALL", to: "N9ZZZ"), AGWMessage(kind: "M", from: "bad call!", to: "APRS", data: [1]),
+                  AGWMessage(port: 3, kind: "M", from: "N0CALL", to: "APRS", data: [1]), AGWMessage(kind: "y")] {
+            try client.send(m)
+        }
+        try tncPump(tnc, clients: [client], seconds: 60) { client.messages.count == 4 }
+        #expect(client.messages.map(\.kind) == ["d", "Y", "d", "y"])
+        #expect(client.messages[0].text == "*** DISCONNECTED RETRYOUT With N9ZZZ\r" && client.messages[0].from == "N9ZZZ" && client.messages[0].to == "N0CALL")
+        #expect(client.messages[1].u32 == 0 && client.messages[1].from == "N0CALL")
+        #expect(client.messages[2].text == "*** DISCONNECTED From Station N9ZZZ\r")
+        #expect(client.messages[3].u32 == 0)
+        #expect(tnc.currentStatistics.framesRejected == 2)
+        #expect(log.lines.contains { $0.contains("connected mode is not available yet") })
+        try tnc.finish()
+    }
+}
