@@ -7,7 +7,7 @@
 #
 # Only what the tests and benchmarks run is built: atest and gen_packets (IL2P, PSK), and for the AGW
 # tests the TNC itself (direwolf: its AGW server on port 8000, its KISS server on 8001) with its AGW
-# and KISS clients (aclients, tnctest, kissutil, appserver). Idempotent: nothing is done when DEST/bin
+# and KISS clients (aclients, tnctest and tnctest-20, kissutil, appserver). Idempotent: nothing is done when DEST/bin
 # holds every program built from this very archive (DEST/.archive holds its checksum); a source tree
 # configured from the same archive (DEST/.source) is reused, so make builds only what is missing. Needs cmake, gcc and
 # libasound2-dev (scripts/install-deps.sh installs them). scripts/test.sh runs it beside the Swift builds;
@@ -19,11 +19,14 @@ archive=$PWD/Fixtures/peers/direwolf-dev-44f576c.tar.gz
 dest=${1:-.build/direwolf18}
 [[ $dest == /* ]] || dest=$PWD/$dest
 programs=(atest gen_packets direwolf aclients tnctest kissutil appserver)
+# Beside them, tnctest-20: tnctest with its one count changed from 9,999 lines to 20 (nothing else), so that a
+# connected-mode session between two TNCs at 1200 bit/s takes about a minute instead of hours.
+extra=(tnctest-20)
 [[ -f $archive ]] || { echo "direwolf18: no source archive $archive" >&2; exit 1; }
 sum=$(sha256sum "$archive" | cut -d' ' -f1)
 built() {
   [[ -f $dest/.archive && $(cat "$dest/.archive") == "$sum" ]] || return 1
-  for p in "${programs[@]}"; do [[ -x $dest/bin/$p ]] || return 1; done
+  for p in "${programs[@]}" "${extra[@]}"; do [[ -x $dest/bin/$p ]] || return 1; done
 }
 if built; then echo "$dest/bin"; exit 0; fi
 for tool in cmake gcc make; do
@@ -53,5 +56,14 @@ if ! { [[ -f Makefile ]] || cmake -DCMAKE_BUILD_TYPE=Release -DUNITTEST=OFF ..; 
   exit 1
 fi
 for p in "${programs[@]}"; do cp "src/$p" "$dest/bin/$p"; done
+# tnctest-20 from a copy of tnctest.c with `max_count = 9999;` made 20, linked with tnctest's own objects.
+sed 's/^\tmax_count = 9999;/\tmax_count = 20;/' ../src/tnctest.c >src/tnctest20.c
+grep -q $'^\tmax_count = 20;' src/tnctest20.c || { echo "direwolf18: tnctest.c no longer sets max_count = 9999" >&2; exit 1; }
+if ! (cd src && cc -O2 -D_GNU_SOURCE -DUSE_ALSA -I. -I../../src -o "$dest/bin/tnctest-20" tnctest20.c CMakeFiles/tnctest.dir/textcolor.c.o \
+        CMakeFiles/tnctest.dir/dtime_now.c.o CMakeFiles/tnctest.dir/serial_port.c.o -lrt -lm ../external/misc/libmisc.a) >>"$log" 2>&1; then
+  tail -n 30 "$log" >&2
+  echo "direwolf18: tnctest-20 did not build (log: $log)" >&2
+  exit 1
+fi
 echo "$sum" >"$dest/.archive"
 echo "$dest/bin"

@@ -129,6 +129,26 @@ struct AGWDireWolfRealTimeTests {
         }
     }
 
+    /// Dire Wolf's own connected-mode test between two TNCs over AGW (tnctest-20: tnctest with its count
+    /// of lines made 20): TNC 0 connects to TNC 1, sends numbered lines in growing bursts, TNC 1 answers
+    /// each (and 26 more lines after the first), then TNC 0 disconnects; it passes when every reply came
+    /// back in order and both ends saw the link go up and down. Run with our TNC calling Dire Wolf, and
+    /// with Dire Wolf calling ours (an incoming link to a call an AGW client registered).
+    @Test("tnctest: a connected-mode session between modem tnc and Dire Wolf through the null sink (real time)",
+          .requires(SoundServer.pulseAudio, SoundServer.pactl, Peers.direwolf18, Peers.stdbuf, Peers.tnctest20), .timeLimit(.minutes(6)),
+          arguments: [true, false])
+    func tnctestSession(oursCalls: Bool) async throws {
+        try await Self.withDireWolfAndTNC("AGWTnctest") { dw, tnc, port in
+            let ours = "localhost:\(port)=modem-tnc", theirs = "localhost:\(dw.agwPort)=direwolf"
+            let result = try await runProcess(try Peers.tnctest20.path(), oursCalls ? [ours, theirs] : [theirs, ours], timeout: 280)
+            await dw.stop()
+            #expect(result.succeeded && result.stdoutText.contains("Success!"),
+                    "tnctest: \(result)\n\(result.stdoutText.suffix(3000))\nmodem tnc:\n\(tnc.stderrText.suffix(3000))")
+            // Every reply came back, the last one included.
+            #expect(result.stdoutText.contains("0020 reply"))
+        }
+    }
+
     /// Runs `body` with a private null sink, Dire Wolf on it and `modem tnc --device default --agw 0`
     /// on it too (given with its AGW port); stops both afterwards.
     private static func withDireWolfAndTNC(_ label: String, _ body: (DireWolfTNC, TNCBackgroundProcess, Int) async throws -> Void) async throws {

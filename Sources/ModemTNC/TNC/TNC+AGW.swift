@@ -11,12 +11,15 @@ extension TNC {
         case .refused(let peer, let clients):
             onEvent(.clientRefused(peer: peer, clients: clients))
         case .disconnected(let client, let reason, let s):
+            agwClientLeft(client)
             onEvent(.agwClientLeft(client, reason: reason, statistics: s, clients: count))
         case .answered(let command, let client):
             switch command {
             case .register(let port, let call):
+                if port == 0 { registrationChanged(call, registered: true) }
                 onEvent(.agwRequest(from: client, what: "registered \(call) on port \(port)" + (port == 0 ? "" : " (refused: one radio port, 0)")))
             case .unregister(let port, let call):
+                if port == 0 { registrationChanged(call, registered: false) }
                 onEvent(.agwRequest(from: client, what: "unregistered \(call) on port \(port)"))
             case .toggleMonitorFrames:
                 let on = agwServer?.sendsMonitorFrames(to: client.id) ?? false
@@ -88,40 +91,145 @@ extension TNC {
 
     // MARK: - Connected mode
 
-    /// Connected mode: an AGW client asked for a link (`C`, `v` with digipeaters, `c` with a PID).
-    /// To be wired to the AX.25 data-link station's `connect(from:to:via:now:)`, whose `.connected`
-    /// action answers with ``AGWFrame/connectedReply(port:remote:own:incoming:)`` to the client that
-    /// asked. Until then the attempt fails at once, answered as Dire Wolf answers a station that
-    /// never replies (`d`, `*** DISCONNECTED RETRYOUT With REMOTE`), so the client is never left waiting.
+    /// An AGW client asked for a link (`C`, `v` with digipeaters, `c` with a PID): the data-link station
+    /// calls (SABME, or SABM), and the client hears `C` when the link is up or `d` when it failed.
     func connectRequested(_ request: AGWConnectRequest, by client: TCPClientInfo) {
-        onEvent(.agwRequest(from: client, what: "asked to connect \(request.from) to \(request.to)"
-                            + (request.via.isEmpty ? "" : " via \(request.via.joined(separator: ","))")
-                            + ": connected mode is not available yet, answered as a failed connection"))
-        agwServer?.send(.disconnectedReply(port: UInt8(clamping: request.port), remote: request.to, own: request.from,
-                                           retryOut: true), to: client.id)
+        guard request.port == 0 else { return reject(client, "AGW port \(request.port): this TNC has one radio port, 0") }
+        guard sink != nil else {
+            agwServer?.send(.disconnectedReply(port: 0, remote: request.to, own: request.from, retryOut: true), to: client.id)
+            return reject(client, "this TNC has no output to transmit to: no link to \(request.to)")
+        }
+        let local: AX25Address, remote: AX25Address, path: [AX25Address]
+        do {
+            local = try AX25Address(parsing: request.from, role: "own call")
+            remote = try AX25Address(parsing: request.to, role: "remote call")
+            path = try request.via.map { text throws(AX25Error) in try AX25Address(parsing: text, role: "digipeater") }
+        } catch {
+            agwServer?.send(.disconnectedReply(port: 0, remote: request.to, own: request.from, retryOut: true), to: client.id)
+            return reject(client, "AGW connect \(request.from)>\(request.to): \(error)")
+        }
+        onEvent(.agwRequest(from: client, what: "asked to connect \(local) to \(remote)"
+                            + (path.isEmpty ? "" : " via \(path.map(\.description).joined(separator: ","))")))
+        let actions = station.connect(from: local, to: remote, via: path, now: linkClock)
+        if let key = station.links.keys.first(where: { $0.local == AX25LinkStation.normalised(local) && $0.remote == AX25LinkStation.normalised(remote) }),
+           linkOwners[key] == nil {
+            linkOwners[key] = client
+        }
+        perform(actions, asking: client)
     }
 
-    /// Connected mode: an AGW client sent data on a link (`D`). To be wired to the station's
-    /// `send(_:pid:from:to:now:)`; its `.data` actions for the other direction go to the client that
-    /// asked for (or registered the callsign of) the link as ``AGWFrame/connectedDataReply(port:remote:own:pid:data:)``.
-    /// Until then there is no link, and the data is dropped (Dire Wolf drops data for a link that is
-    /// not up too).
+    /// An AGW client sent data on a link (`D`): queued on the link (split into I frames of N1 bytes).
     func connectedDataRequested(port: Int, from: String, to: String, pid: UInt8, data: [UInt8], by client: TCPClientInfo) {
-        onEvent(.agwRequest(from: client, what: "sent \(data.count) bytes of connected data \(from)>\(to) with no link: dropped"))
+        guard let (local, remote) = linkCalls(from, to) else {
+            return reject(client, "AGW data \(from)>\(to): not a pair of calls")
+        }
+        perform(station.send(data, pid: pid == 0 ? AX25Frame.noLayer3PID : pid, from: local, to: remote, now: linkClock), asking: client)
     }
 
-    /// Connected mode: an AGW client asked to end a link (`d`). To be wired to the station's
-    /// `disconnect(from:to:now:)`, whose `.disconnected` action answers with
-    /// ``AGWFrame/disconnectedReply(port:remote:own:retryOut:)``. Until then there is no link, and the
-    /// answer is Dire Wolf's for a link already down: `*** DISCONNECTED From Station REMOTE`.
+    /// An AGW client asked to end a link (`d`): DISC, then `d` to the client when the other end has
+    /// answered (or after the retries). With no link, Dire Wolf's answer for a link already down.
     func disconnectRequested(port: Int, from: String, to: String, by client: TCPClientInfo) {
-        agwServer?.send(.disconnectedReply(port: UInt8(clamping: port), remote: to, own: from, retryOut: false), to: client.id)
+        guard let (local, remote) = linkCalls(from, to), station.link(from: local, to: remote) != nil else {
+            agwServer?.send(.disconnectedReply(port: UInt8(clamping: port), remote: to, own: from, retryOut: false), to: client.id)
+            return
+        }
+        perform(station.disconnect(from: local, to: remote, now: linkClock), asking: client)
     }
 
-    /// Connected mode: an AGW client asked how many frames of a link wait for an acknowledgement
-    /// (`Y`). To be answered from the station's `outstandingFrames(from:to:)`; until then 0, as Dire
-    /// Wolf answers for a link it does not have.
+    /// An AGW client asked how many frames of a link wait for an acknowledgement (`Y`).
     func outstandingOnConnectionRequested(port: Int, from: String, to: String, by client: TCPClientInfo) {
-        agwServer?.send(.outstandingOnConnectionReply(port: UInt8(clamping: port), own: from, remote: to, count: 0), to: client.id)
+        let count = linkCalls(from, to).map { station.outstandingFrames(from: $0.0, to: $0.1) } ?? 0
+        agwServer?.send(.outstandingOnConnectionReply(port: UInt8(clamping: port), own: from, remote: to, count: count), to: client.id)
     }
+
+    /// An AGW client registered (`X`) or unregistered (`x`) a call: the station accepts incoming links
+    /// to the calls some client holds.
+    func registrationChanged(_ call: String, registered: Bool) {
+        guard let address = try? AX25Address(parsing: call, role: "registered call") else { return }
+        if registered {
+            station.register(address)
+        } else if agwServer?.client(registeredFor: call) == nil {
+            station.unregister(address)
+        }
+    }
+
+    /// An AGW client left: its links are closed (DISC) and its calls no longer take connections.
+    func agwClientLeft(_ client: TCPClientInfo) {
+        for call in station.registered where agwServer?.client(registeredFor: call.description) == nil {
+            station.unregister(call)
+        }
+        for (key, owner) in linkOwners.sorted(by: { $0.key.remote.description < $1.key.remote.description }) where owner.id == client.id {
+            linkOwners[key] = nil
+            perform(station.disconnect(from: key.local, to: key.remote, now: linkClock))
+        }
+    }
+
+    /// Once per step: tells the station whether the channel is busy (T1 stands still while it is)
+    /// and fires its due timers.
+    func runLinks() {
+        guard !station.links.isEmpty else { return }
+        let busy = channelBusyForLinks
+        if busy != stationSawBusy {
+            stationSawBusy = busy
+            perform(station.channelBusy(busy, now: linkClock))
+        }
+        if let due = station.nextDeadline, due <= linkClock {
+            perform(station.advance(to: linkClock))
+        }
+    }
+
+    /// Carries out the station's actions: frames to the transmitter, news to the link's AGW client.
+    func perform(_ actions: [AX25LinkAction], asking: TCPClientInfo? = nil) {
+        for action in actions {
+            switch action {
+            case .transmit(let bytes):
+                let frame = (try? AX25Frame(decoding: bytes, strictCallsigns: false))
+                guard let frame else { continue }
+                enqueue(frame, bytes: bytes, from: Self.dataLinkClient)
+            case .connected(let local, let remote, let incoming):
+                let key = AX25LinkStation.LinkKey(local: local, remote: remote)
+                if incoming, linkOwners[key] == nil, let owner = agwServer?.client(registeredFor: local.description) {
+                    linkOwners[key] = owner
+                }
+                guard let owner = linkOwners[key] else {
+                    // Nobody to report to (the client left meanwhile): the link is closed again.
+                    perform(station.disconnect(from: local, to: remote, now: linkClock))
+                    continue
+                }
+                onEvent(.agwRequest(from: owner, what: "link \(local) <> \(remote) up\(incoming ? " (incoming)" : "")"))
+                agwServer?.send(.connectedReply(port: 0, remote: remote.description, own: local.description, incoming: incoming), to: owner.id)
+            case .data(let local, let remote, let pid, let bytes):
+                guard let owner = linkOwners[.init(local: local, remote: remote)] else { continue }
+                agwServer?.send(.connectedDataReply(port: 0, remote: remote.description, own: local.description, pid: pid, data: bytes), to: owner.id)
+            case .disconnected(let local, let remote, let reason):
+                let key = AX25LinkStation.LinkKey(local: local, remote: remote)
+                let owner = linkOwners.removeValue(forKey: key)
+                if let owner {
+                    onEvent(.agwRequest(from: owner, what: "link \(local) <> \(remote) down: \(reason)"))
+                    agwServer?.send(.disconnectedReply(port: 0, remote: remote.description, own: local.description,
+                                                       retryOut: reason == .retriesExhausted), to: owner.id)
+                }
+            case .error(let local, let remote, let problem):
+                if let owner = linkOwners[.init(local: local, remote: remote)] {
+                    onEvent(.agwRequest(from: owner, what: "link \(local) <> \(remote): \(problem)"))
+                }
+            case .refused(let local, let remote, let reason):
+                guard let client = asking ?? linkOwners[.init(local: local, remote: remote)] else { continue }
+                reject(client, "link \(local) <> \(remote): \(reason)")
+                if reason == .tooManyLinks || reason == .notConnected {
+                    agwServer?.send(.disconnectedReply(port: 0, remote: remote.description, own: local.description, retryOut: false), to: client.id)
+                }
+            }
+        }
+    }
+
+    /// The own and remote calls of an AGW link request, as the station keys them.
+    private func linkCalls(_ own: String, _ remote: String) -> (AX25Address, AX25Address)? {
+        guard let local = try? AX25Address(parsing: own, role: "own call"),
+              let other = try? AX25Address(parsing: remote, role: "remote call") else { return nil }
+        return (AX25LinkStation.normalised(local), AX25LinkStation.normalised(other))
+    }
+
+    /// Where the data link's own frames come from, in the transmit queue and the log.
+    static let dataLinkClient = TCPClientInfo(id: 0, peer: "connected-mode data link", service: .agw)
 }

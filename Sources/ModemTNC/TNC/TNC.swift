@@ -66,6 +66,11 @@ public final class TNC {
     private var readingStarted: Double?
     var statistics = TNCStatistics()
     let onEvent: (TNCEvent) -> Void
+    /// Connected mode (AGW clients' links): the data-link station, which AGW client each link
+    /// reports to, and whether the station was last told the channel is busy.
+    var station: AX25LinkStation
+    var linkOwners: [AX25LinkStation.LinkKey: TCPClientInfo] = [:]
+    var stationSawBusy = false
 
     /// Creates a TNC; nothing happens until ``step(timeoutMilliseconds:)`` or ``run(shouldStop:)``.
     /// - Parameters:
@@ -92,6 +97,7 @@ public final class TNC {
         self.options = options
         self.onEvent = onEvent
         parameters = options.parameters
+        station = AX25LinkStation(parameters: options.linkParameters)
         isDecoding = !options.waitsForFirstClient
         receiver = try PacketReceiver(settings: settings, sampleRate: source.sampleRate)
         // Baseband (G3RUH) has no tones to listen for: its channel is never seen busy.
@@ -133,6 +139,16 @@ public final class TNC {
     /// Frames waiting to be transmitted.
     public var queuedFrames: Int { queue.count }
 
+    /// The connected-mode clock, in seconds: the audio captured so far (a sound card's clock, so the
+    /// data link's timers follow the channel, whatever the machine's load).
+    var linkClock: Double { Double(samplesCaptured) / Double(source.sampleRate) }
+
+    /// Whether the channel counts as busy for the data link's T1: a carrier heard, a transmission
+    /// playing, or frames waiting for their turn.
+    var channelBusyForLinks: Bool {
+        (carrier?.isBusy ?? false) || pendingOffset < pendingAudio.count || !queue.isEmpty
+    }
+
     /// One round: network, one block of audio, transmissions.
     /// - Parameter timeoutMilliseconds: how long to wait for the network when there is no audio to
     ///   read (default ``TNCOptions/idlePollMilliseconds``); while decoding it does not wait.
@@ -152,6 +168,7 @@ public final class TNC {
         pollNetwork(timeoutMilliseconds: timeout)
         var captured = 0
         if isDecoding, !inputEnded { captured = try readBlock() }
+        runLinks()
         try transmit(captured: captured)
     }
 
@@ -317,6 +334,9 @@ public final class TNC {
             }
             statistics.framesToClients += clients
             onEvent(.received(packet, clients: clients))
+            if !station.links.isEmpty || !station.registered.isEmpty {
+                perform(station.received(packet.bytes, now: linkClock))
+            }
         }
     }
 

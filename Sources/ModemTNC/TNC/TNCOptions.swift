@@ -33,6 +33,9 @@ public struct TNCOptions: Sendable {
     /// `-I 1`, the NinoTNC's choice), false 2-8 by block size (`-I 0`). Not with ``fx25ParityCount``.
     /// Reception decodes IL2P, FX.25 and plain AX.25 either way.
     public var il2pMaximumFEC: Bool?
+    /// The connected-mode data link's parameters for AGW clients' links (`C`, `v`, `c` and incoming
+    /// connections to their registered calls): window, N1, T1, N2, AX.25 2.2 or 2.0 first.
+    public var linkParameters = AX25LinkParameters()
     /// Seed for the persistence draws (nil: a random seed).
     public var randomSeed: UInt64?
     /// Whether reading is held to real time: when the input delivers audio faster than the wall

@@ -9,6 +9,9 @@ extension Peers {
     /// Dire Wolf 1.8's TNC itself (built with atest by scripts/direwolf18.sh): the AGW and KISS peer.
     static let direwolf18 = Peer.executable(direwolf18Bin + "/direwolf", name: "Dire Wolf 1.8's direwolf",
                                             remedy: "run bash scripts/direwolf18.sh, or set DIREWOLF18_BIN")
+    /// Dire Wolf's tnctest with its count of lines made 20 (built by scripts/direwolf18.sh beside tnctest).
+    static let tnctest20 = Peer.executable(direwolf18Bin + "/tnctest-20", name: "Dire Wolf 1.8's tnctest (20 lines)",
+                                           remedy: "run bash scripts/direwolf18.sh, or set DIREWOLF18_BIN")
     /// coreutils' stdbuf, which makes Dire Wolf's log line-buffered.
     static let stdbuf = Peer.tool("stdbuf", package: "coreutils")
 }
