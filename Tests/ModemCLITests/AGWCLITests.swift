@@ -24,7 +24,11 @@ enum AGWSession {
         let client = try await direWolf?.connectAGWClient() ?? AGWTestClient(port: port!)
         defer { client.close() }
         for q in questions { try client.send(q) }
-        let answers = try await client.awaitMessages("\(answerKinds.count) answers") { $0.count >= answerKinds.count }
+        // `m` turns monitoring on: frames heard meanwhile (a file being decoded) come as monitor messages,
+        // which answer nothing and are left out.
+        let isMonitor: (AGWMessage) -> Bool = { "UISTK".contains($0.kind) }
+        let answers = try await client.awaitMessages("\(answerKinds.count) answers") { $0.filter { !isMonitor($0) }.count >= answerKinds.count }
+            .filter { !isMonitor($0) }
         // The connected-mode answers in a fixed order: Y, then d.
         return answers.prefix(8) + answers.dropFirst(8).sorted { $0.kind == "Y" && $1.kind != "Y" }
     }
@@ -62,24 +66,27 @@ struct AGWCLITests {
         let dir = try Scratch("AGWCLITests")
         let text = try dir.write("in.txt", "N0CALL>APRS,WIDE1-1:one over agw\nN1CALL-7>APRS:two over agw\n")
         try await modemTx(["--profile", "bell202", "--framing", "ax25"], input: text, out: dir.file("in.wav"))
-        let tnc = try await TNCBackgroundProcess(try Paths.modem(), ["tnc", "-q", "--input", dir.file("in.wav"), "--agw", "0", "--kiss-port", "0"],
+        let tnc = try await TNCBackgroundProcess(try Paths.modem(), ["tnc", "-q", "--input", dir.file("in.wav"), "--output", dir.file("out.wav"),
+                                                                             "--agw", "0", "--kiss-port", "0"],
                                                  in: dir, name: "tnc")
         defer { tnc.kill() }
         let agwPort = try await tnc.announcedPort(after: "AGW on 127.0.0.1:")
         _ = try await tnc.kissPort()
         // The questions first: with --input, decoding starts when the first client connects.
         AGWSession.check(try await AGWSession.run(port: agwPort), who: "modem tnc")
+        // Monitoring through the process: what the TNC transmits comes back as T frames. (Frames decoded from
+        // the file go to the clients monitoring when they are decoded, which began with the first client: a
+        // race between clients, so the U frames are checked in-process, in AGWTests.)
         let monitor = try AGWTestClient(port: agwPort)
         try monitor.send(AGWMessage(kind: "m"))
+        try monitor.send(AGWMessage(kind: "R"))
+        _ = try await monitor.awaitMessages("R answered after m") { $0.contains { $0.kind == "R" } }
+        try monitor.send(AGWMessage(kind: "M", from: "N0CALL", to: "APRS", data: Array("three over agw".utf8)))
         try monitor.send(AGWMessage(kind: "C", from: "N0CALL", to: "N9ZZZ"))
-        let got = try await monitor.awaitMessages("the connect notice and two monitor frames") { m in
-            m.contains { $0.kind == "d" } && m.filter { $0.kind == "U" }.count == 2
-        }
-        let d = try #require(got.first { $0.kind == "d" })
-        #expect(d.text == "*** DISCONNECTED RETRYOUT With N9ZZZ\r" && d.from == "N9ZZZ" && d.to == "N0CALL")
-        let u = got.filter { $0.kind == "U" }.map(AGWSession.untimed)
-        #expect(u == [" 1:Fm N0CALL To APRS Via WIDE1-1 <UI pid=F0 Len=12 PF=0 >\rone over agw\r",
-                      " 1:Fm N1CALL-7 To APRS <UI pid=F0 Len=12 PF=0 >\rtwo over agw\r"], "\(got)")
+        let got = try await monitor.awaitMessages("two T monitor frames") { $0.filter { $0.kind == "T" }.count == 2 }
+        let t = got.filter { $0.kind == "T" }.map(AGWSession.untimed)
+        #expect(t.first == " 1:Fm N0CALL To APRS <UI pid=F0 Len=14 PF=0 >\rthree over agw\r", "\(got)")
+        #expect(t.last?.hasPrefix(" 1:Fm N0CALL To N9ZZZ <SABME") == true, "the call: \(got)")
         tnc.signal(SIGINT)
         #expect(await tnc.wait(timeout: 30), "modem tnc did not stop within 30 s of SIGINT")
         #expect(tnc.exitedNormally && tnc.status == 0, "exit \(tnc.status): \(tnc.stderrText)")

@@ -323,29 +323,37 @@ struct TNCAGWTests {
         #expect(log.lines.contains { $0.contains("tx N0AGW>APRS,WIDE1-1:sent over AGW") && $0.contains("AGW client #1") })
     }
 
-    @Test("AGW only: a connect request is answered with Dire Wolf's failed-connection notice; y counts the queue; a bad M is rejected")
+    @Test("AGW only: a connect request calls (SABME on the air); Y counts the link's frames, d with no link is answered at once, y counts the queue; bad M rejected")
     func connectedModeAndQueue() throws {
         let wav = try TNCFixtures.wav(lines: [TNCFixtures.lines[0]], name: "agwonly")
         defer { unlink(wav) }
         let reader = try AudioFileReader(path: wav)
         let agw = try AGWServer(port: 0)
         let log = TNCEventLog()
-        let tnc = try TNC(settings: TNCFixtures.settings, source: reader, sink: MemorySink(sampleRate: reader.sampleRate),
+        let sink = MemorySink(sampleRate: reader.sampleRate)
+        let tnc = try TNC(settings: TNCFixtures.settings, source: reader, sink: sink,
                           server: nil, agwServer: agw, onEvent: { log.append($0) })
         let client = try AGWTestClient(port: agw.port)
         for m in [AGWMessage(kind: "C", from: "N0CALL", to: "N9ZZZ"), AGWMessage(kind: "Y", from: "N0CALL", to: "N9ZZZ"),
-                  AGWMessage(kind: "d", from: "N0CALL", to: "N9ZZZ"), AGWMessage(kind: "M", from: "bad call!", to: "APRS", data: [1]),
+                  AGWMessage(kind: "d", from: "N0CALL", to: "N8YYY"), AGWMessage(kind: "M", from: "bad call!", to: "APRS", data: [1]),
                   AGWMessage(port: 3, kind: "M", from: "N0CALL", to: "APRS", data: [1]), AGWMessage(kind: "y")] {
             try client.send(m)
         }
-        try tncPump(tnc, clients: [client], seconds: 60) { client.messages.count == 4 }
-        #expect(client.messages.map(\.kind) == ["d", "Y", "d", "y"])
-        #expect(client.messages[0].text == "*** DISCONNECTED RETRYOUT With N9ZZZ\r" && client.messages[0].from == "N9ZZZ" && client.messages[0].to == "N0CALL")
-        #expect(client.messages[1].u32 == 0 && client.messages[1].from == "N0CALL")
-        #expect(client.messages[2].text == "*** DISCONNECTED From Station N9ZZZ\r")
-        #expect(client.messages[3].u32 == 0)
+        try tncPump(tnc, clients: [client], seconds: 60) { client.messages.count == 3 }
+        #expect(client.messages.map(\.kind) == ["Y", "d", "y"])
+        // No I frame yet: nothing outstanding on the link being set up.
+        #expect(client.messages[0].u32 == 0 && client.messages[0].from == "N0CALL")
+        #expect(client.messages[1].text == "*** DISCONNECTED From Station N8YYY\r")
+        // The SABME waits in the transmit queue when y is answered (requests are handled in order).
+        #expect(client.messages[2].u32 == 1)
         #expect(tnc.currentStatistics.framesRejected == 2)
-        #expect(log.lines.contains { $0.contains("connected mode is not available yet") })
+        #expect(log.lines.contains { $0.contains("asked to connect N0CALL to N9ZZZ") })
         try tnc.finish()
+        // What went on the air: the call, a SABME (the v2.2 connect) from N0CALL to N9ZZZ.
+        let sent = try TNCFixtures.decodeFrames(sink.samples, sampleRate: sink.sampleRate)
+        let sabme = try #require(sent.first)
+        let header = try AX25LinkFrame.header(sabme)
+        #expect(header.unnumbered == .sabme)
+        #expect(header.destination.description == "N9ZZZ" && header.source.description == "N0CALL")
     }
 }

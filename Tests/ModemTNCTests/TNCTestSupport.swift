@@ -34,6 +34,16 @@ enum TNCFixtures {
         return samples
     }
 
+    /// The frames (bytes without FCS) our receiver finds in `samples`.
+    static func decodeFrames(_ samples: [Float], sampleRate: Int) throws -> [[UInt8]] {
+        let receiver = try PacketReceiver(settings: settings, sampleRate: sampleRate)
+        var frames = samples.withUnsafeBufferPointer { receiver.process($0) }.map(\.bytes)
+        let tail = [Float](repeating: 0, count: sampleRate / 2)
+        frames += tail.withUnsafeBufferPointer { receiver.process($0) }.map(\.bytes)
+        _ = receiver.finish()
+        return frames
+    }
+
     /// The frames (monitor lines) our receiver finds in `samples`.
     static func decode(_ samples: [Float], sampleRate: Int) throws -> [String] {
         let receiver = try PacketReceiver(settings: settings, sampleRate: sampleRate)
