@@ -60,7 +60,7 @@ struct AX25SessionOptions: ParsableArguments {
     @Flag(name: .customLong("v20"), help: "Connect as AX.25 2.0 (SABM, modulo 8, no XID) from the start.")
     var v20 = false
 
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Frames sent before an acknowledgement (the window k): 1...7 for modulo 8, 1...127 for modulo 128 (default 4 / 32).", valueName: "K"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Frames sent before an acknowledgement (the window k): 1...7 for modulo 8, 1...127 for modulo 128 (default 4 either way: the TNC's transmit queue sits between this link and the air, and answers wait behind what is queued there).", valueName: "K"))
     var window: Int?
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Most information bytes per frame (N1, PACLEN), 1...2048.", valueName: "N"))
@@ -111,9 +111,9 @@ struct AX25SessionOptions: ParsableArguments {
         if v20 {
             p.preferV22 = false
             if let window { p.windowModulo8 = window }
-        } else if let window {
-            p.windowModulo8 = min(window, 7)
-            p.windowModulo128 = window
+        } else {
+            p.windowModulo8 = min(window ?? 4, 7)
+            p.windowModulo128 = window ?? 4
         }
         p.maxInformationBytes = paclen
         p.t1Initial = frack
