@@ -74,6 +74,10 @@ public final class HFReceiver {
         }
         // The decimator's delay, removed so sample times match the sender's.
         if decimator.delay > 0 { samples.removeFirst(min(decimator.delay, samples.count)) }
+        // A recording cut a little short (a channel's delay, a recorder stopped early) loses only
+        // part of the last symbol: up to one wide symbol of silence is added, which the code's
+        // interleaving absorbs.
+        samples.append(contentsOf: [Float](repeating: 0, count: HFGrid.wide.symbolLength))
         let demodulator = HFDemodulator(samples: samples)
         var position = 0
         while let sync = demodulator.findPreamble(from: position) {

@@ -64,8 +64,9 @@ public enum HFTransmitter {
         for s in 0..<(interleaver.slotCount / per) {
             out.append(contentsOf: modulator.dataSymbol(Array(slots[(s * per)..<((s + 1) * per)])))
         }
-        // A few milliseconds of silence after the last symbol: filters' tails.
-        out.append(contentsOf: [Float](repeating: 0, count: 80))
+        // 25 ms of silence after the last symbol: the tails of the filters on the way (an SSB
+        // channel's delay shifts the signal by about 20 ms).
+        out.append(contentsOf: [Float](repeating: 0, count: 200))
         for i in out.indices { out[i] = min(peak, max(-peak, out[i])) }
         return out
     }
