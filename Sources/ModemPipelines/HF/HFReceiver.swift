@@ -106,11 +106,10 @@ public final class HFReceiver {
                 return summary
             }
             let interleaver = HFInterleaver(profile: profile, payloadLength: header.payloadLength)
-            let n = profile.codeLength
-            let blocks = profile.blockCount(forPayload: header.payloadLength)
+            let (blocks, n) = profile.blockLayout(forPayload: header.payloadLength)
             var combined = [Float](repeating: 0, count: blocks * n)
             for i in 0..<interleaver.streamLength { combined[i % combined.count] += d.soft[Int(interleaver.slot[i])] }
-            var codec = LDPCBlockCodec(code: profile.code)
+            var codec = LDPCBlockCodec(code: profile.code(forPayload: header.payloadLength))
             var delivered = 0
             for b in 0..<blocks {
                 let result = combined.withUnsafeBufferPointer {

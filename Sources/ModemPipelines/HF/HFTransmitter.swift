@@ -23,7 +23,7 @@ struct HFInterleaver {
     let slotCount: Int
 
     init(profile: HFProfile, payloadLength: Int) {
-        streamLength = profile.blockCount(forPayload: payloadLength) * profile.codeLength * profile.repetition
+        streamLength = profile.streamLength(forPayload: payloadLength)
         slotCount = profile.symbolCount(forPayload: payloadLength) * profile.bitsPerSymbol
         var p = (0..<slotCount).map { Int32($0) }
         var rng = SplitMix64(seed: 0x1EAF_0000_0000_0000 ^ UInt64(slotCount))
@@ -46,10 +46,10 @@ public enum HFTransmitter {
         precondition(peak > 0 && peak <= 1, "HFTransmitter peak must be in (0, 1]")
         let modulator = HFModulator(grid: profile.grid, constellation: profile.constellation, rms: peak / peakToRMS)
         var out = modulator.start(headerBits: HFHeader(profileID: profile.id, payloadLength: payload.count).symbolBits)
-        let codec = LDPCBlockCodec(code: profile.code)
-        let blocks = profile.blockCount(forPayload: payload.count)
+        let codec = LDPCBlockCodec(code: profile.code(forPayload: payload.count))
+        let blocks = profile.blockLayout(forPayload: payload.count).blocks
         var stream = [UInt8]()
-        stream.reserveCapacity(blocks * profile.codeLength)
+        stream.reserveCapacity(blocks * codec.code.length)
         for b in 0..<blocks {
             let lo = min(payload.count, b * codec.payloadCapacity), hi = min(payload.count, lo + codec.payloadCapacity)
             stream.append(contentsOf: codec.encode(payload[lo..<hi], index: b, last: b == blocks - 1))
