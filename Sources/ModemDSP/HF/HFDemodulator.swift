@@ -293,21 +293,26 @@ public final class HFDemodulator {
         let b = constellation.bitsPerPoint
         let data = g.dataCarriers.map { $0 - g.firstCarrier }
         var soft = [Float](repeating: 0, count: available * data.count * b)
-        // For each data carrier: the pilots on either side and the weight of the upper one.
-        var lower = [Int](), frac = [Float]()
+        // For each data carrier: cubic (Catmull-Rom) weights over the four nearest pilots (two on
+        // either side; at the band's edges the outer pilot repeated), which follows the ripple of two
+        // paths a few milliseconds apart far better than a straight line between two pilots.
+        var taps = [(Int, Int, Int, Int)](), weights = [(Float, Float, Float, Float)]()
         for c in data {
             var p = 0
             while p + 1 < np && pilots[p + 1] < c { p += 1 }
-            lower.append(p)
-            frac.append(Float(c - pilots[p]) / Float(pilots[p + 1] - pilots[p]))
+            let t = Float(c - pilots[p]) / Float(pilots[p + 1] - pilots[p])
+            let t2 = t * t, t3 = t2 * t
+            taps.append((max(0, p - 1), p, p + 1, min(np - 1, p + 2)))
+            weights.append(((-t3 + 2 * t2 - t) / 2, (3 * t3 - 5 * t2 + 2) / 2, (-3 * t3 + 4 * t2 + t) / 2, (t3 - t2) / 2))
         }
         soft.withUnsafeMutableBufferPointer { out in
             for s in 0..<available {
                 let estimateNoise = Float(sigma2) * (1 + 1 / weight[s])
+                let base = s * np
                 for (j, c) in data.enumerated() {
-                    let p = lower[j], f = frac[j]
-                    let a = s * np + p
-                    let er = hr[a] * (1 - f) + hr[a + 1] * f, ei = hi[a] * (1 - f) + hi[a + 1] * f
+                    let (p0, p1, p2, p3) = taps[j], (wa, wb, wd, we) = weights[j]
+                    let er = wa * hr[base + p0] + wb * hr[base + p1] + wd * hr[base + p2] + we * hr[base + p3]
+                    let ei = wa * hi[base + p0] + wb * hi[base + p1] + wd * hi[base + p2] + we * hi[base + p3]
                     let h2 = max(er * er + ei * ei, 1e-20)
                     let y = (yr[s * nc + c], yi[s * nc + c])
                     // y / h
