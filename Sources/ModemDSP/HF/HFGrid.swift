@@ -72,7 +72,7 @@ public struct HFGrid: Sendable, Hashable {
     /// carrier (156 Hz apart: two paths up to 3 ms apart are resolved) and short smoothing (the
     /// channel of a 1-2 Hz Doppler spread changes within a tenth of a second). The header and the
     /// configurations for fading channels use it.
-    public static let robust = HFGrid(fftSize: 256, cyclicPrefix: 32, firstCarrier: 10, lastCarrier: 82, pilotSpacing: 5, smoothing: 1)
+    public static let robust = HFGrid(fftSize: 256, cyclicPrefix: 32, firstCarrier: 10, lastCarrier: 82, pilotSpacing: 5, smoothing: 2)
 
     /// The wide grid: 64 ms symbols (15.6 Hz carriers) and a 4 ms prefix, a pilot on every 8th carrier
     /// and long smoothing: the most data for a steady channel.
