@@ -109,14 +109,6 @@ enum HFSequences {
 
     /// The pilot signs (+1 or −1) of symbol `index` (`header`: the header's symbols) for `count` pilots.
     static func pilotSigns(symbol index: Int, count: Int, header: Bool) -> [Float] {
-        var rng = SplitMix64(seed: (header ? headerPilotSeed : pilotSeed) &+ UInt64(truncatingIfNeeded: index) &* 0x9E37_79B9)
-        var out = [Float](repeating: 1, count: count)
-        var bits: UInt64 = 0
-        for i in 0..<count {
-            if i % 64 == 0 { bits = rng.next() }
-            out[i] = bits & 1 == 0 ? 1 : -1
-            bits >>= 1
-        }
-        return out
+        OFDMSequences.signs(seed: header ? headerPilotSeed : pilotSeed, symbol: index, count: count)
     }
 }

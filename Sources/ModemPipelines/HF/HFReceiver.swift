@@ -85,7 +85,6 @@ public final class HFReceiver {
             let headerStart = sync.start + HFGrid.preambleLength
             let h = demodulator.demodulate(grid: .robust, constellation: .qpsk, header: true, start: headerStart,
                                            count: HFGrid.headerSymbols, frequencyOffset: sync.frequencyOffset)
-            if debugHF { FileHandle.standardError.write("sync \(sync) header SNR \(h.carrierSNR) resid \(h.residualFrequency)\n".data(using: .utf8)!) }
             guard let header = HFHeader(soft: h.soft) else {
                 position = max(position, sync.start) + HFGrid.preamblePeriod
                 continue
@@ -134,6 +133,3 @@ public final class HFReceiver {
         return summary
     }
 }
-
-import Foundation
-let debugHF = ProcessInfo.processInfo.environment["HF_DEBUG"] != nil
