@@ -4,11 +4,11 @@ import ModemDSP
 import ModemLink
 import SwiftModem
 
-/// `--profile`: every named tone plan (``FSKProfile/all``), and `ofdm` (the high-rate modem of
-/// `tx` and `rx`), listed by `--help`.
+/// `--profile`: every named tone plan (``FSKProfile/all``), `ofdm` (the high-rate modem of `tx` and
+/// `rx`) and `hf` (the modem for a radio's SSB channel), listed by `--help`.
 enum ProfileArgument: String, CaseIterable, ExpressibleByArgument {
     case bell103, bell103Answer = "bell103-answer", bell202, v21, v21Answer = "v21-answer", v23, v23Back = "v23-back"
-    case rtty, hf300, g3ruh, qpsk2400, psk4800 = "8psk4800", ofdm
+    case rtty, hf300, g3ruh, qpsk2400, psk4800 = "8psk4800", ofdm, hf
 
     /// Accepts any case, as the profile names always were.
     init?(argument: String) { self.init(rawValue: argument.lowercased()) }
@@ -49,7 +49,7 @@ struct LineOptions: ParsableArguments {
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Baud rate (\(ModemSettings.baudRates.lowerBound.formatted)...\(ModemSettings.baudRates.upperBound.formatted)); alone it picks minimodem's default tones for that rate (1200 -> 1200/2200 Hz, 300 -> 1270/1070 Hz).", valueName: "N"))
     var baud: Double?
 
-    @Option(name: .long, help: ArgumentHelp("A standard tone plan (hf300 and g3ruh carry AX.25: --framing ax25), qpsk2400 (2400 bit/s QPSK, V.26) or 8psk4800 (4800 bit/s 8PSK, V.27): Dire Wolf's PSK packet modes, AX.25 only; or ofdm: the high-rate modem (see below).", valueName: "P"))
+    @Option(name: .long, help: ArgumentHelp("A standard tone plan (hf300 and g3ruh carry AX.25: --framing ax25), qpsk2400 (2400 bit/s QPSK, V.26) or 8psk4800 (4800 bit/s 8PSK, V.27): Dire Wolf's PSK packet modes, AX.25 only; or ofdm: the high-rate modem, or hf: the modem for a radio's SSB channel, 300-2600 Hz (see below).", valueName: "P"))
     var profile: ProfileArgument?
 
     @Option(name: .long, help: ArgumentHelp("With --profile qpsk2400: the V.26 phasing, direwolf (alternative A, Dire Wolf's -j, the default) or mfj (alternative B, the MFJ-2400's, Dire Wolf's -J). Both ends must use the same.", valueName: "direwolf|mfj"))
@@ -57,6 +57,8 @@ struct LineOptions: ParsableArguments {
 
     /// Whether the high-rate OFDM modem was asked for.
     var isOFDM: Bool { profile == .ofdm }
+    /// Whether the HF (SSB channel) modem was asked for.
+    var isHF: Bool { profile == .hf }
 
     @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Mark (1, idle) frequency, overrides the profile.", valueName: "HZ"))
     var mark: Double?
@@ -72,6 +74,7 @@ struct LineOptions: ParsableArguments {
             throw ValidationError("give --baud N or --profile P (e.g. --baud 1200, --profile bell103)")
         }
         if profile == .ofdm { throw ValidationError("--profile ofdm is the high-rate modem of tx and rx, not an FSK tone plan") }
+        if profile == .hf { throw ValidationError("--profile hf is the SSB channel modem of tx and rx, not an FSK tone plan") }
         do {
             if v26 != nil, profile != .qpsk2400 { throw ValidationError("--v26 goes with --profile qpsk2400") }
             return try ModemSettings(profile: profile?.name, baudRate: baud, mark: mark, space: space, framing: framing, v26: v26?.mode)

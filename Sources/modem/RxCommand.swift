@@ -24,7 +24,8 @@ struct RxCommand: AsyncParsableCommand {
           modem rx --profile qpsk2400 --v26 mfj --framing ax25 qpsk.wav
           modem rx --profile 8psk4800 --framing ax25 8psk.wav
           modem rx --profile ofdm fast.wav > file.bin
-        With --profile ofdm the configuration comes from the transmission; each block is written once its
+          modem rx --profile hf hf.wav > file.bin
+        With --profile ofdm (and hf) the configuration comes from the transmission; each block is written once its
         CRC checked, and a block that fails ends the output with one line naming its byte offset (status 1).
         """)
     )
@@ -68,6 +69,10 @@ struct RxCommand: AsyncParsableCommand {
             try validateOFDM()
             return
         }
+        if line.isHF {
+            try validateHF()
+            return
+        }
         // The line's settings are checked here, so a missing rate is this command's usage error.
         let settings = try line.settings()
         if stats_, settings.framing != .ax25 {
@@ -76,7 +81,7 @@ struct RxCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = line.isOFDM ? nil : try line.settings()
+        let settings = line.isOFDM || line.isHF ? nil : try line.settings()
         try await reportingErrors {
             installStopHandlers()
             var totalSamples: Int64 = 0
@@ -93,7 +98,7 @@ struct RxCommand: AsyncParsableCommand {
                 sampleRate = header.sampleRate
             } else {
                 // OFDM cannot lose samples (its symbols' timing would slip): a deeper buffer, as latency costs it nothing.
-                capture = try ALSACapture(device: device!, sampleRate: rate, latencyMilliseconds: line.isOFDM ? 500 : 100)
+                capture = try ALSACapture(device: device!, sampleRate: rate, latencyMilliseconds: line.isOFDM || line.isHF ? 500 : 100)
                 sampleRate = capture!.sampleRate
             }
             // A rate no decoder handles is the file's fault (status 1), not the options'.
@@ -104,6 +109,7 @@ struct RxCommand: AsyncParsableCommand {
             let limit = seconds.map { Int($0 * rate) }
             guard let settings else {
                 let live = device != nil || reader?.isSeekable == false
+                if line.isHF { return try receiveHF(source: capture ?? reader!, name: name, limit: limit) }
                 return try receiveOFDM(source: capture ?? reader!, name: name, totalSamples: totalSamples, live: live, limit: limit)
             }
             do {

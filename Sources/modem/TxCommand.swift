@@ -14,7 +14,7 @@ struct TxCommand: AsyncParsableCommand {
         abstract: "Modulate bytes into FSK, PSK (packets) or OFDM audio: a WAV file or a sound device.",
         discussion: helpText("""
         Reads INPUT (default: standard input) and writes its bytes as FSK characters, or
-        with --profile ofdm as one OFDM transmission in checked blocks.
+        with --profile ofdm (or hf) as one OFDM transmission in checked blocks.
         Examples:
           echo hello | modem tx --baud 1200 --out hello.wav
           modem tx --profile rtty --out rtty.wav message.txt
@@ -24,8 +24,9 @@ struct TxCommand: AsyncParsableCommand {
           modem tx --profile qpsk2400 --v26 mfj --framing ax25 --out qpsk.wav frames.txt
           modem tx --profile 8psk4800 --framing ax25 --out 8psk.wav frames.txt
           modem tx --profile ofdm --bitrate 160000 --out fast.wav file.bin
+          modem tx --profile hf --bitrate 2400 --out hf.wav file.bin
 
-        """) + "\n" + OFDMHelp.table
+        """) + "\n" + OFDMHelp.table + "\n" + HFHelp.table
     )
 
     @OptionGroup var line: LineOptions
@@ -57,7 +58,7 @@ struct TxCommand: AsyncParsableCommand {
     var il2p: Int?
 
     @Option(name: .long, parsing: .unconditional,
-            help: ArgumentHelp("With --profile ofdm: the fastest configuration whose net rate is at or below this (see the table below).", valueName: "BPS"))
+            help: ArgumentHelp("With --profile ofdm or hf: the fastest configuration whose net rate is at or below this (see the tables below).", valueName: "BPS"))
     var bitrate: Double?
 
     @Flag(name: [.short, .long], help: "No progress or summary on standard error.")
@@ -71,7 +72,8 @@ struct TxCommand: AsyncParsableCommand {
         guard (8000...192_000).contains(rate) else { throw ValidationError("--rate \(rate) is outside 8000...192000 Hz") }
         guard (-60...0).contains(level) else { throw ValidationError("--level \(level) is outside -60...0 dBFS") }
         if line.isOFDM { return try validateOFDM() }
-        if bitrate != nil { throw ValidationError("--bitrate goes with --profile ofdm") }
+        if line.isHF { return try validateHF() }
+        if bitrate != nil { throw ValidationError("--bitrate goes with --profile ofdm or hf") }
         guard leader >= 0, leader <= 10000 else { throw ValidationError("--leader must be 0...10000 bit periods") }
         if let fx25 {
             guard FX25Mode.parityCounts.contains(fx25) else { throw ValidationError("--fx25 takes 16, 32 or 64 check bytes, not \(fx25)") }
@@ -100,7 +102,7 @@ struct TxCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = line.isOFDM ? nil : try line.settings()
+        let settings = line.isOFDM || line.isHF ? nil : try line.settings()
         try await reportingErrors {
             if let out { try checkOutput(out, option: "--out", notSameAs: [input ?? "-"]) }
             let fd: FileDescriptor
@@ -120,9 +122,9 @@ struct TxCommand: AsyncParsableCommand {
                 sink = try AudioFileWriter(path: out, sampleRate: rate, format: format.sampleFormat)
             } else {
                 // OFDM cannot have gaps (its symbols' timing would slip): a deeper buffer.
-                sink = try ALSAPlayback(device: device!, sampleRate: rate, latencyMilliseconds: line.isOFDM ? 500 : 100)
+                sink = try ALSAPlayback(device: device!, sampleRate: rate, latencyMilliseconds: line.isOFDM || line.isHF ? 500 : 100)
             }
-            guard let settings else { return try sendOFDM(fd: fd, sink: sink) }
+            guard let settings else { return line.isHF ? try sendHF(fd: fd, sink: sink) : try sendOFDM(fd: fd, sink: sink) }
             let amplitude = Float(pow(10, level / 20))
             if case .ax25 = settings.framing {
                 try sendPackets(fd: fd, sink: sink, settings: settings, amplitude: amplitude)

@@ -111,6 +111,7 @@ struct HelpExamplesTests {
         ("modem tx --profile qpsk2400 --v26 mfj --framing ax25 --out qpsk.wav frames.txt", { r, d in try wavMade(r, d.file("qpsk.wav")) }),
         ("modem tx --profile 8psk4800 --framing ax25 --out 8psk.wav frames.txt", { r, d in try wavMade(r, d.file("8psk.wav")) }),
         ("modem tx --profile ofdm --bitrate 160000 --out fast.wav file.bin", { r, d in try wavMade(r, d.file("fast.wav")) }),
+        ("modem tx --profile hf --bitrate 2400 --out hf.wav file.bin", { r, d in try wavMade(r, d.file("hf.wav")) }),
         ("modem rx --baud 1200 hello.wav", { r, _ in r.succeeded && r.stdoutText == message ? nil : "not the message" }),
         ("modem rx --profile rtty --channel 1 stereo.wav", { r, _ in
             r.succeeded && r.stdoutText.contains("HELLO FROM THE HELP EXAMPLES") ? nil : "not the message (in Baudot's capitals)" }),
@@ -121,6 +122,8 @@ struct HelpExamplesTests {
         ("modem rx --profile 8psk4800 --framing ax25 8psk.wav", { r, _ in
             r.succeeded && r.stdoutText == frames ? nil : "not the three frames" }),
         ("modem rx --profile ofdm fast.wav > file.bin", { r, d in
+            r.succeeded && (try? readBytes(d.file("file.bin"))) == payload ? nil : "file.bin is not the payload" }),
+        ("modem rx --profile hf hf.wav > file.bin", { r, d in
             r.succeeded && (try? readBytes(d.file("file.bin"))) == payload ? nil : "file.bin is not the payload" }),
         ("modem analyze hello.wav", { r, _ in r.succeeded && r.stdoutText.contains("modem rx --profile bell202") ? nil : "no rx command suggested" }),
         ("modem analyze --png hello.png hello.wav", { r, d in try pngMade(r, d.file("hello.png")) }),
@@ -162,6 +165,7 @@ struct HelpExamplesTests {
         try await modemTx(["--baud", "1200"], input: text, out: dir.file("clean.wav"))
         try await modemTx(["--profile", "bell202", "--framing", "ax25"], input: dir.file("frames.txt"), out: dir.file("packets.wav"))
         try await modemTx(["--profile", "ofdm"], input: dir.file("file.bin"), out: dir.file("fast.wav"))
+        try await modemTx(["--profile", "hf", "--bitrate", "2400"], input: dir.file("file.bin"), out: dir.file("hf.wav"))
         try await modemTx(["--profile", "qpsk2400", "--v26", "mfj", "--framing", "ax25"], input: dir.file("frames.txt"), out: dir.file("qpsk.wav"))
         try await modemTx(["--profile", "8psk4800", "--framing", "ax25"], input: dir.file("frames.txt"), out: dir.file("8psk.wav"))
         try await modemTx(["--profile", "rtty"], input: text, out: dir.file("rtty-mono.wav"))

@@ -109,7 +109,13 @@ enum OFDMSequences {
 
     /// The pilot signs (+1 or −1) of symbol `index` for `count` pilots.
     static func pilotSigns(symbol index: Int, count: Int) -> [Float] {
-        var rng = SplitMix64(seed: pilotSeed &+ UInt64(truncatingIfNeeded: index) &* 0x9E37_79B9)
+        signs(seed: pilotSeed, symbol: index, count: count)
+    }
+
+    /// `count` pseudo-random signs (+1 or −1) of symbol `index` in the sequence of `seed` (the OFDM
+    /// and HF modems' pilots).
+    static func signs(seed: UInt64, symbol index: Int, count: Int) -> [Float] {
+        var rng = SplitMix64(seed: seed &+ UInt64(truncatingIfNeeded: index) &* 0x9E37_79B9)
         var out = [Float](repeating: 1, count: count)
         var bits: UInt64 = 0
         for i in 0..<count {
