@@ -17,7 +17,7 @@ enum HFHelp {
         for p in HFProfile.all.reversed() {
             let rate = String(Int(p.netBitRate))
             let pad = String(repeating: " ", count: max(0, 6 - rate.count))
-            lines.append("  \(pad)\(rate) bit/s  \(p.name)")
+            lines.append("  \(pad)\(rate) bit/s  \(p.name)\(p.pickedByBitRate ? "" : " (received; --bitrate no longer picks it)")")
         }
         return lines.joined(separator: "\n")
     }

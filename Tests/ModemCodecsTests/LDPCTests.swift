@@ -37,8 +37,14 @@ struct LDPCTests {
         #expect(LDPCCode.standard(rate) === code)
     }
 
+    @Test("the rates' names and order are those that were there before 3/5 was added (3/5 comes last)")
+    func rateOrder() {
+        #expect(LDPCRate.allCases.map(\.rawValue) == ["1/2", "2/3", "3/4", "5/6", "7/8", "9/10", "3/5"])
+        #expect(LDPCRate(rawValue: "3/5") == .r3_5 && LDPCRate.r3_5.fraction == (3, 5))
+    }
+
     @Test("decoding corrects a noisy word above the code's threshold and says when it could not",
-          arguments: [(LDPCRate.r1_2, 1.6), (.r3_4, 2.8), (.r5_6, 3.5), (.r9_10, 4.4)])
+          arguments: [(LDPCRate.r1_2, 1.6), (.r3_5, 2.2), (.r3_4, 2.8), (.r5_6, 3.5), (.r9_10, 4.4)])
     func decodesNoise(rate: LDPCRate, ebn0: Double) {
         let code = LDPCCode.standard(rate)
         var decoder = LDPCDecoder(code: code)

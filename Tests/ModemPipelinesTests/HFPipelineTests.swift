@@ -82,6 +82,9 @@ struct HFPipelineTests {
         }
         #expect(HFProfile.fastest(atMost: 10) == nil)
         #expect(HFProfile.fastest(atMost: 1600)!.netBitRate <= 1600)
+        // One configuration picked between two values of the benchmark's --bitrate list: 1600-2400 is QPSK 3/5 robust.
+        #expect(HFProfile.fastest(atMost: 2400)!.name == "QPSK 3/5 robust")
+        #expect(HFProfile.withID(9)!.name == "QPSK 2/3 robust" && !HFProfile.withID(9)!.pickedByBitRate)
         #expect(HFProfile.fastest(atMost: 1_000_000)!.netBitRate == all.map(\.netBitRate).max()!)
     }
 
@@ -146,11 +149,12 @@ struct HFPipelineTests {
         #expect(abs(offset - hz) < 1)
     }
 
-    @Test("two paths 2 ms apart fading with a 1 Hz Doppler spread, at 15 dB: robust QPSK 1/2")
-    func twoPathFading() throws {
+    @Test("two paths 2 ms apart fading with a 1 Hz Doppler spread, at 15 dB: robust QPSK 1/2 and 3/5",
+          arguments: ["QPSK 1/2 robust", "QPSK 3/5 robust"])
+    func twoPathFading(name: String) throws {
         var rng = TestRandom(seed: 51)
         let payload = rng.bytes(1500)
-        let tx = try HFTransmitter.samples(payload: payload, profile: Self.profile("QPSK 1/2 robust"))
+        let tx = try HFTransmitter.samples(payload: payload, profile: Self.profile(name))
         let r = try Self.receive(Self.noisy(Self.faded(tx, delay: 16, doppler: 1, seed: 52), snr: 15, seed: 53))
         #expect(r.summary.failure == nil)
         #expect(r.bytes == payload)

@@ -4,11 +4,14 @@ import ModemRuntime
 /// A code rate of the LDPC family ``LDPCCode``: information bits per code bit.
 public enum LDPCRate: String, CaseIterable, Sendable, Hashable, Codable {
     case r1_2 = "1/2", r2_3 = "2/3", r3_4 = "3/4", r5_6 = "5/6", r7_8 = "7/8", r9_10 = "9/10"
+    /// Added after the others so that `allCases`' order (and any index into it) stays as it was.
+    case r3_5 = "3/5"
 
     /// Numerator and denominator.
     public var fraction: (numerator: Int, denominator: Int) {
         switch self {
         case .r1_2: (1, 2)
+        case .r3_5: (3, 5)
         case .r2_3: (2, 3)
         case .r3_4: (3, 4)
         case .r5_6: (5, 6)
@@ -26,6 +29,7 @@ public enum LDPCRate: String, CaseIterable, Sendable, Hashable, Codable {
     var profile: (heavyFraction: Double, heavyDegree: Int, lightDegree: Int) {
         switch self {
         case .r1_2: (0.4, 8, 3)
+        case .r3_5: (1.0 / 3, 12, 3)   // DVB-S2's 3/5: a third of degree 12
         case .r2_3: (0.1, 13, 3)
         case .r3_4: (0.1, 12, 3)
         case .r5_6: (0.1, 13, 3)

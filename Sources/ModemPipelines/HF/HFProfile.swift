@@ -18,6 +18,10 @@ public struct HFProfile: Sendable, Hashable, Identifiable {
     public let rate: LDPCRate
     /// Copies of each code bit (1...64).
     public let repetition: Int
+    /// Whether `--bitrate` picks it (``fastest(atMost:)``). A configuration that another between the
+    /// same two values of the benchmark's `--bitrate` list replaced stays in the table, so that its
+    /// transmissions are still received, but is no longer picked.
+    public var pickedByBitRate = true
 
     /// The longest code word (bits): a transmission's blocks are as few and as long as this allows.
     public static let maximumCodeLength = 64800
@@ -75,8 +79,8 @@ public struct HFProfile: Sendable, Hashable, Identifiable {
 }
 
 extension HFProfile {
-    private static func robust(_ id: Int, _ c: QAMConstellation, _ r: LDPCRate, _ rep: Int = 1) -> HFProfile {
-        HFProfile(id: id, gridName: "robust", grid: .robust, constellation: c, rate: r, repetition: rep)
+    private static func robust(_ id: Int, _ c: QAMConstellation, _ r: LDPCRate, _ rep: Int = 1, picked: Bool = true) -> HFProfile {
+        HFProfile(id: id, gridName: "robust", grid: .robust, constellation: c, rate: r, repetition: rep, pickedByBitRate: picked)
     }
     private static func wide(_ id: Int, _ c: QAMConstellation, _ r: LDPCRate, _ rep: Int = 1) -> HFProfile {
         HFProfile(id: id, gridName: "wide", grid: .wide, constellation: c, rate: r, repetition: rep)
@@ -92,7 +96,9 @@ extension HFProfile {
         wide(6, .qpsk, .r1_2, 3),
         wide(7, .qpsk, .r1_2, 2),
         robust(8, .qpsk, .r1_2),
-        robust(9, .qpsk, .r2_3),
+        robust(20, .qpsk, .r3_5),
+        // Replaced by 3/5 (id 20) between 1600 and 2400 bit/s: 2/3 fails in fading at 10 dB.
+        robust(9, .qpsk, .r2_3, picked: false),
         robust(10, .qam16, .r1_2),
         wide(11, .qam16, .r1_2),
         robust(12, .qam16, .r3_4),
@@ -112,8 +118,8 @@ extension HFProfile {
     public static var standard: HFProfile { withID(8)! }
 
     /// The configuration with the highest net rate at or below `bitRate`, or nil when even the
-    /// slowest is faster.
+    /// slowest is faster (only those ``pickedByBitRate``).
     public static func fastest(atMost bitRate: Double) -> HFProfile? {
-        all.filter { $0.netBitRate.rounded(.down) <= bitRate }.max { $0.netBitRate < $1.netBitRate }
+        all.filter { $0.pickedByBitRate && $0.netBitRate.rounded(.down) <= bitRate }.max { $0.netBitRate < $1.netBitRate }
     }
 }
