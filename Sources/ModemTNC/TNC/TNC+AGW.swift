@@ -111,10 +111,8 @@ extension TNC {
         onEvent(.agwRequest(from: client, what: "asked to connect \(local) to \(remote)"
                             + (path.isEmpty ? "" : " via \(path.map(\.description).joined(separator: ","))")))
         let actions = station.connect(from: local, to: remote, via: path, now: linkClock)
-        if let key = station.links.keys.first(where: { $0.local == AX25LinkStation.normalised(local) && $0.remote == AX25LinkStation.normalised(remote) }),
-           linkOwners[key] == nil {
-            linkOwners[key] = client
-        }
+        let key = AX25LinkStation.LinkKey(local: local, remote: remote)
+        if station.links[key] != nil, linkOwners[key] == nil { linkOwners[key] = client }
         perform(actions, asking: client)
     }
 

@@ -81,7 +81,7 @@ public struct AX25TerminalSession: Sendable {
     public var keyUpSeconds = 0.3
     /// Until when the channel counts as busy (with ``airtimeBitRate``): this station's frames still
     /// going out, or the other station's transmission likely still under way.
-    public private(set) var sendingUntil: Double?
+    public private(set) var channelBusyUntil: Double?
 
     private var inputEnded = false
     private var disconnecting = false
@@ -115,7 +115,7 @@ public struct AX25TerminalSession: Sendable {
     /// The earliest time ``advance(to:)`` has work to do.
     public var nextDeadline: Double? {
         guard end == nil else { return nil }
-        return [station.nextDeadline, sendingUntil].compactMap { $0 }.min()
+        return [station.nextDeadline, channelBusyUntil].compactMap { $0 }.min()
     }
 
     /// Starts: connects (SABME or SABM) or starts accepting connections to ``local``.
@@ -147,8 +147,8 @@ public struct AX25TerminalSession: Sendable {
         var out: [Output] = []
         if let rate = airtimeBitRate {
             let hold = now + Self.airtime(frame.count, rate) + 0.1
-            if sendingUntil == nil { out += handle(station.channelBusy(true, now: now), now: now) }
-            sendingUntil = max(sendingUntil ?? hold, hold)
+            if channelBusyUntil == nil { out += handle(station.channelBusy(true, now: now), now: now) }
+            channelBusyUntil = max(channelBusyUntil ?? hold, hold)
         }
         return out + handle(station.received(frame, now: now), now: now)
     }
@@ -162,8 +162,8 @@ public struct AX25TerminalSession: Sendable {
     /// Fires the timers due at `now`.
     public mutating func advance(to now: Double) -> [Output] {
         var out: [Output] = []
-        if let until = sendingUntil, until <= now {
-            sendingUntil = nil
+        if let until = channelBusyUntil, until <= now {
+            channelBusyUntil = nil
             out += handle(station.channelBusy(false, now: now), now: now)
         }
         return out + handle(station.advance(to: now), now: now)
@@ -207,8 +207,8 @@ public struct AX25TerminalSession: Sendable {
                 out.append(.transmit(bytes))
                 if let rate = airtimeBitRate {
                     let seconds = Self.airtime(bytes.count, rate)
-                    let idle = sendingUntil == nil
-                    sendingUntil = (sendingUntil ?? now + keyUpSeconds) + seconds
+                    let idle = channelBusyUntil == nil
+                    channelBusyUntil = (channelBusyUntil ?? now + keyUpSeconds) + seconds
                     if idle { extra += station.channelBusy(true, now: now) }
                 }
             case .connected(let l, let r, let incoming):
