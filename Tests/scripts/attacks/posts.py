@@ -51,7 +51,7 @@ def add_client(name):
 
 clients = {n: add_client(n) for n in ["honest", "flood1", "flood2", "flood3", "reader"]}
 log_path = os.path.join(work, "hub.log")
-hub, port = start_server([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", db, "--node", "attack-posts",
+hub, port = start_server([args.hub, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--db", db, "--node", "attack-posts",
                           "--max-posts-per-user-per-group", str(PER_USER), "--max-posts-per-group", str(PER_GROUP),
                           "--max-socket-queue-bytes", str(QUEUE), "--max-posts-per-user", str(ALL_PER_USER),
                           "--devices-per-address-per-hour", str(DEVICES_PER_HOUR)], log_path, LISTENING)
