@@ -218,7 +218,11 @@ async def joiner(delay, replace_while_reading):
     if delay: sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)  # the slow reader's kernel holds little
     sock.bind((HONEST, 0))
     sock.connect(("127.0.0.1", port))
+    # No keepalive pings from the client: the hub's pong waits behind the history frames this reader has
+    # not read yet, so on a busy machine the client's 20 s ping timeout closed the socket itself (and
+    # the hub has its own idle deadline).
     ws = await websockets.connect(base.replace("http", "ws", 1) + "/v1/socket", open_timeout=30, max_size=None, max_queue=4, sock=sock,
+                                  ping_interval=None,
                                   additional_headers={"Authorization": "Bearer " + Rest(HONEST, clients["reader"]).token})
     await ws.send(json.dumps({"op": "hello"}))
     await ws.send(json.dumps({"op": "join", "group": G}))
