@@ -82,6 +82,9 @@ struct OFDMRoomTests {
         #expect(p == profile)
         let statistics = try #require(summary.statistics)
         #expect(statistics.lateReverberation != nil)
+        // The training's SNR on the sounding's carriers, over the room grid's band.
+        #expect(statistics.carrierSNR.count == OFDMNumerology.sounding.carrierCount)
+        #expect(statistics.meanCarrierSNR > 15 && statistics.meanCarrierSNR < 45, "\(statistics.meanCarrierSNR)")
         #expect(abs(statistics.driftPPM - 200) < 20)
     }
 }

@@ -48,7 +48,7 @@ public struct OFDMStatistics: Sendable {
     /// The mean of ``carrierSNR`` (of the linear values) over the data grid's carriers, in dB.
     public var meanCarrierSNR: Double {
         guard let n = numerology else { return meanSNR(first: OFDMNumerology.sounding.firstCarrier, last: OFDMNumerology.sounding.lastCarrier) }
-        return meanSNR(first: n.firstCarrier, last: n.lastCarrier)
+        return meanSNR(first: n.soundingCarriers.lowerBound, last: n.soundingCarriers.upperBound)
     }
 
     /// The mean of ``carrierSNR`` (of the linear values) over carriers `first...last`, in dB.

@@ -111,6 +111,14 @@ public struct OFDMNumerology: Sendable, Hashable, Codable {
                               firstCarrier: grid.firstCarrier, lastCarrier: grid.lastCarrier, pilotSpacing: grid.pilotSpacing)
     }
 
+    /// This grid's carriers as carriers of ``sounding`` (what ``OFDMStatistics/carrierSNR`` is on):
+    /// the same for the grids that fit it, the ones whose spacing holds them for a grid of longer
+    /// symbols.
+    public var soundingCarriers: ClosedRange<Int> {
+        let ratio = max(1, fftSize / Self.sounding.fftSize)
+        return (firstCarrier / ratio)...(lastCarrier / ratio)
+    }
+
     /// Samples from the start of a transmission on `grid` to its first data symbol (``startLength``
     /// for the grids that fit the sounding).
     public static func startLength(for grid: OFDMNumerology) -> Int {

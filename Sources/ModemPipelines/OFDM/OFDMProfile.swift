@@ -131,10 +131,10 @@ extension OFDMProfile {
         let t = OFDMNumerology.sounding
         // A grid of longer symbols (the room grid): its carriers on the sounding's, and its carriers
         // as loud against the noise per bin as the ratio of carriers to transform size says.
-        let ratio = max(1, numerology.fftSize / t.fftSize)
         let louder = 10 * log10(Double(t.carrierCount * numerology.fftSize) / Double(numerology.carrierCount * t.fftSize))
         let share = 10 * log10(Double(t.fftSize / 2) / Double(t.carrierCount))
-        return statistics.effectiveSNR(first: numerology.firstCarrier / ratio, last: numerology.lastCarrier / ratio) + louder - share
+        let c = numerology.soundingCarriers
+        return statistics.effectiveSNR(first: c.lowerBound, last: c.upperBound) + louder - share
     }
 
     /// The fastest configuration that the line `statistics` measured carries with `margin` dB to
