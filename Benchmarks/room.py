@@ -180,14 +180,16 @@ class Work:
         return self.size * 8 / secs, name, secs / elapsed
 
 
-def configurations(top):
-    """Every OFDM configuration `modem tx --help` lists at or below `top` bit/s, fastest first:
-    (net bit/s, name); `--bitrate` with its net rate picks it."""
+def configurations(top, grid=None):
+    """Every OFDM configuration `modem tx --help` lists at or below `top` bit/s (of `grid` alone when
+    given: air, cable or room), fastest first: (net bit/s, name); `--bitrate` with its net rate picks
+    it (a grid alone: when no other grid's configuration lies between it and the rung)."""
     out = []
     for line in run([MODEM, "tx", "--help"]).stdout.decode().splitlines():
         parts = line.split()
         if len(parts) > 6 and parts[1] == "bit/s" and parts[3] == "rate" and parts[0].isdigit() and int(parts[0]) <= top:
-            out.append((int(parts[0]), " ".join(parts[2:6])))
+            if grid is None or parts[5] == grid:
+                out.append((int(parts[0]), " ".join(parts[2:6])))
     return sorted(out, reverse=True)
 
 
@@ -211,7 +213,7 @@ def rates_cmd(args):
     w = Work(args.size, args.seed)
     print(f"| room | size, drift | best byte-exact | configuration | rx speed | failed above |")
     print("|---|---|---|---|---|---|")
-    ladder = [b for b, _ in configurations(args.top)]
+    ladder = [b for b, _ in configurations(args.top, args.grid)]
     for room in rooms(args):
         got, failed = None, []
         for b in ladder:
@@ -238,6 +240,7 @@ def main():
     ap.add_argument("--rt60", type=float, nargs="+", default=RT60S)
     ap.add_argument("--distance", type=float, nargs="+", default=DISTANCES)
     ap.add_argument("--top", type=int, default=50000, help="the fastest configuration tried (net bit/s; default 50000)")
+    ap.add_argument("--grid", choices=["air", "cable", "room"], help="only this grid's configurations")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     {"rates": rates_cmd, "ir": ir_cmd}[args.what](args)
