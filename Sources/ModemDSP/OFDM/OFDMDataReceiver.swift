@@ -329,7 +329,18 @@ extension OFDMDemodulator {
         // failed: the cable grid's fit over ±8 carriers filled in a 1.5 ms echo's notches, and the
         // link never fell back to the air grid. A guard that kept the light smoothing where the two
         // disagreed by more than the noise did not help; not found in the time.)
-        let hs = d.plan.constellation == .qam16384 ? Self.smoothChannel(h, halfWidth: Self.channelHalfWidth(n)) : light
+        var hs = light
+        if d.plan.constellation == .qam16384 {
+            // Where the fit strays from the light estimate by more than that one's noise allows (0.19
+            // of a symbol's; the bound is half of it), the line is not straight over ±8 carriers
+            // there: the 20 Hz high-pass's phase at the band's bottom, the low-pass's slope at its
+            // top. Those carriers keep the light estimate.
+            let fit = Self.smoothChannel(h, halfWidth: Self.channelHalfWidth(n))
+            for i in 0..<kc {
+                let dr = fit[i].0 - light[i].0, di = fit[i].1 - light[i].1
+                if dr * dr + di * di <= 0.5 * symbolNoise[i] { hs[i] = fit[i] }
+            }
+        }
         // The data grid's carriers are a run of the training's. Every symbol has the same power, so a
         // carrier of a grid with fewer carriers is louder: by the square root of the ratio.
         let offset = n.firstCarrier - t.firstCarrier
