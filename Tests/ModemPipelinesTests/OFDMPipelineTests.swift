@@ -95,7 +95,7 @@ struct OFDMPipelineTests {
         #expect(OFDMHeader(soft: [Float](repeating: 1, count: 10)) == nil)
     }
 
-    @Test("through the simulated cable: byte-exact at 1024-QAM and 4096-QAM, announced and streamed", arguments: [21, 23])
+    @Test("through the simulated cable: byte-exact at 1024-QAM, 4096-QAM and 16,384-QAM (the wide grid), announced and streamed", arguments: [21, 23, 25])
     func cable(id: Int) throws {
         var rng = TestRandom(seed: UInt64(id))
         let payload = rng.bytes(30_000)

@@ -72,10 +72,10 @@ public struct OFDMNumerology: Sendable, Hashable, Codable {
     public static let preamble = OFDMNumerology(fftSize: 2048, cyclicPrefix: 512, firstCarrier: 13, lastCarrier: 341, pilotSpacing: 8)
 
     /// The grid of the training after the header: 4096-point symbols over the whole band a sound card
-    /// passes (211 Hz-19.8 kHz) with a 5.3 ms prefix. Every data grid uses 4096-point symbols with its
+    /// passes (211 Hz-20.5 kHz) with a 5.3 ms prefix. Every data grid uses 4096-point symbols with its
     /// carriers inside this band, so the training gives the channel of any of them, and the SNR of
     /// every carrier whatever the transmission's own band (what rate adaptation chooses by).
-    public static let sounding = OFDMNumerology(fftSize: 4096, cyclicPrefix: 256, firstCarrier: 18, lastCarrier: 1689, pilotSpacing: 32)
+    public static let sounding = OFDMNumerology(fftSize: 4096, cyclicPrefix: 256, firstCarrier: 18, lastCarrier: 1750, pilotSpacing: 32)
 
     /// Whether data symbols on this grid can follow the training (``sounding``): the same transform
     /// size and carriers inside its band.

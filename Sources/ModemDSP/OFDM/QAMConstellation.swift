@@ -1,4 +1,4 @@
-/// A Gray-mapped constellation for the OFDM carriers: BPSK or a square QAM from 4 to 4096 points,
+/// A Gray-mapped constellation for the OFDM carriers: BPSK or a square QAM from 4 to 16,384 points,
 /// scaled to unit average energy, with max-log soft demapping.
 ///
 /// Bits map to points per dimension: the first half of a point's bits choose the in-phase level,
@@ -6,8 +6,10 @@
 /// neighbouring levels differ in one bit. Level i of L is at `(2i − (L − 1)) · scale`.
 public enum QAMConstellation: String, CaseIterable, Sendable, Hashable, Codable {
     case bpsk, qpsk, qam16 = "16qam", qam64 = "64qam", qam256 = "256qam", qam1024 = "1024qam", qam4096 = "4096qam"
+    /// 128 levels per dimension: for a line of 40 dB and more (the sound-card cable).
+    case qam16384 = "16384qam"
 
-    /// Bits per point (1, 2, 4, 6, 8, 10, 12).
+    /// Bits per point (1, 2, 4, 6, 8, 10, 12, 14).
     public var bitsPerPoint: Int {
         switch self {
         case .bpsk: 1
@@ -17,6 +19,7 @@ public enum QAMConstellation: String, CaseIterable, Sendable, Hashable, Codable 
         case .qam256: 8
         case .qam1024: 10
         case .qam4096: 12
+        case .qam16384: 14
         }
     }
 
