@@ -22,7 +22,7 @@ extension HFProfile: AdaptiveLinkProfile {}
 /// The receiving end measures each of the peer's transmissions and takes the fastest configuration
 /// the line carries with margin as its ask (``estimate(_:)``); a block that fails caps the ask one
 /// step below what failed (``failed(_:)``), and clean transmissions at or below the cap
-/// (``cleanToLift`` in a row) lift it (``clean(_:)``). The sending end sends with what the peer asked for (``peerRequest``); until it has
+/// (``cleanToLift`` in a row) lift it, or raise it one step (``liftOneStep``) (``clean(_:)``). The sending end sends with what the peer asked for (``peerRequest``); until it has
 /// been asked, with its own ask (the line is mostly alike both ways); with its start when it has heard
 /// nothing. Two transmissions in a row that nothing answered step it down one configuration.
 struct LinkRateAdaptation<Profile: AdaptiveLinkProfile> {
@@ -32,6 +32,8 @@ struct LinkRateAdaptation<Profile: AdaptiveLinkProfile> {
     let floor: Profile
     /// Clean transmissions in a row at or below the cap that lift it.
     let cleanToLift: Int
+    /// Whether a lift raises the cap one step (else it goes).
+    let liftOneStep: Bool
     /// The configuration this end sends with now.
     private(set) var sendProfile: Profile
     /// What this end asks the peer to send with (nil: nothing heard yet).
@@ -45,10 +47,11 @@ struct LinkRateAdaptation<Profile: AdaptiveLinkProfile> {
     private var cleanAtCap = 0
     private var unanswered = 0
 
-    init(all: [Profile], initial: Profile, floor: Profile, cleanToLift: Int = 1) {
+    init(all: [Profile], initial: Profile, floor: Profile, cleanToLift: Int = 1, liftOneStep: Bool = false) {
         ladder = all.filter { $0.netBitRate >= floor.netBitRate }
         self.floor = floor
         self.cleanToLift = cleanToLift
+        self.liftOneStep = liftOneStep
         sendProfile = initial
     }
 
@@ -99,8 +102,9 @@ struct LinkRateAdaptation<Profile: AdaptiveLinkProfile> {
         guard let c = cap, profile.netBitRate <= c.netBitRate else { return }
         cleanAtCap += 1
         if cleanAtCap >= cleanToLift {
-            cap = nil
+            cap = liftOneStep ? ladder.filter { $0.netBitRate > c.netBitRate }.min { $0.netBitRate < $1.netBitRate } : nil
             cleanAtCap = 0
+            if liftOneStep { updateRequest() }
         }
     }
 
