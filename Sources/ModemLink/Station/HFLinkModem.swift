@@ -21,14 +21,13 @@ import ModemPipelines
 ///
 /// Rate adaptation, as ``OFDMLinkModem``'s (the same ``LinkRateAdaptation``): the pilots of every
 /// transmission the peer sends measure the SNR on the carriers, and the fastest configuration whose
-/// threshold (``ModemPipelines/HFProfile/requiredCarrierSNR``) it clears by ``margin`` dB becomes this
-/// end's ask; a transmission that fails caps the ask one step below it (a fading line needs more
-/// than its SNR says), and two clean ones in a row at or below the cap raise it one step (a fading
-/// line whose SNR promises more than it carries costs one failed transmission now and then, not every
-/// other one). The sending end sends with what the
-/// peer asked for, else with its own ask, else with ``initialProfile``; two transmissions in a row
-/// that nothing answered step it down one configuration. An end that hears a transmission it cannot
-/// decode, with nothing of its own to send, answers with a short one that carries its ask.
+/// white-noise threshold (``ModemPipelines/HFProfile/requiredCarrierSNR``) it clears by ``margin`` dB
+/// plus what failures taught (``learnedMargin``: a fading line needs more than its SNR says) becomes
+/// this end's ask; a transmission that fails also caps the ask one step below it, and two clean ones
+/// in a row at or below the cap raise it one step. The sending end sends with what the peer asked
+/// for, else with its own ask, else with ``initialProfile``; two transmissions in a row that nothing
+/// answered step it down one configuration. An end that hears a transmission it cannot decode, with
+/// nothing of its own to send, answers with a short one that carries its ask.
 public final class HFLinkModem: LinkAudioModem {
     /// Samples per second (a whole multiple of 8000 Hz; 48,000 on the link's sound cards).
     public let sampleRate: Int
@@ -40,7 +39,14 @@ public final class HFLinkModem: LinkAudioModem {
     /// timers allow for a frame at it).
     public static var floorProfile: HFProfile { HFProfile.withID(4)! }
     /// dB of margin kept over a configuration's threshold.
-    public static let margin = 2.0
+    public static let margin = 3.0
+    /// The fastest configuration a short transmission (fewer than ``shortTransmission`` bytes: an
+    /// acknowledgement, a poll) is sent with: QPSK 3/5 on the robust grid. Short code words at
+    /// 64- and 256-QAM fail where long ones pass, and a lost acknowledgement costs a timeout, while
+    /// the robust configuration adds a few tenths of a second to a 0.42 s start.
+    public static var shortProfile: HFProfile { HFProfile.withID(20)! }
+    /// Below this many payload bytes a transmission is short (``shortProfile``).
+    public static let shortTransmission = 256
     /// Seconds of data one transmission carries at most (at least one frame, whatever its length).
     public static let maximumTransmissionSeconds = 10.0
 
@@ -63,6 +69,11 @@ public final class HFLinkModem: LinkAudioModem {
     public private(set) var transmissionsHeard = 0
     /// The SNR on the carriers (dB) of the last transmission of the peer's that was read.
     public private(set) var lastCarrierSNR: Double?
+    /// dB the line has shown it needs over the white-noise thresholds (a fading line's): 3 dB more
+    /// after every transmission of the peer's that failed, 0.25 dB less after every clean one that
+    /// was not short (0...20).
+    /// The ask is the fastest configuration that clears its threshold by ``margin`` plus this.
+    public private(set) var learnedMargin = 0.0
 
     private let tag: UInt8
     private let factor: Int
@@ -169,11 +180,12 @@ public final class HFLinkModem: LinkAudioModem {
     /// Queues the next transmission: this end's tag and ask, then the records that fit.
     private func transmit() {
         adaptation.update()
-        let profile = sendProfile
+        var profile = sendProfile
         let room = max(1, Int(profile.netBitRate * Self.maximumTransmissionSeconds / 8) - 2)
         let records = stream.isEmpty ? [] : stream.takeRecords(room)
         answerOwed = false
         let payload = [tag, UInt8(request?.id ?? 0)] + records
+        if payload.count < Self.shortTransmission && profile.netBitRate > Self.shortProfile.netBitRate { profile = Self.shortProfile }
         guard var samples = try? HFTransmitter.samples(payload: payload, profile: profile, peak: peak) else { return }
         if factor > 1 { samples = HFFilters.interpolate(samples, factor: factor).map { min(1, max(-1, $0)) } }
         transmissionsSent += 1
@@ -253,7 +265,11 @@ public final class HFLinkModem: LinkAudioModem {
         let symbols = r.profile.symbolCount(forPayload: r.length)
         let snr = symbols >= 8 ? data?.carrierSNR ?? r.headerSNR : r.headerSNR
         lastCarrierSNR = snr
-        adaptation.estimate(HFProfile.fastest(forCarrierSNR: snr, margin: Self.margin) ?? Self.floorProfile)
+        let failed = data?.failedBlock != nil || data == nil
+        // A short transmission that came through says little of what the line carries at length.
+        let short = r.length < Self.shortTransmission
+        if failed { learnedMargin = min(20, learnedMargin + 3) } else if !short { learnedMargin = max(0, learnedMargin - 0.25) }
+        adaptation.estimate(HFProfile.fastest(forCarrierSNR: snr, margin: Self.margin + learnedMargin) ?? Self.floorProfile)
         var frames: [LinkFrame] = []
         if payload.count >= 2 {
             adaptation.answered()
@@ -261,13 +277,13 @@ public final class HFLinkModem: LinkAudioModem {
             frames = reader.read(payload[2...], firstRecord: 0)
             framesDecoded += frames.count
         }
-        if data?.failedBlock != nil || data == nil {
+        if failed {
             framesDamaged += 1
             foreign = true
             adaptation.failed(r.profile)
             // Heard but not understood, and nothing to say: say at least what this end asks for.
             if frames.isEmpty && !isTransmitting { answerOwed = true }
-        } else {
+        } else if !short {
             adaptation.clean(r.profile)
         }
         return frames
