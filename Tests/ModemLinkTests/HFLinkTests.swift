@@ -42,6 +42,28 @@ import ModemTestSupport
         #expect(throws: ModemSettingsError.self) { try HFLinkModem(configuration: Self.config, sampleRate: 44100, tag: 3) }
     }
 
+    @Test("a transmission the peer could not read is sent again as soon as the peer says so")
+    func repeatOnRequest() throws {
+        let a = try HFLinkModem(configuration: Self.config, sampleRate: 48000, tag: 1)
+        let b = try HFLinkModem(configuration: Self.config, sampleRate: 48000, tag: 2)
+        let sent = [LinkFrame(kind: .data, session: 7, message: 1, fragment: 0, fragmentCount: 1, payload: [UInt8](repeating: 0x5A, count: 400))]
+        a.send(sent)
+        // a's transmission (0.42 s of start, 2.2 s of data) with most of its data silenced: b reads
+        // the header but not the blocks.
+        var got: [LinkFrame] = []
+        for step in 0..<400 {
+            var samples = a.output(count: 480).samples
+            if (50..<230).contains(step) { samples = [Float](repeating: 0, count: 480) }
+            got += samples.withUnsafeBufferPointer { b.receive($0).frames }
+        }
+        #expect(got.isEmpty && b.framesDamaged == 1)
+        // b says so at once (it has nothing else to send); a repeats the frames.
+        #expect(Self.carry(from: b, to: a, seconds: 3).isEmpty)
+        #expect(a.transmissionsRepeated == 1)
+        got += Self.carry(from: a, to: b, seconds: 5)
+        #expect(got == sent)
+    }
+
     @Test("an end that hears itself on a shared line ignores its own transmissions")
     func ownTransmissions() throws {
         let a = try HFLinkModem(configuration: Self.config, sampleRate: 48000, tag: 9)

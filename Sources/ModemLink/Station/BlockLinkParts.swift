@@ -136,6 +136,18 @@ struct LinkRecordStream {
         }
     }
 
+    /// Puts whole records (as ``takeRecords(_:)`` gave them) before everything queued.
+    mutating func prepend(records: [UInt8]) {
+        var offsets: [Int] = []
+        var at = 0
+        while at + 2 <= records.count {
+            offsets.append(at)
+            at += 2 + (Int(records[at]) | Int(records[at + 1]) << 8)
+        }
+        starts = offsets + starts.map { $0 + records.count }
+        bytes = records + bytes
+    }
+
     /// Takes up to `room` bytes; also where the first record starting in them begins (nil: none does).
     mutating func take(_ room: Int) -> (bytes: ArraySlice<UInt8>, firstRecord: Int?) {
         let n = min(room, bytes.count)

@@ -13,9 +13,11 @@ import ModemPipelines
 /// to the link's rate. The receiving end reads a transmission once its last symbol is in (the
 /// header says how long it is), so an answer can go out right after.
 ///
-/// A transmission's payload starts with two bytes: this end's tag (so an end that hears itself on a
-/// shared line ignores its own transmissions) and the configuration this end asks the peer to send
-/// with (0: none). A transmission carries at most ``maximumTransmissionSeconds`` of data (at least
+/// A transmission's payload starts with six bytes: this end's tag (so an end that hears itself on a
+/// shared line ignores its own transmissions), the configuration this end asks the peer to send with
+/// (0: none), and the configuration and length (24 bits) of the peer's last transmission this end
+/// could not read (0: none), which the peer then sends again at once instead of after its
+/// acknowledgement timeout. A transmission carries at most ``maximumTransmissionSeconds`` of data (at least
 /// one frame): what is left goes in the next one, right after, so an answer the peer owes this end
 /// never waits behind more than one transmission of the peer's.
 ///
@@ -87,6 +89,14 @@ public final class HFLinkModem: LinkAudioModem {
     private var stream = LinkRecordStream()
     private var audio = LinkAudioQueue()
     private var answerOwed = false
+    /// The last transmissions that carried frames: their configuration, payload length and records,
+    /// so one the peer could not read is sent again at once.
+    private var recent: [(profile: Int, length: Int, records: [UInt8])] = []
+    /// The configuration and length of the peer's last transmission that could not be read, said in
+    /// this end's next one (nil: none).
+    private var failedHeard: (profile: Int, length: Int)?
+    /// Transmissions sent again because the peer said it could not read them.
+    public private(set) var transmissionsRepeated = 0
     // Receiving, at 8 kHz: `pcm[0]` is sample `base` since the start.
     private var decimator: HFFilters.Decimator
     private var pcm: [Float] = []
@@ -184,11 +194,21 @@ public final class HFLinkModem: LinkAudioModem {
         let room = max(1, Int(profile.netBitRate * Self.maximumTransmissionSeconds / 8) - 2)
         let records = stream.isEmpty ? [] : stream.takeRecords(room)
         answerOwed = false
-        let payload = [tag, UInt8(request?.id ?? 0)] + records
+        // The header: tag, ask, and the peer's transmission this end could not read (its configuration
+        // and 24 bits of its length; 0: none).
+        let nak = failedHeard
+        failedHeard = nil
+        let n = nak?.length ?? 0
+        let payload = [tag, UInt8(request?.id ?? 0), UInt8(nak?.profile ?? 0), UInt8(truncatingIfNeeded: n >> 16),
+                       UInt8(truncatingIfNeeded: n >> 8), UInt8(truncatingIfNeeded: n)] + records
         if payload.count < Self.shortTransmission && profile.netBitRate > Self.shortProfile.netBitRate { profile = Self.shortProfile }
         guard var samples = try? HFTransmitter.samples(payload: payload, profile: profile, peak: peak) else { return }
         if factor > 1 { samples = HFFilters.interpolate(samples, factor: factor).map { min(1, max(-1, $0)) } }
         transmissionsSent += 1
+        if !records.isEmpty {
+            recent.append((profile.id, payload.count, records))
+            if recent.count > 4 { recent.removeFirst() }
+        }
         audio.append(samples, carriesFrames: !records.isEmpty)
         if !records.isEmpty && stream.isEmpty { audio.markDone(at: audio.end) }
     }
@@ -238,7 +258,7 @@ public final class HFLinkModem: LinkAudioModem {
             return false
         }
         let (header, h) = HFReceiver.readHeader(demodulator, sync: sync)
-        guard let header, let profile = HFProfile.withID(header.profileID), header.payloadLength >= 2 else {
+        guard let header, let profile = HFProfile.withID(header.profileID), header.payloadLength >= Self.headerBytes else {
             // Not one of ours, or not read: something else is on the line.
             foreign = true
             searchFrom = max(searchFrom, start) + L
@@ -271,22 +291,37 @@ public final class HFLinkModem: LinkAudioModem {
         if failed { learnedMargin = min(20, learnedMargin + 3) } else if !short { learnedMargin = max(0, learnedMargin - 0.25) }
         adaptation.estimate(HFProfile.fastest(forCarrierSNR: snr, margin: Self.margin + learnedMargin) ?? Self.floorProfile)
         var frames: [LinkFrame] = []
-        if payload.count >= 2 {
+        if payload.count >= Self.headerBytes {
             adaptation.answered()
             if payload[1] != 0, let p = HFProfile.withID(Int(payload[1])), p.pickedByBitRate { adaptation.peerRequest = p }
-            frames = reader.read(payload[2...], firstRecord: 0)
+            if payload[2] != 0 { repeatFailed(profile: Int(payload[2]), length: Int(payload[3]) << 16 | Int(payload[4]) << 8 | Int(payload[5])) }
+            frames = reader.read(payload[Self.headerBytes...], firstRecord: 0)
             framesDecoded += frames.count
         }
         if failed {
             framesDamaged += 1
             foreign = true
             adaptation.failed(r.profile)
-            // Heard but not understood, and nothing to say: say at least what this end asks for.
-            if frames.isEmpty && !isTransmitting { answerOwed = true }
+            // Say which transmission could not be read (in this end's next one: at once when it has
+            // nothing else to send), so the peer sends it again without waiting for its timeout.
+            failedHeard = (r.profile.id, r.length & 0xFF_FFFF)
+            if !isTransmitting { answerOwed = true }
         } else if !short {
             adaptation.clean(r.profile)
         }
         return frames
+    }
+
+    /// Bytes before the records: tag, ask, and the configuration and length of a transmission not read.
+    static let headerBytes = 6
+
+    /// The peer could not read this end's transmission of `length` payload bytes with configuration
+    /// `profile`: its records go out again first, in the next transmission.
+    private func repeatFailed(profile: Int, length: Int) {
+        guard let i = recent.lastIndex(where: { $0.profile == profile && $0.length & 0xFF_FFFF == length }) else { return }
+        let again = recent.remove(at: i)
+        stream.prepend(records: again.records)
+        transmissionsRepeated += 1
     }
 
     /// Drops the samples no search or read will look at again.
