@@ -288,7 +288,7 @@ let package = Package(
         // under libFuzzer); never HubServer/HubStore (too slow to build with sanitizers).
         .target(
             name: "ModemFuzzTargets",
-            dependencies: ["ModemRuntime", "ModemCodecs", "ModemAudio", "ModemBluetooth", "ModemMessaging", "ModemWormhole", "ModemCrypto", "HubCore"]
+            dependencies: ["ModemRuntime", "ModemCodecs", "ModemAudio", "ModemTNC", "ModemBluetooth", "ModemMessaging", "ModemWormhole", "ModemCrypto", "HubCore"]
         ),
         // Replays the seed corpora and the kept crash inputs (Fixtures/fuzz) through every target, and
         // runs every target on seeded mutations of its seeds (the test command's fuzzing smoke).

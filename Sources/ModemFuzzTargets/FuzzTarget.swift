@@ -34,7 +34,7 @@ public enum FuzzTargets {
     /// All targets, in a fixed order.
     public static let all: [FuzzTarget] =
         CodecFuzzTargets.all + AudioFuzzTargets.all + BluetoothFuzzTargets.all + MessagingFuzzTargets.all + HubFuzzTargets.all
-        + WormholeFuzzTargets.all
+        + WormholeFuzzTargets.all + TNCFuzzTargets.all
 
     /// The target called `name`, if there is one.
     public static func named(_ name: String) -> FuzzTarget? {

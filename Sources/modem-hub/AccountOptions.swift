@@ -45,6 +45,10 @@ struct AccountOptions: ParsableArguments {
             help: "Seconds one code hook (--code-hook) may run before it is killed and its slot freed (1 to 3600).")
     var codeHookTimeout = 30
 
+    @Option(name: .customLong("bcrypt-cost"), parsing: .unconditional,
+            help: "bcrypt cost of stored passwords: each step doubles the work of a sign-up, a login and a guess (4 to 18; below 10 only for tests). A hash of another cost is made anew at its owner's next login.")
+    var bcryptCost = Int(HubAuthority.defaultBcryptCost)
+
     /// The limits, or the message of the first option out of its range.
     func limits() -> Result<AccountLimits, ValidationError> {
         let checks: [(String, Int, ClosedRange<Int>)] = [
@@ -61,6 +65,7 @@ struct AccountOptions: ParsableArguments {
             ("--code-hook-concurrency", codeHookConcurrency, 1...1000),
             ("--logins-per-address-per-hour", loginsPerAddressPerHour, 1...1_000_000),
             ("--code-hook-timeout", codeHookTimeout, 1...3600),
+            ("--bcrypt-cost", bcryptCost, HubAuthority.Settings.bcryptCosts),
         ]
         for (name, value, range) in checks where !range.contains(value) {
             return .failure(ValidationError("\(name) must be \(range.lowerBound) to \(range.upperBound), not \(value)"))

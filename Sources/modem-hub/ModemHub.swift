@@ -204,6 +204,7 @@ struct Serve: AsyncParsableCommand {
         settings.authority.accessTTL = accessTTL
         // Accounts (issue 32): the bounds of AccountOptions (checked above).
         settings.authority.accounts = accountLimits
+        settings.authority.bcryptCost = UInt8(accounts.bcryptCost)
         settings.codeHookConcurrency = accounts.codeHookConcurrency
         settings.codeHookTimeout = .seconds(accounts.codeHookTimeout)
         settings.connections.headTimeout = headTimeout
@@ -425,8 +426,15 @@ struct UserCommand: AsyncParsableCommand {
         @Argument(help: "The account's name.") var name: String
         @Option(name: .customLong("password-file"), help: "File whose first line is the password.") var passwordFile: String
         @Option(help: "sqlite:PATH or postgres://...") var db: String?
+        @Option(name: .customLong("bcrypt-cost"), parsing: .unconditional,
+                help: "bcrypt cost of the stored password (4 to 18): the server's --bcrypt-cost, or the server hashes it anew at its own at the first login.")
+        var bcryptCost = Int(HubAuthority.defaultBcryptCost)
 
         func run() async throws {
+            guard HubAuthority.Settings.bcryptCosts.contains(bcryptCost) else {
+                let r = HubAuthority.Settings.bcryptCosts
+                throw fail("--bcrypt-cost must be \(r.lowerBound) to \(r.upperBound), not \(bcryptCost)", Exit.usage)
+            }
             guard Limits.isValidUsername(name) else { throw fail("user name must match \(Limits.usernamePattern)", Exit.usage) }
             guard let data = FileManager.default.contents(atPath: passwordFile) else {
                 throw fail("cannot read \(passwordFile)", Exit.usage)
@@ -440,7 +448,9 @@ struct UserCommand: AsyncParsableCommand {
             let location = try parseDB(db)
             let logger = makeLogger("modem-hub", level: .warning)
             let store = try await openStore(location, logger: logger)
-            let authority = HubAuthority(store: store, logger: logger)
+            var settings = HubAuthority.Settings()
+            settings.bcryptCost = UInt8(bcryptCost)
+            let authority = HubAuthority(store: store, settings: settings, logger: logger)
             // Names that differ only in case are one name.
             if let existing = try? await store.user(name: name) {
                 try? await store.close()

@@ -56,7 +56,7 @@ enum ServeConfigFile {
         for k in ["signups-per-address-per-hour", "codes-per-account-per-hour", "codes-per-address-per-hour", "code-tries",
                   "code-guesses-per-account-per-hour", "code-guesses-per-address-per-hour", "login-failures-per-account-per-minute",
                   "login-failures-per-account-per-hour", "logins-per-address-per-minute", "logins-per-address-per-hour", "limiter-keys",
-                  "code-hook-concurrency", "code-hook-timeout",                                   // AccountOptions
+                  "code-hook-concurrency", "code-hook-timeout", "bcrypt-cost",                                // AccountOptions
                   "transit-max-pairs-per-address", "transit-max-waiting-per-address", "wormhole-max-nameplates-per-address",
                   "wormhole-max-mailboxes-per-address", "wormhole-max-bytes-per-address", "wormhole-max-bytes",
                   "wormhole-max-tracked-addresses",                                               // NetworkOptions

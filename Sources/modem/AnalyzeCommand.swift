@@ -145,10 +145,14 @@ struct OFDMFindings {
             out.append("  drift     \(String(format1: s.driftPPM)) ppm at the preamble, \(String(format1: s.finalDriftPPM)) ppm followed at the end")
             if let n = s.numerology, !s.carrierSNR.isEmpty {
                 let t0 = OFDMNumerology.sounding
-                let band = s.carrierSNR[(n.firstCarrier - t0.firstCarrier)...(n.lastCarrier - t0.firstCarrier)]
+                let c = n.soundingCarriers
+                let band = s.carrierSNR[(c.lowerBound - t0.firstCarrier)...(c.upperBound - t0.firstCarrier)]
                 let worst = band.indices.min { band[$0] < band[$1] }!
                 let worstHz = Int((Double(worst + t0.firstCarrier) * t0.carrierSpacing).rounded())
                 out.append("  snr       preamble \(String(format1: s.preambleSNR)) dB, carriers \(String(format1: s.meanCarrierSNR)) dB mean over \(n.bandDescription) (lowest \(String(format1: band[worst])) dB at \(worstHz) Hz), decisions \(String(format1: s.decisionSNR)) dB")
+                if let late = s.lateReverberation {
+                    out.append("  reverb    \(String(format1: late)) dB of the response outlasts the prefix (weighed by the window it spoils; counted as noise)")
+                }
                 if let best = OFDMProfile.fastest(for: s) {
                     out.append("  line      carries up to \(best.name) (\(Int(best.netBitRate)) bit/s) with 3 dB of margin")
                 }

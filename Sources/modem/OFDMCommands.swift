@@ -15,7 +15,7 @@ enum OFDMHelp {
         var lines = ["OFDM (--profile ofdm), the high-rate modem: the receiver reads the configuration from the transmission; "
                      + "the sender picks the fastest at or below --bitrate (default: \(OFDMProfile.standard.name), which a "
                      + "sound-card cable carries with margin). Net rates while data is sent, and the SNR each needs (white noise over 0-24 kHz):"]
-        for p in OFDMProfile.all.reversed() {
+        for p in OFDMProfile.everyConfiguration.sorted(by: { $0.netBitRate > $1.netBitRate }) {
             let rate = String(Int(p.netBitRate))
             let pad = String(repeating: " ", count: max(0, 7 - rate.count))
             lines.append("  \(pad)\(rate) bit/s  \(p.constellation.displayName.padding(toLength: 9, withPad: " ", startingAt: 0)) rate \(p.rate.rawValue.padding(toLength: 5, withPad: " ", startingAt: 0)) \(p.gridName.padding(toLength: 5, withPad: " ", startingAt: 0)) \(p.numerology.bandDescription), SNR \(Int(p.requiredSNR)) dB")
@@ -36,7 +36,7 @@ extension TxCommand {
         if let bitrate {
             guard bitrate.isFinite, bitrate > 0 else { throw ValidationError("--bitrate must be a positive number of bit/s") }
             guard OFDMProfile.fastest(atMost: bitrate) != nil else {
-                let slowest = OFDMProfile.all.min { $0.netBitRate < $1.netBitRate }!
+                let slowest = OFDMProfile.everyConfiguration.min { $0.netBitRate < $1.netBitRate }!
                 throw ValidationError("--bitrate \(bitrate.formatted): the slowest OFDM configuration sends \(Int(slowest.netBitRate)) bit/s (\(slowest.name))")
             }
         }

@@ -23,6 +23,11 @@ enum HubProcess {
     // skips a test, with the reason shown, where one is missing, and fails it with
     // `SWIFTMODEM_REQUIRE_PEERS=1` (scripts/test.sh in CI).
 
+    /// bcrypt at its lowest cost for the servers and `user add` of these tests (each bcrypt at the default
+    /// cost 12 takes about a second in the debug build); the default cost is checked on its own
+    /// (`PeerInteropTests.passwordsAreStoredAtTheConfiguredCost`).
+    static let testBcrypt = ["--bcrypt-cost", "4"]
+
     /// The built server (``binary``).
     static var server: Peer {
         .executable(binary, name: "the built modem-hub (\(binary))", remedy: "swift build --product modem-hub, or set HUB_BINARY")
@@ -100,7 +105,7 @@ enum HubProcess {
         /// (`timeout` seconds).
         init(db: String, extra: [String] = [], tls: Bool = false, caFile: String? = nil, dir: String, timeout: Double = 120) async throws {
             scheme = tls ? "https" : "http"
-            process = try await ChildProcess(HubProcess.binary, ["serve", "--listen", "127.0.0.1:0", "--db", db] + extra,
+            process = try await ChildProcess(HubProcess.binary, ["serve", "--listen", "127.0.0.1:0", "--db", db] + HubProcess.testBcrypt + extra,
                                              name: "modem-hub")
             let marker = "modem-hub: listening on 127.0.0.1:"
             do {

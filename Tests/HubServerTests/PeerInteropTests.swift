@@ -14,7 +14,7 @@ import Testing
         let plain = try await HubProcess.addClient("plain", passwordGrant: false, db: db)
         let pw = try await HubProcess.addClient("pw", passwordGrant: true, db: db)
         try Data("correct horse battery".utf8).write(to: URL(fileURLWithPath: dir + "/pw"))
-        let u = try await HubProcess.run(HubProcess.binary, ["user", "add", "alice", "--password-file", dir + "/pw", "--db", db])
+        let u = try await HubProcess.run(HubProcess.binary, ["user", "add", "alice", "--password-file", dir + "/pw", "--db", db] + HubProcess.testBcrypt)
         #expect(u.status == 0, "\(u.stderrText)")
         return (db, plain, pw)
     }
@@ -70,7 +70,8 @@ import Testing
         let plain = try await HubProcess.addClient("plain", passwordGrant: false, db: db)
         let pw = try await HubProcess.addClient("pw", passwordGrant: true, db: db)
         try Data("correct horse battery".utf8).write(to: URL(fileURLWithPath: dir + "/pw"))
-        #expect(try await HubProcess.run(HubProcess.binary, ["user", "add", "alice", "--password-file", dir + "/pw", "--db", db]).status == 0)
+        #expect(try await HubProcess.run(HubProcess.binary, ["user", "add", "alice", "--password-file", dir + "/pw", "--db", db]
+                                         + HubProcess.testBcrypt).status == 0)
         // Two nodes on one database: a token from one is good on the other, a revocation on one is seen by both.
         let n1 = try await HubProcess.Server(db: db, extra: ["--node", "n1"], dir: dir)
         let n2 = try await HubProcess.Server(db: db, extra: ["--node", "n2"], dir: dir)
@@ -95,6 +96,43 @@ import Testing
         #expect(try await HubProcess.run("/usr/bin/curl", ["-sf", "-o", "/dev/null", n1.base + "/.well-known/oauth-authorization-server"]).status == 0)
         n1.stop()
         n2.stop()
+    }
+
+    @Test("passwords are stored at the configured bcrypt cost (12 unless set), and anew at the server's on a login",
+          .requires(HubProcess.server))
+    func passwordsAreStoredAtTheConfiguredCost() async throws {
+        let dir = try HubProcess.tempDir()
+        let db = "sqlite:\(dir)/hub.sqlite"
+        let pw = try await HubProcess.addClient("pw", passwordGrant: true, db: db)
+        try Data("correct horse battery".utf8).write(to: URL(fileURLWithPath: dir + "/pw"))
+        // The cost field of the stored hash: `$hmac-sha256$$2b$12$...`.
+        func storedCost() async throws -> String {
+            let r = try await HubProcess.run("/usr/bin/python3", ["-c", """
+                import sqlite3, sys
+                print(sqlite3.connect(sys.argv[1]).execute("SELECT password_bcrypt FROM users").fetchone()[0].split("$")[4])
+                """, dir + "/hub.sqlite"])
+            return r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for (args, bad) in [(["user", "add", "bob", "--password-file", dir + "/pw", "--db", db, "--bcrypt-cost", "3"], "3"),
+                            (["serve", "--db", db, "--bcrypt-cost", "19"], "19")] {
+            let r = try await HubProcess.run(HubProcess.binary, args)
+            #expect(r.status == 64 && r.stderrText.contains("--bcrypt-cost must be 4 to 18, not \(bad)"), "\(r.stderrText)")
+        }
+        let add = try await HubProcess.run(HubProcess.binary, ["user", "add", "alice", "--password-file", dir + "/pw", "--db", db])
+        #expect(add.status == 0, "\(add.stderrText)")
+        #expect(try await storedCost() == "12")
+        let server = try await HubProcess.Server(db: db, dir: dir)  // --bcrypt-cost 4 (HubProcess.testBcrypt)
+        func login(_ password: String) async throws -> String {
+            try await HubProcess.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-u", "\(pw.id):\(pw.secret)",
+                                                       "--data-urlencode", "grant_type=password", "--data-urlencode", "username=alice",
+                                                       "--data-urlencode", "password=\(password)", server.base + "/oauth/token"]).stdoutText
+        }
+        #expect(try await login("wrong horse battery") == "400")
+        #expect(try await storedCost() == "12", "a failed login changes nothing")
+        #expect(try await login("correct horse battery") == "200")
+        #expect(try await storedCost() == "04", "a good login stores the hash anew at the server's cost")
+        #expect(try await login("correct horse battery") == "200")
+        _ = await server.stopAndWait()
     }
 
     @Test("modem-hub --version prints the version on standard output and exits 0", .requires(HubProcess.server))

@@ -1,5 +1,6 @@
 import Foundation
 import ProcessTestSupport
+import Synchronization
 import Testing
 
 /// The examples in each subcommand's `--help` are what users copy first: every one either runs here,
@@ -154,12 +155,11 @@ struct HelpExamplesTests {
         return b.count > 8 && Array(b[1..<4]) == Array("PNG".utf8) ? nil : "\(path) is no PNG"
     }
 
-    @Test("the examples that need only files run, each doing what it shows", .requires(Peers.sox),
-          arguments: 0..<runHere.count)
-    func runsHere(_ index: Int) async throws {
-        let (example, check) = Self.runHere[index]
-        let dir = try Scratch("HelpExamplesTests")
-        // The inputs the examples name.
+    /// The files the examples name, made once for every case (seven `modem tx` and two `sox` runs: made
+    /// for each of the cases they were about a fifth of this suite's processor time), then copied into
+    /// each case's own folder. Removed when the process exits.
+    static let inputs = Task<String, any Error> {
+        let dir = try Scratch("HelpExamplesInputs")
         let text = try dir.write("message.txt", Self.message)
         try dir.write("frames.txt", Self.frames)
         try dir.write("file.bin", Self.payload)
@@ -173,8 +173,26 @@ struct HelpExamplesTests {
         try await modemTx(["--profile", "rtty"], input: text, out: dir.file("rtty-mono.wav"))
         expectSuccess(try await sox(["-n", "-r", "48000", "-c", "1", "-b", "16", dir.file("silence.wav"), "trim", "0", "1"]))
         expectSuccess(try await sox(["-M", dir.file("silence.wav"), dir.file("rtty-mono.wav"), dir.file("stereo.wav")]))
+        // Kept for the process's life (a static), so its folder is removed at exit.
+        helpExampleInputs.withLock { $0 = dir }
+        atexit { helpExampleInputs.withLock { $0 = nil } }
+        return dir.path
+    }
+
+    @Test("the examples that need only files run, each doing what it shows", .requires(Peers.sox),
+          arguments: 0..<runHere.count)
+    func runsHere(_ index: Int) async throws {
+        let (example, check) = Self.runHere[index]
+        let dir = try Scratch("HelpExamplesTests")
+        let inputs = try await Self.inputs.value
+        for name in try FileManager.default.contentsOfDirectory(atPath: inputs) {
+            try FileManager.default.copyItem(atPath: inputs + "/" + name, toPath: dir.file(name))
+        }
         let r = try await Self.run(example, in: dir)
         #expect(!r.timedOut && r.status != 64, "\(example): \(r)")
         if let problem = try check(r, dir) { Issue.record("\(example): \(problem)\n\(r)") }
     }
 }
+
+/// The folder of ``HelpExamplesTests/inputs`` while the process runs (set to nil at exit, which removes it).
+private let helpExampleInputs = Mutex<Scratch?>(nil)

@@ -180,6 +180,30 @@ struct AGWCodecTests {
         let sabm = AX25Frame(destination: dest, source: src, control: 0x3F, pid: nil)
         #expect(AGWFrame.monitorFrame(port: 1, frame: sabm, ownTransmission: false, time: t).text == " 2:Fm N0CALL To N1ABC <SABM P=1 >[08:05:07]\r")
     }
+
+    @Test("Monitor text of modulo-128 frames: read with two control bytes where Dire Wolf guesses so")
+    func monitorTextModulo128() throws {
+        let t = AGWTimeOfDay(hour: 8, minute: 5, second: 7)
+        let local = try AX25Address(parsing: "N1ABC"), remote = try AX25Address(parsing: "N0CALL")
+        func frame(_ kind: AX25LinkFrame.Kind, _ cr: AX25LinkFrame.CommandResponse) throws -> AX25Frame {
+            try AX25Frame(decoding: AX25LinkFrame(destination: local, source: remote, commandResponse: cr, pollFinal: true,
+                                                  kind: kind, modulo: .oneTwentyEight).encode())
+        }
+        // I frame N(S) 100, N(R) 77, P: two control bytes, then the PID F0.
+        let i = try frame(.information(ns: 100, nr: 77, pid: 0xF0, info: Array("hi".utf8)), .command)
+        #expect(AGWFrame.monitorFrame(port: 0, frame: i, ownTransmission: false, time: t).text
+                == " 1:Fm N0CALL To N1ABC <I S100 R77 pid=F0 Len=2 P=1 >[08:05:07]\rhi\r")
+        // RR N(R) 90, F; SREJ N(R) 12 listing one more: its information after the second control byte.
+        let rr = try frame(.supervisory(.rr, nr: 90, info: []), .response)
+        #expect(AGWFrame.monitorFrame(port: 0, frame: rr, ownTransmission: false, time: t).text
+                == " 1:Fm N0CALL To N1ABC <RR R90 F=1 >[08:05:07]\r")
+        let srej = try frame(.supervisory(.srej, nr: 12, info: [0x1C]), .response)
+        #expect(AGWFrame.monitorFrame(port: 0, frame: srej, ownTransmission: false, time: t).data
+                == Array(" 1:Fm N0CALL To N1ABC <SREJ R12 F=1 Len=1 >[08:05:07]\r".utf8) + [0x1C, 0x0D, 0])
+        // An I frame whose information does not start with F0 or 08 stays modulo 8 (as Dire Wolf reads it).
+        let plain = try frame(.information(ns: 3, nr: 2, pid: 0xCF, info: [0x41]), .command)
+        #expect(AGWFrame.monitorFrame(port: 0, frame: plain, ownTransmission: false, time: t).text.contains("<I S3 R"))
+    }
 }
 
 extension AGWFrame {

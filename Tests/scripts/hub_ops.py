@@ -42,7 +42,7 @@ TRANSIT = "modem-hub: transit relay listening on 127.0.0.1:"
 def start_hub(name, extra=()):
     """`modem-hub serve` on ports the kernel picks; waits (a hang guard) for both listening lines."""
     log = os.path.join(work, f"{name}.log")
-    p = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", DB, "--node", name, "--heartbeat", "1",
+    p = subprocess.Popen([args.hub, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--db", DB, "--node", name, "--heartbeat", "1",
                           "--transit-listen", "127.0.0.1:0", *extra], stdout=open(log, "w"), stderr=subprocess.STDOUT)
     end = time.monotonic() + GUARD
     ports = {}

@@ -27,7 +27,7 @@ check = Checks()
 
 
 def start_hub(work, name, timeout, per_address=5000):
-    return start_server([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
+    return start_server([args.hub, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
                          "--transit-listen", "127.0.0.1:0", "--transit-timeout", str(timeout),
                          # Every client here is 127.0.0.1, counted as one address: room for --pairs at once.
                          "--max-connections-per-address", str(per_address), "--transit-max-pairs-per-address", "5000",

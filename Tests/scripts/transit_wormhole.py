@@ -37,7 +37,7 @@ work = tempfile.mkdtemp(prefix="wormhole-")
 procs = []
 try:
     hlog = os.path.join(work, "hub.log")
-    hub = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, "hub.sqlite"),
+    hub = subprocess.Popen([args.hub, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, "hub.sqlite"),
                             "--transit-listen", "127.0.0.1:0"], stdout=open(hlog, "w"), stderr=subprocess.STDOUT)
     procs.append(hub)
     tport = int(wait_for_line(hlog, r"transit relay listening on 127\.0\.0\.1:(\d+)", hub).group(1))
@@ -105,7 +105,7 @@ try:
                 pass
             time.sleep(0.05)
         hub.kill(); hub.wait(GUARD)
-        hub = subprocess.Popen([args.hub, "serve", "--listen", f"127.0.0.1:{hport}", "--db", "sqlite:" + db,
+        hub = subprocess.Popen([args.hub, "serve", "--bcrypt-cost", "4", "--listen", f"127.0.0.1:{hport}", "--db", "sqlite:" + db,
                                 "--transit-listen", f"127.0.0.1:{tport}"], stdout=open(hlog, "a"), stderr=subprocess.STDOUT)
         procs.append(hub)
         wait_for_line(hlog, r"(?s)transit relay listening.*transit relay listening", hub)

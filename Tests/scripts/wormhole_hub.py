@@ -30,7 +30,7 @@ procs = []
 
 def start_hub(name, *extra):
     log = os.path.join(work, f"{name}.log")
-    p = subprocess.Popen([args.hub, "serve", "--listen", "127.0.0.1:0", "--transit-listen", "127.0.0.1:0", *extra],
+    p = subprocess.Popen([args.hub, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--transit-listen", "127.0.0.1:0", *extra],
                          stdout=open(log, "w"), stderr=subprocess.STDOUT)
     procs.append(p)
     end = time.monotonic() + GUARD

@@ -20,6 +20,13 @@ public enum PasswordHashing {
         HubTokens.base64url(HMACSHA256.code(for: Array(password.utf8), key: label))
     }
 
+    /// The cost of a bcrypt hash (`$2b$12$...` is 12), or nil if it is not one.
+    public static func bcryptCost(of bcrypt: String) -> Int? {
+        let parts = bcrypt.split(separator: "$", omittingEmptySubsequences: false)
+        guard parts.count >= 4, parts[0].isEmpty, parts[1].hasPrefix("2"), parts[2].count == 2 else { return nil }
+        return Int(parts[2])
+    }
+
     /// The stored hash's kind and its bcrypt part.
     public static func parse(stored: String) -> (prehashed: Bool, bcrypt: String) {
         stored.hasPrefix(prefix) ? (true, String(stored.dropFirst(prefix.count))) : (false, stored)

@@ -15,8 +15,12 @@ public final class HubAuthority: Sendable {
         public var accessTTL: Int = 600
         /// Refresh token lifetime in seconds (14 days).
         public var refreshTTL: Int = 14 * 24 * 3600
-        /// bcrypt cost for new passwords.
-        public var bcryptCost: UInt8 = 12
+        /// bcrypt cost (log2 of the rounds) of new password hashes (`--bcrypt-cost`, 12 by default; each
+        /// step doubles the work of a sign-up and of a login). A stored hash of another cost is hashed anew
+        /// at this one on its owner's next login.
+        public var bcryptCost: UInt8 = HubAuthority.defaultBcryptCost
+        /// The costs `bcryptCost` may take: bcrypt's lowest, 4 (for tests), to 18 (about a minute a login).
+        public static let bcryptCosts: ClosedRange<Int> = 4...18
         /// Failed client authentications allowed per (IP, client id) per minute.
         public var clientFailuresPerMinute = 10
         /// The bounds on sign-ups, codes, guesses and password grants, per account and per address.
@@ -33,6 +37,8 @@ public final class HubAuthority: Sendable {
         var clientFailures: BoundedRateLimiter
     }
     private let limiters: Mutex<Limiters>
+    /// The hash verified against for unknown usernames: made once, at ``Settings/bcryptCost``, on first use.
+    private let decoy = Mutex<String?>(nil)
     /// The bounds of the account flow and of password grants (settings.accounts), on ``clock``.
     public let accountLimiter: AccountLimiter
 
@@ -49,6 +55,9 @@ public final class HubAuthority: Sendable {
         self.accountLimiter = AccountLimiter(limits: settings.accounts)
     }
 
+    /// The bcrypt cost of new password hashes unless set otherwise.
+    public static let defaultBcryptCost: UInt8 = 12
+
     /// Unix time now, in milliseconds.
     @Sendable public static func systemMillis() -> Int64 { Int64((Date().timeIntervalSince1970 * 1000).rounded()) }
 
@@ -64,11 +73,11 @@ public final class HubAuthority: Sendable {
     }
 
     /// Checks `password` against a stored hash on NIO's thread pool; with no hash (an unknown user) it
-    /// checks against a decoy so the time taken does not tell which names exist, and answers false.
-    /// A hash of the older kind (bcrypt of the password itself) still verifies.
+    /// checks against a decoy of the configured cost so the time taken does not tell which names exist,
+    /// and answers false. A hash of the older kind (bcrypt of the password itself) still verifies.
     public func verifyPassword(_ password: String, hash: String?) async throws -> Bool {
         try await NIOThreadPool.singleton.runIfActive {
-            let (prehashed, bcrypt) = PasswordHashing.parse(stored: hash ?? HubAuthority.decoyHash)
+            let (prehashed, bcrypt) = PasswordHashing.parse(stored: hash ?? self.decoyHash())
             let ok = Bcrypt.verify(prehashed ? PasswordHashing.prehash(password) : password, hash: bcrypt)
             return hash != nil && ok
         }
@@ -128,9 +137,11 @@ public final class HubAuthority: Sendable {
                 throw OAuthError(.invalidGrant, "wrong username or password")
             }
             accountLimiter.loginSucceeded(account: account, admittedAtMs: now)
-            if !PasswordHashing.parse(stored: user.passwordBcrypt).prehashed {
-                // A hash of the older kind (bcrypt of the password itself): stored anew, so that from
-                // now on every byte of the password counts.
+            let stored = PasswordHashing.parse(stored: user.passwordBcrypt)
+            if !stored.prehashed || PasswordHashing.bcryptCost(of: stored.bcrypt) != Int(settings.bcryptCost) {
+                // A hash of the older kind (bcrypt of the password itself), or of another cost than the
+                // configured one: stored anew, so that from now on every byte of the password counts and
+                // the work a guess costs is the operator's choice.
                 try await store.setPassword(userID: user.id, bcrypt: try await hashPassword(password))
             }
             return try await issuePair(client: client, subject: user.id)
@@ -232,6 +243,15 @@ public final class HubAuthority: Sendable {
         return .success(HubPrincipal(subject: rec.subject, clientID: rec.clientID))
     }
 
-    /// A bcrypt hash of a random password, verified against for unknown usernames.
-    static let decoyHash = PasswordHashing.prefix + Bcrypt.hash(HubTokens.base64url(HubTokens.randomBytes(16)), cost: 12)
+    /// A bcrypt hash of a random password at the configured cost, verified against for unknown usernames
+    /// (made on the first call, under the lock, so every caller waits for the one hash).
+    func decoyHash() -> String {
+        decoy.withLock { made in
+            if let made { return made }
+            let hash = PasswordHashing.prefix
+                + Bcrypt.hash(HubTokens.base64url(HubTokens.randomBytes(16)), cost: settings.bcryptCost)
+            made = hash
+            return hash
+        }
+    }
 }

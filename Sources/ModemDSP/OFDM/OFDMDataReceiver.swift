@@ -30,6 +30,10 @@ public struct OFDMStatistics: Sendable {
     /// How alike the last symbol's pilots were to what was sent (1: exactly; near 0: noise alone,
     /// the transmission has ended or the line was cut).
     public var pilotCoherence = 0.0
+    /// For a grid trained on its own (the room grid): the share of the response's energy that
+    /// arrives after the data grid's prefix, weighed by how much of a window it spoils, in dB (nil
+    /// for the sounding's grids). Counted as noise on every carrier.
+    public var lateReverberation: Double?
     /// Up to ``pointLimit`` equalised data points (re, im), for plotting the constellation.
     public var points: [(Float, Float)] = []
     /// The most points kept.
@@ -44,7 +48,7 @@ public struct OFDMStatistics: Sendable {
     /// The mean of ``carrierSNR`` (of the linear values) over the data grid's carriers, in dB.
     public var meanCarrierSNR: Double {
         guard let n = numerology else { return meanSNR(first: OFDMNumerology.sounding.firstCarrier, last: OFDMNumerology.sounding.lastCarrier) }
-        return meanSNR(first: n.firstCarrier, last: n.lastCarrier)
+        return meanSNR(first: n.soundingCarriers.lowerBound, last: n.soundingCarriers.upperBound)
     }
 
     /// The mean of ``carrierSNR`` (of the linear values) over carriers `first...last`, in dB.
@@ -93,7 +97,7 @@ extension OFDMDemodulator {
             let n = plan.numerology
             transform = OFDMTransform(size: n.fftSize)
             mapper = QAMMapper(plan.constellation)
-            let p = OFDMNumerology.preamble, t = OFDMNumerology.sounding
+            let p = OFDMNumerology.preamble, t = OFDMNumerology.training(for: n)
             let offset = OFDMDemodulator.backoff(p) + 2 * p.fftSize + p.cyclicPrefix + p.fftSize + t.cyclicPrefix - OFDMDemodulator.backoff(t)
             position = a.anchor + Double(offset) * a.step
             drift = a.step / nominalStep - 1
@@ -233,7 +237,7 @@ extension OFDMDemodulator {
     /// input is needed.
     private func train(_ d: inout DataState) -> Bool {
         let n = d.plan.numerology
-        let t = OFDMNumerology.sounding
+        let t = OFDMNumerology.training(for: n)
         let kc = t.carrierCount
         var step = nominalStep * (1 + d.drift)
         guard buffer.canRead(from: d.position, step: step, count: 2 * t.fftSize + 64) else { return false }
@@ -265,8 +269,9 @@ extension OFDMDemodulator {
         var hs = [(Float, Float)](repeating: (0, 0), count: kc)
         for i in 0..<kc {
             // A light smoothing across neighbouring carriers (the line is smooth at this spacing).
+            // Not on a grid of longer symbols: a room's response changes from one 1.5 Hz carrier to the next.
             let l = h[max(0, i - 1)], c = h[i], r = h[min(kc - 1, i + 1)]
-            hs[i] = (0.25 * l.0 + 0.5 * c.0 + 0.25 * r.0, 0.25 * l.1 + 0.5 * c.1 + 0.25 * r.1)
+            hs[i] = t != OFDMNumerology.sounding ? c : (0.25 * l.0 + 0.5 * c.0 + 0.25 * r.0, 0.25 * l.1 + 0.5 * c.1 + 0.25 * r.1)
             let p = hs[i].0 * hs[i].0 + hs[i].1 * hs[i].1
             snr[i] = 10 * log10(Double(max(p, 1e-20) / max(symbolNoise[i], 1e-20)))
         }
@@ -274,16 +279,75 @@ extension OFDMDemodulator {
         // carrier of a grid with fewer carriers is louder: by the square root of the ratio.
         let offset = n.firstCarrier - t.firstCarrier
         let louder = (Float(t.carrierCount) / Float(n.carrierCount)).squareRoot()
+        // A grid trained on its own (the room grid): the reverberation that outlasts the prefix is
+        // noise the training's two equal symbols do not show. Its share of the response, weighed
+        // by how much of a window each late path spoils, is added to every carrier's noise.
+        let late = t == OFDMNumerology.sounding ? 0 : Self.lateShare(d.transform, training: t, h: h, prefix: n.cyclicPrefix - Self.backoff(n))
+        var meanPower: Float = 0
+        for i in 0..<kc { meanPower += hs[i].0 * hs[i].0 + hs[i].1 * hs[i].1 }
+        meanPower /= Float(kc)
         for i in 0..<n.carrierCount {
             d.hre[i] = hs[offset + i].0 * louder
             d.him[i] = hs[offset + i].1 * louder
             let p = d.hre[i] * d.hre[i] + d.him[i] * d.him[i]
-            d.variance[i] = max(symbolNoise[offset + i], 1e-20) / max(p, 1e-20)
+            let noise = max(symbolNoise[offset + i], 1e-20) + late * meanPower * louder * louder
+            d.variance[i] = noise / max(p, 1e-20)
         }
-        statistics.carrierSNR = snr
+        if t != OFDMNumerology.sounding {
+            for i in 0..<kc { snr[i] -= 10 * log10(1 + Double(late * meanPower / max(symbolNoise[i], 1e-20))) }
+        }
+        statistics.lateReverberation = late > 0 ? 10 * log10(Double(late)) : nil
+        statistics.carrierSNR = t == OFDMNumerology.sounding ? snr : Self.onSounding(snr, of: t)
         // The first data symbol's window: after both training symbols and its own prefix.
         d.position += Double(2 * t.fftSize + n.cyclicPrefix + Self.backoff(t) - Self.backoff(n)) * step
         d.trained = true
         return true
+    }
+
+    /// The share of the channel's energy (`h`, on the training's carriers) that arrives more than
+    /// `prefix` samples after the first path, each path weighed by the share of a window it spoils (a
+    /// path `e` samples past the prefix puts the neighbouring symbol into `e` samples of the window:
+    /// about `2e/N` of its power is interference, all of it from `N/2` on), as a fraction of the
+    /// whole response's.
+    static func lateShare(_ transform: OFDMTransform, training t: OFDMNumerology, h: [(Float, Float)], prefix: Int) -> Float {
+        let size = transform.size
+        var env = [Float](repeating: 0, count: size)
+        let re = h.map(\.0), im = h.map(\.1)
+        re.withUnsafeBufferPointer { r in
+            im.withUnsafeBufferPointer { i in env.withUnsafeMutableBufferPointer { transform.envelope(first: t.firstCarrier, re: r, im: i, into: $0) } }
+        }
+        // The response's start: the earliest sample within 64 before the strongest path that holds
+        // a tenth of its energy.
+        var best = 0
+        for i in 0..<size where env[i] > env[best] { best = i }
+        var start = best
+        for j in 1...64 {
+            let i = (best - j + size) % size
+            if env[i] > 0.1 * env[best] { start = i }
+        }
+        // Paths from the start on; the circle's last eighth is taken as paths before the start
+        // (the filters' pre-echo, noise) and left out.
+        var total: Float = 0, late: Float = 0
+        for j in 0..<(size - size / 8) {
+            let e = env[(start + j) % size]
+            total += e
+            let excess = j - prefix
+            if excess > 0 { late += e * min(1, 2 * Float(excess) / Float(size)) }
+        }
+        return total > 0 ? late / total : 0
+    }
+
+    /// Per-carrier SNRs of a training on a grid of longer symbols, put on the ``OFDMNumerology/sounding``
+    /// grid's carriers (what ``OFDMStatistics/carrierSNR`` holds): the mean of the linear values of
+    /// the carriers within each sounding carrier's spacing; −30 dB where the training had none.
+    static func onSounding(_ snr: [Double], of t: OFDMNumerology) -> [Double] {
+        let s = OFDMNumerology.sounding
+        let ratio = t.fftSize / s.fftSize
+        return (s.firstCarrier...s.lastCarrier).map { k in
+            let lo = max(t.firstCarrier, k * ratio - ratio / 2), hi = min(t.lastCarrier, k * ratio + (ratio - 1) / 2)
+            guard lo <= hi else { return -30 }
+            let mean = (lo...hi).reduce(0.0) { $0 + pow(10, snr[$1 - t.firstCarrier] / 10) } / Double(hi - lo + 1)
+            return 10 * log10(max(mean, 1e-3))
+        }
     }
 }

@@ -26,7 +26,7 @@ public final class OFDMModulator {
     ///   - rms: the RMS level of every symbol (0 < rms ≤ 0.5).
     public init(numerology: OFDMNumerology, constellation: QAMConstellation, rms: Float) {
         precondition(rms > 0 && rms <= 0.5, "OFDMModulator rms must be in (0, 0.5]")
-        precondition(numerology.fitsSounding, "OFDM data grids use 4096-point symbols inside the training's band")
+        precondition(numerology.hasTraining, "OFDM data grids use 4096-point symbols inside the training's band, or longer ones (the room grid)")
         self.numerology = numerology
         self.constellation = constellation
         self.rms = rms
@@ -51,7 +51,7 @@ public final class OFDMModulator {
         let known = OFDMSequences.qpsk(count: p.carrierCount, seed: OFDMSequences.preambleSeed)
         let s = symbol(preambleTransform, numerology: p, values: known)
         var out = [Float]()
-        out.reserveCapacity(OFDMNumerology.startLength)
+        out.reserveCapacity(startLength)
         out.append(contentsOf: s[(p.fftSize - p.cyclicPrefix)...])
         out.append(contentsOf: s)
         out.append(contentsOf: s)
@@ -72,8 +72,8 @@ public final class OFDMModulator {
         let h = symbol(preambleTransform, numerology: p, values: values)
         out.append(contentsOf: h[(p.fftSize - p.cyclicPrefix)...])
         out.append(contentsOf: h)
-        // The training over the whole band: one prefix, two equal symbols.
-        let sounding = OFDMNumerology.sounding
+        // The training over the whole band (or the room grid's own): one prefix, two equal symbols.
+        let sounding = OFDMNumerology.training(for: numerology)
         let t = symbol(dataTransform, numerology: sounding,
                        values: OFDMSequences.qpsk(count: sounding.carrierCount, seed: OFDMSequences.trainingSeed))
         out.append(contentsOf: t[(sounding.fftSize - sounding.cyclicPrefix)...])
@@ -83,7 +83,7 @@ public final class OFDMModulator {
     }
 
     /// The samples of `start(headerBits:)`: its length.
-    public var startLength: Int { OFDMNumerology.startLength }
+    public var startLength: Int { OFDMNumerology.startLength(for: numerology) }
 
     /// The next data symbol (prefix included) carrying `bits` (``bitsPerSymbol`` values, 0 or 1, in
     /// data-carrier order, each carrier's bits together).

@@ -9,7 +9,7 @@ public struct OFDMNumerology: Sendable, Hashable, Codable {
     /// The sample rate every OFDM signal is made at, in Hz.
     public static let sampleRate = 48000.0
 
-    /// Samples per transform (a power of two, 256...16384).
+    /// Samples per transform (a power of two, 256...32768; above 4096 only for the room grid).
     public let fftSize: Int
     /// Cyclic-prefix samples before each symbol (0...fftSize/2): longer than the line's echoes.
     public let cyclicPrefix: Int
@@ -22,7 +22,7 @@ public struct OFDMNumerology: Sendable, Hashable, Codable {
     /// Creates a grid.
     /// - Precondition: the values are in the ranges documented on the properties.
     public init(fftSize: Int, cyclicPrefix: Int, firstCarrier: Int, lastCarrier: Int, pilotSpacing: Int) {
-        precondition(fftSize >= 256 && fftSize <= 16384 && fftSize & (fftSize - 1) == 0, "OFDM fftSize must be a power of two in 256...16384")
+        precondition(fftSize >= 256 && fftSize <= 32768 && fftSize & (fftSize - 1) == 0, "OFDM fftSize must be a power of two in 256...32768")
         precondition(cyclicPrefix >= 0 && cyclicPrefix <= fftSize / 2, "OFDM cyclicPrefix must be 0...fftSize/2")
         precondition(firstCarrier >= 1 && lastCarrier < fftSize / 2 && firstCarrier + 8 <= lastCarrier, "OFDM carriers must lie in 1..<fftSize/2")
         precondition((2...64).contains(pilotSpacing), "OFDM pilotSpacing must be 2...64")
@@ -87,6 +87,43 @@ public struct OFDMNumerology: Sendable, Hashable, Codable {
     /// the training.
     public static var startLength: Int {
         preamble.cyclicPrefix + 3 * preamble.fftSize + preamble.cyclicPrefix + sounding.cyclicPrefix + 2 * sounding.fftSize
+    }
+
+    /// Whether data symbols on this grid can follow a training: the grids that fit ``sounding``, and
+    /// grids of longer symbols (the room grid) whose band lies inside the sounding's.
+    public var hasTraining: Bool {
+        if fitsSounding { return true }
+        let s = Self.sounding
+        return fftSize > s.fftSize && fftSize % s.fftSize == 0
+            && Double(firstCarrier) * carrierSpacing >= Double(s.firstCarrier) * s.carrierSpacing
+            && Double(lastCarrier) * carrierSpacing <= Double(s.lastCarrier) * s.carrierSpacing
+    }
+
+    /// The training a transmission on `grid` sends after its header: ``sounding`` for the grids that
+    /// fit it. A grid of longer symbols (the room grid, for reverberation far longer than the
+    /// sounding's prefix) is trained on its own transform size and band, with a prefix of at least
+    /// a quarter of a symbol, so the channel is measured at its carriers' spacing and the first
+    /// training window holds little of the header's reverberation (the second one is preceded by the
+    /// first).
+    public static func training(for grid: OFDMNumerology) -> OFDMNumerology {
+        if grid.fitsSounding { return sounding }
+        return OFDMNumerology(fftSize: grid.fftSize, cyclicPrefix: max(grid.cyclicPrefix, grid.fftSize / 4),
+                              firstCarrier: grid.firstCarrier, lastCarrier: grid.lastCarrier, pilotSpacing: grid.pilotSpacing)
+    }
+
+    /// This grid's carriers as carriers of ``sounding`` (what ``OFDMStatistics/carrierSNR`` is on):
+    /// the same for the grids that fit it, the ones whose spacing holds them for a grid of longer
+    /// symbols.
+    public var soundingCarriers: ClosedRange<Int> {
+        let ratio = max(1, fftSize / Self.sounding.fftSize)
+        return (firstCarrier / ratio)...(lastCarrier / ratio)
+    }
+
+    /// Samples from the start of a transmission on `grid` to its first data symbol (``startLength``
+    /// for the grids that fit the sounding).
+    public static func startLength(for grid: OFDMNumerology) -> Int {
+        let t = training(for: grid)
+        return preamble.cyclicPrefix + 3 * preamble.fftSize + preamble.cyclicPrefix + t.cyclicPrefix + 2 * t.fftSize
     }
 }
 

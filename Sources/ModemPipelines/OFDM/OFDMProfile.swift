@@ -9,7 +9,8 @@ import ModemDSP
 public struct OFDMProfile: Sendable, Hashable, Identifiable {
     /// The id in the header (1...255).
     public let id: Int
-    /// The grid's name: "cable" (full band, short prefix) or "air" (a speaker's band, long prefix).
+    /// The grid's name: "cable" (full band, short prefix), "air" (a speaker's band, long prefix) or
+    /// "room" (a speaker's band, long symbols and a prefix for a room's reverberation).
     public let gridName: String
     /// The data grid.
     public let numerology: OFDMNumerology
@@ -58,7 +59,7 @@ public struct OFDMProfile: Sendable, Hashable, Identifiable {
 
     /// Seconds of audio for `bytes` of payload, the preamble included.
     public func seconds(forPayload bytes: Int) -> Double {
-        (Double(OFDMNumerology.startLength) + Double(symbolCount(forPayload: bytes) * numerology.symbolLength)) / OFDMNumerology.sampleRate
+        (Double(OFDMNumerology.startLength(for: numerology)) + Double(symbolCount(forPayload: bytes) * numerology.symbolLength)) / OFDMNumerology.sampleRate
     }
 }
 
@@ -68,7 +69,31 @@ extension OFDMProfile {
     /// A speaker and a microphone (410 Hz-8.6 kHz) with a 5.3 ms prefix for the room's echoes.
     public static let airGrid = OFDMNumerology(fftSize: 4096, cyclicPrefix: 256, lowHz: 400, highHz: 8600, pilotSpacing: 16)
 
-    /// Every configuration, slowest first.
+    /// A speaker and a microphone in a reverberant room (250 Hz-9.75 kHz): 32768-point symbols (1.46 Hz
+    /// carriers, 683 ms) with a 171 ms prefix, trained on their own grid. A room's reverberation lasts
+    /// hundreds of milliseconds (RT60 0.2-0.6 s): on the air grid everything after its 5.3 ms prefix
+    /// is noise; here only what outlasts 171 ms, and a late path spoils a share of a window that is
+    /// eight times as long.
+    public static let roomGrid = OFDMNumerology(fftSize: 32768, cyclicPrefix: 8192, lowHz: 250, highHz: 9750, pilotSpacing: 32)
+
+    /// The room grid's configurations, slowest first (ids 40...: apart from the cable's and the
+    /// air's). Their ``requiredSNR`` is estimated from the cable and air grids' figures for the same or
+    /// the neighbouring constellation and code rate, not measured on this grid (a room's notches,
+    /// not white noise, are what limits it there). Not in ``all``: rate adaptation on a link picks among the sounding's grids; `--bitrate`
+    /// (``fastest(atMost:)``) and the receiver (``withID(_:)``) know these too.
+    public static let room: [OFDMProfile] = [
+        OFDMProfile(id: 40, gridName: "room", numerology: roomGrid, constellation: .qpsk, rate: .r3_4, requiredSNR: 3),
+        OFDMProfile(id: 41, gridName: "room", numerology: roomGrid, constellation: .qam16, rate: .r2_3, requiredSNR: 8),
+        OFDMProfile(id: 42, gridName: "room", numerology: roomGrid, constellation: .qam16, rate: .r5_6, requiredSNR: 11),
+        OFDMProfile(id: 43, gridName: "room", numerology: roomGrid, constellation: .qam64, rate: .r3_4, requiredSNR: 15),
+        OFDMProfile(id: 44, gridName: "room", numerology: roomGrid, constellation: .qam64, rate: .r5_6, requiredSNR: 17),
+        OFDMProfile(id: 45, gridName: "room", numerology: roomGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 20),
+        OFDMProfile(id: 46, gridName: "room", numerology: roomGrid, constellation: .qam256, rate: .r5_6, requiredSNR: 23),
+        OFDMProfile(id: 47, gridName: "room", numerology: roomGrid, constellation: .qam1024, rate: .r3_4, requiredSNR: 26),
+        OFDMProfile(id: 48, gridName: "room", numerology: roomGrid, constellation: .qam1024, rate: .r5_6, requiredSNR: 28),
+    ]
+
+    /// Every configuration of the grids that follow the sounding (air and cable), slowest first.
     public static let all: [OFDMProfile] = [
         OFDMProfile(id: 1, gridName: "air", numerology: airGrid, constellation: .bpsk, rate: .r1_2, requiredSNR: -2),
         OFDMProfile(id: 2, gridName: "air", numerology: airGrid, constellation: .qpsk, rate: .r1_2, requiredSNR: 0),
@@ -89,8 +114,11 @@ extension OFDMProfile {
         OFDMProfile(id: 24, gridName: "cable", numerology: cableGrid, constellation: .qam4096, rate: .r9_10, requiredSNR: 37),
     ]
 
+    /// Every configuration a transmission may use: ``all`` and ``room``.
+    public static var everyConfiguration: [OFDMProfile] { room + all }
+
     /// The configuration with header id `id`.
-    public static func withID(_ id: Int) -> OFDMProfile? { all.first { $0.id == id } }
+    public static func withID(_ id: Int) -> OFDMProfile? { all.first { $0.id == id } ?? room.first { $0.id == id } }
 
     /// The default: what a sound-card cable carries with margin (1024-QAM, rate 3/4, full band).
     public static var standard: OFDMProfile { withID(20)! }
@@ -101,9 +129,12 @@ extension OFDMProfile {
     /// gains per carrier, less the share of the band the training's carriers hold.
     public func lineSNR(_ statistics: OFDMStatistics) -> Double {
         let t = OFDMNumerology.sounding
-        let louder = 10 * log10(Double(t.carrierCount) / Double(numerology.carrierCount))
+        // A grid of longer symbols (the room grid): its carriers on the sounding's, and its carriers
+        // as loud against the noise per bin as the ratio of carriers to transform size says.
+        let louder = 10 * log10(Double(t.carrierCount * numerology.fftSize) / Double(numerology.carrierCount * t.fftSize))
         let share = 10 * log10(Double(t.fftSize / 2) / Double(t.carrierCount))
-        return statistics.effectiveSNR(first: numerology.firstCarrier, last: numerology.lastCarrier) + louder - share
+        let c = numerology.soundingCarriers
+        return statistics.effectiveSNR(first: c.lowerBound, last: c.upperBound) + louder - share
     }
 
     /// The fastest configuration that the line `statistics` measured carries with `margin` dB to
@@ -116,6 +147,6 @@ extension OFDMProfile {
     /// The configuration with the highest net rate at or below `bitRate`, or nil when even the
     /// slowest is faster.
     public static func fastest(atMost bitRate: Double) -> OFDMProfile? {
-        all.filter { $0.netBitRate.rounded(.down) <= bitRate }.max { $0.netBitRate < $1.netBitRate }
+        everyConfiguration.filter { $0.netBitRate.rounded(.down) <= bitRate }.max { $0.netBitRate < $1.netBitRate }
     }
 }

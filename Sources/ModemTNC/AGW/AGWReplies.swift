@@ -97,11 +97,11 @@ extension AGWFrame {
             let path = frame.digipeaters.enumerated().map { i, d in d.description + (i == heard ? "*" : "") }
             text = " \(Int(port) + 1):Fm \(frame.source) To \(frame.destination) Via \(path.joined(separator: ",")) "
         }
-        let (description, kind) = monitorDescription(frame)
+        let (description, kind, info) = monitorDescription(frame)
         text += description + time.bracketed + "\r"
         var data = Array(text.utf8)
-        if !frame.info.isEmpty {
-            data += frame.info
+        if !info.isEmpty {
+            data += info
             data.append(0x0D)
         }
         data.append(0)
@@ -109,8 +109,12 @@ extension AGWFrame {
                         callTo: frame.destination.description, data: data)
     }
 
-    /// `<UI pid=F0 Len=5 P=0 >` and the kind letter (`U`, `I` or `S`), from the control byte (modulo 8).
-    static func monitorDescription(_ frame: AX25Frame) -> (String, Character) {
+    /// `<UI pid=F0 Len=5 P=0 >`, the kind letter (`U`, `I` or `S`) and the information to show, from
+    /// the control field. A frame does not say its modulo, so an I or S frame is read as modulo 128 the
+    /// way Dire Wolf guesses for its monitor: an S frame with a byte after its control byte (the second
+    /// control byte), an I frame whose byte after the would-be PID is 0xF0 or 0x08 (the real PID, the
+    /// would-be PID being the second control byte). Otherwise modulo 8.
+    static func monitorDescription(_ frame: AX25Frame) -> (String, Character, [UInt8]) {
         let c = frame.control
         let pfText: String
         switch (frame.destination.highBit, frame.source.highBit) {
@@ -118,33 +122,46 @@ extension AGWFrame {
         case (false, true): pfText = "F"
         default: pfText = "PF"
         }
-        let pf = Int((c >> 4) & 1)
-        let nr = Int(c >> 5)
-        let length = frame.info.count
         func hex(_ b: UInt8) -> String { (b < 16 ? "0" : "") + String(b, radix: 16, uppercase: true) }
         if c & 1 == 0 {
-            let ns = Int((c >> 1) & 7)
-            return ("<I S\(ns) R\(nr) pid=\(hex(frame.pid ?? 0)) Len=\(length) \(pfText)=\(pf) >", "I")
+            if let c2 = frame.pid, let pid = frame.info.first, pid == 0xF0 || pid == 0x08 {
+                let info = Array(frame.info.dropFirst())
+                let ns = Int(c >> 1), nr = Int(c2 >> 1), pf = Int(c2 & 1)
+                return ("<I S\(ns) R\(nr) pid=\(hex(pid)) Len=\(info.count) \(pfText)=\(pf) >", "I", info)
+            }
+            let ns = Int((c >> 1) & 7), nr = Int(c >> 5), pf = Int((c >> 4) & 1)
+            return ("<I S\(ns) R\(nr) pid=\(hex(frame.pid ?? 0)) Len=\(frame.info.count) \(pfText)=\(pf) >", "I", frame.info)
         }
         if c & 3 == 1 {
+            var nr = Int(c >> 5), pf = Int((c >> 4) & 1)
+            var info = frame.info
+            if let c2 = frame.info.first {
+                nr = Int(c2 >> 1)
+                pf = Int(c2 & 1)
+                info.removeFirst()
+            }
             switch (c >> 2) & 3 {
-            case 0: return ("<RR R\(nr) \(pfText)=\(pf) >", "S")
-            case 1: return ("<RNR R\(nr) \(pfText)=\(pf) >", "S")
-            case 2: return ("<REJ R\(nr) \(pfText)=\(pf) >", "S")
-            default: return ("<SREJ R\(nr) \(pfText)=\(pf) Len=\(length) >", "S")
+            case 0: return ("<RR R\(nr) \(pfText)=\(pf) >", "S", info)
+            case 1: return ("<RNR R\(nr) \(pfText)=\(pf) >", "S", info)
+            case 2: return ("<REJ R\(nr) \(pfText)=\(pf) >", "S", info)
+            default: return ("<SREJ R\(nr) \(pfText)=\(pf) Len=\(info.count) >", "S", info)
             }
         }
+        let pf = Int((c >> 4) & 1)
+        let length = frame.info.count
+        let described: (String, Character)
         switch c & 0xEF {
-        case 0x03: return ("<UI pid=\(hex(frame.pid ?? 0)) Len=\(length) \(pfText)=\(pf) >", "U")
-        case 0x6F: return ("<SABME \(pfText)=\(pf) >", "S")
-        case 0x2F: return ("<SABM \(pfText)=\(pf) >", "S")
-        case 0x43: return ("<DISC \(pfText)=\(pf) >", "S")
-        case 0x0F: return ("<DM \(pfText)=\(pf) >", "S")
-        case 0x63: return ("<UA \(pfText)=\(pf) >", "S")
-        case 0x87: return ("<FRMR \(pfText)=\(pf) >", "S")
-        case 0xAF: return ("<XID \(pfText)=\(pf) Len=\(length) >", "S")
-        case 0xE3: return ("<TEST \(pfText)=\(pf) Len=\(length) >", "S")
-        default: return ("<U other??? >", "S")
+        case 0x03: described = ("<UI pid=\(hex(frame.pid ?? 0)) Len=\(length) \(pfText)=\(pf) >", "U")
+        case 0x6F: described = ("<SABME \(pfText)=\(pf) >", "S")
+        case 0x2F: described = ("<SABM \(pfText)=\(pf) >", "S")
+        case 0x43: described = ("<DISC \(pfText)=\(pf) >", "S")
+        case 0x0F: described = ("<DM \(pfText)=\(pf) >", "S")
+        case 0x63: described = ("<UA \(pfText)=\(pf) >", "S")
+        case 0x87: described = ("<FRMR \(pfText)=\(pf) >", "S")
+        case 0xAF: described = ("<XID \(pfText)=\(pf) Len=\(length) >", "S")
+        case 0xE3: described = ("<TEST \(pfText)=\(pf) Len=\(length) >", "S")
+        default: described = ("<U other??? >", "S")
         }
+        return (described.0, described.1, frame.info)
     }
 }

@@ -51,7 +51,7 @@ def add_client(name):
 
 clients = {n: add_client(n) for n in ["honest", "flood1", "flood2", "flood3", "reader"]}
 log_path = os.path.join(work, "hub.log")
-hub, port = start_server([args.hub, "serve", "--listen", "127.0.0.1:0", "--db", db, "--node", "attack-posts",
+hub, port = start_server([args.hub, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--db", db, "--node", "attack-posts",
                           "--max-posts-per-user-per-group", str(PER_USER), "--max-posts-per-group", str(PER_GROUP),
                           "--max-socket-queue-bytes", str(QUEUE), "--max-posts-per-user", str(ALL_PER_USER),
                           "--devices-per-address-per-hour", str(DEVICES_PER_HOUR)], log_path, LISTENING)
@@ -218,7 +218,11 @@ async def joiner(delay, replace_while_reading):
     if delay: sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)  # the slow reader's kernel holds little
     sock.bind((HONEST, 0))
     sock.connect(("127.0.0.1", port))
+    # No keepalive pings from the client: the hub's pong waits behind the history frames this reader has
+    # not read yet, so on a busy machine the client's 20 s ping timeout closed the socket itself (and
+    # the hub has its own idle deadline).
     ws = await websockets.connect(base.replace("http", "ws", 1) + "/v1/socket", open_timeout=30, max_size=None, max_queue=4, sock=sock,
+                                  ping_interval=None,
                                   additional_headers={"Authorization": "Bearer " + Rest(HONEST, clients["reader"]).token})
     await ws.send(json.dumps({"op": "hello"}))
     await ws.send(json.dumps({"op": "join", "group": G}))

@@ -31,7 +31,7 @@ resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 8192), hard))
 
 
 def start_hub(work, name, extra):
-    return start_server([HUB, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
+    return start_server([HUB, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, f"{name}.sqlite"),
                          "--transit-listen", "127.0.0.1:0"] + extra, os.path.join(work, f"{name}.log"),
                         "modem-hub: transit relay listening on 127.0.0.1:")
 

@@ -41,7 +41,7 @@ check = Checks()
 
 
 def start_hub(work, name, extra, db=None):
-    return start_server([HUB, "serve", "--listen", "127.0.0.1:0", "--db", db or "sqlite:" + os.path.join(work, f"{name}.sqlite")] + extra,
+    return start_server([HUB, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--db", db or "sqlite:" + os.path.join(work, f"{name}.sqlite")] + extra,
                         os.path.join(work, f"{name}.log"), "modem-hub: listening on 127.0.0.1:")
 
 

@@ -19,7 +19,7 @@ check = Checks()
 
 
 def start_hub(work, cert, key):
-    return start_server([HUB, "serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, "hub.sqlite"),
+    return start_server([HUB, "serve", "--bcrypt-cost", "4", "--listen", "127.0.0.1:0", "--db", "sqlite:" + os.path.join(work, "hub.sqlite"),
                          "--tls-cert", cert, "--tls-key", key], os.path.join(work, "hub.log"), "modem-hub: listening on 127.0.0.1:")
 
 
