@@ -21,6 +21,11 @@ public enum LinkTiming: Sendable, Hashable {
     /// seconds that covers a turnaround at the slowest rate the link falls back to (counted from the
     /// moment the writes drained), and a nominal throughput in bytes per second for air times.
     case ofdm(acknowledgementTimeout: Double, bytesPerSecond: Double)
+    /// An audio line carrying the frames in the HF (SSB channel) modem's transmissions (``ModemLink``'s
+    /// `HFLinkModem`), at a rate both ends adapt to the line: a fixed acknowledgement timeout in
+    /// seconds that covers the longest transmission the peer may be in the middle of and its answer at
+    /// the slowest rate the link falls back to, and a nominal throughput in bytes per second for air times.
+    case hf(acknowledgementTimeout: Double, bytesPerSecond: Double)
 }
 
 /// Whether an audio link sends its frames under forward error correction (``ModemCodecs/CodedFrame``:
@@ -89,9 +94,9 @@ public struct LinkConfiguration: Sendable, Hashable {
         precondition(windowFrames >= 1 && maximumPolls >= 1 && signalAttempts >= 1 && handshakeAttempts >= 1)
         precondition(latencySeconds >= 0 && latencySeconds <= 10, "latencySeconds must be 0...10")
         switch timing {
-        case .byteStream(let ack, let rate), .ofdm(let ack, let rate):
+        case .byteStream(let ack, let rate), .ofdm(let ack, let rate), .hf(let ack, let rate):
             precondition(ack > 0 && ack.isFinite && rate > 0 && rate.isFinite,
-                         "byte-stream and OFDM timing need a positive acknowledgement timeout and throughput")
+                         "byte-stream, OFDM and HF timing need a positive acknowledgement timeout and throughput")
         case .audio: break
         }
         self.mode = mode
@@ -130,12 +135,15 @@ public struct LinkConfiguration: Sendable, Hashable {
             return Double(CodedFrame.lineLevels(payloadLength: LinkFrame.overhead + 2 + payload) + 24) / baudRate
         case .byteStream(_, let rate): return Double(LinkFrame.overhead + payload) / rate
         // Each frame in a block's record stream: its bytes and a 2-byte length.
-        case .ofdm(_, let rate): return Double(LinkFrame.overhead + 2 + payload) / rate
+        case .ofdm(_, let rate), .hf(_, let rate): return Double(LinkFrame.overhead + 2 + payload) / rate
         }
     }
 
     /// Whether the frames travel in the OFDM modem's blocks (``LinkTiming/ofdm(acknowledgementTimeout:bytesPerSecond:)``).
     public var usesOFDM: Bool { if case .ofdm = timing { true } else { false } }
+
+    /// Whether the frames travel in the HF modem's transmissions (``LinkTiming/hf(acknowledgementTimeout:bytesPerSecond:)``).
+    public var usesHF: Bool { if case .hf = timing { true } else { false } }
 
     /// How long a sender waits, after its own transmission ended, for an acknowledgement. Audio: the
     /// round trip latency, the receiver's decision delay (256 bit times), a preamble, an ack frame,
@@ -143,7 +151,7 @@ public struct LinkConfiguration: Sendable, Hashable {
     public var acknowledgementTimeout: Double {
         switch timing {
         case .audio: return 2 * latencySeconds + 256 / baudRate + preambleSeconds + airtime(payload: 64) + 0.25 + 40 / baudRate
-        case .byteStream(let timeout, _), .ofdm(let timeout, _): return 2 * latencySeconds + timeout
+        case .byteStream(let timeout, _), .ofdm(let timeout, _), .hf(let timeout, _): return 2 * latencySeconds + timeout
         }
     }
 

@@ -36,6 +36,10 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// instead of AFSK at ``baudRate``; its blocks are then ``ofdmBlockSize`` bytes (2048-byte frames,
     /// a window of 32).
     public var ofdm: Bool
+    /// The HF modem under the link (``ModemLink/HFLinkModem``: its rate adapted to the line) instead
+    /// of AFSK; its blocks are ``linkBlockSize`` bytes (1024-byte frames, a window of 16). Meant with
+    /// an HF line (``TransferLine/hf``, ``TransferLine/hfFading``).
+    public var hf: Bool
     /// A simulated line (band limits, echo, drift, noise) instead of white noise alone; ``snrDB``,
     /// when given, overrides its SNR.
     public var line: TransferLine?
@@ -43,8 +47,11 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// Creates options.
     public init(baudRate: Double = 1200, size: Int, snrDB: Double? = nil, frameLoss: Double = 0, cuts: Int = 0,
                 seed: UInt64 = 1, keepalive: Double = 30, blockSize: Int? = nil, plain: Bool = false,
-                giveUpSeconds: Double? = nil, forwardErrorCorrection: LinkFEC = .auto, ofdm: Bool = false, line: TransferLine? = nil) {
+                giveUpSeconds: Double? = nil, forwardErrorCorrection: LinkFEC = .auto, ofdm: Bool = false, hf: Bool = false,
+                line: TransferLine? = nil) {
+        precondition(!(ofdm && hf), "one modem under the link: OFDM or HF")
         self.ofdm = ofdm
+        self.hf = hf
         self.line = line
         self.forwardErrorCorrection = forwardErrorCorrection
         self.plain = plain
@@ -64,8 +71,9 @@ public struct TransferTestOptions: Sendable, Hashable {
     public static let ofdmBlockSize = 63_000
 
     /// The link's configuration: duplex, AFSK at the baud rate with 1024-byte frames and a window of
-    /// 16, or OFDM with 2048-byte frames and a window of 32.
+    /// 16, OFDM with 2048-byte frames and a window of 32, or HF with 1024-byte frames and a window of 16.
     public var linkConfiguration: LinkConfiguration {
+        if hf { return HFLinkModem.linkConfiguration(mode: .duplex, framePayload: 1024, windowFrames: 16) }
         if ofdm {
             return LinkConfiguration(mode: .duplex, framePayload: 2048, maximumMessageSize: 1 << 20, windowFrames: 32,
                                      timing: OFDMLinkModem.timing(latencySeconds: 0))
@@ -81,16 +89,17 @@ public struct TransferTestOptions: Sendable, Hashable {
         switch line {
         case .cable?: i = .cable(seed: seed)
         case .speaker?: i = .speaker(seed: seed)
+        case .hf?, .hfFading?: i = .hf(snr3k: snrDB ?? 15, fading: line == .hfFading, seed: seed)
         case nil: i = LinkImpairments(seed: seed)
         }
-        if let snrDB { i.snrDB = snrDB }
+        if let snrDB, i.hf == nil { i.snrDB = snrDB }
         i.frameLoss = frameLoss
         return i
     }
 
     /// The line rate the give-up time and the cut jitter reckon with: the baud rate, or for OFDM the
     /// slowest configuration the link falls back to.
-    var reckonedBitRate: Double { ofdm ? OFDMLinkModem.floorProfile.netBitRate : baudRate }
+    var reckonedBitRate: Double { ofdm ? OFDMLinkModem.floorProfile.netBitRate : hf ? HFLinkModem.floorProfile.netBitRate : baudRate }
 
     /// 16,256 bytes: a block, its record header and hash, and the session's record overhead fit one
     /// window of 16 fragments of 1024 bytes (one link message per block).
@@ -101,7 +110,7 @@ public struct TransferTestOptions: Sendable, Hashable {
     /// so a slow but moving transfer, or one resuming after a cut, is not given up. 899 s at
     /// 1200 baud with 16,256-byte blocks and FEC off; coded frames take 2.3 times the air time.
     public var defaultGiveUpSeconds: Double {
-        let coding = forwardErrorCorrection == .off || ofdm ? 1.0 : 2.3
+        let coding = forwardErrorCorrection == .off || ofdm || hf ? 1.0 : 2.3
         let blockAirtime = Double(min(size, blockSize) + 1024) * 8 * 1.04 * coding / reckonedBitRate
         return 10 * keepalive + 5 * blockAirtime
     }
@@ -130,6 +139,11 @@ public enum TransferLine: String, Sendable, Hashable, CaseIterable {
     case cable
     /// A speaker and a microphone: SNR 24 dB, 250-9000 Hz, a 1.5 ms echo, 300 ppm (``ModemLink/LinkImpairments/speaker(seed:)``).
     case speaker
+    /// Two SSB radios: the radio's band, SNR3k 15 dB (``TransferTestOptions/snrDB`` sets it), 25 Hz
+    /// mistuning (``ModemLink/LinkImpairments/hf(snr3k:fading:seed:)``).
+    case hf
+    /// The same with two paths 2 ms apart fading with a 1 Hz Doppler spread.
+    case hfFading = "hf-fading"
 }
 
 /// A transfer test that could not run.

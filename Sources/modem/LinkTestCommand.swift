@@ -19,11 +19,15 @@ struct LinkTestCommand: AsyncParsableCommand {
         cable) with optional noise, frame loss and clock drift; times are channel time, so runs are
         fast and the same --seed gives the same run. --channel alsa runs both ends in real time on
         one sound device (each end plays into it and records from it: a shared half-duplex medium).
-        The SNR is full-band (0 to half the sample rate, 48 kHz by default) with white noise.
+        The SNR is full-band (0 to half the sample rate, 48 kHz by default) with white noise, except on
+        the hf lines, where it is SNR3k (the noise in 3 kHz), as HF channel simulators state it.
+        --profile ofdm and hf adapt the rate to the line: the report names the configuration the phone
+        sent with at the end and the goodput as a share of its net rate.
         Examples:
           modem link-test --mode master-slave --count 200 --size 64
           modem link-test --mode duplex --count 300 --size 200 --snr 0 --loss 0.2 --drift 500 --json
           modem link-test --channel alsa --device default --count 5 --size 64
+          modem link-test --profile hf --line hf-fading --mode duplex --count 4 --size 2000
           modem link-test --channel bluetooth --hci tcp:127.0.0.1:9000 --address 00:1B:DC:00:00:0B --mode duplex --count 200
         --channel bluetooth runs the phone here and talks to a device elsewhere ('modem bt device') over
         RFCOMM; the device echoes: master-slave exchanges complete when the reply equals the request,
@@ -49,7 +53,7 @@ struct LinkTestCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Probability that a frame is lost, 0...1 (loopback).", valueName: "P")) var loss: Double = 0
     @Option(parsing: .unconditional, help: ArgumentHelp("Device clock error in ppm, ±10000 (loopback).", valueName: "PPM"))
     var drift: Double = 0
-    @Option(help: ArgumentHelp("A simulated line for loopback: cable (SNR 40 dB, 100 ppm, 20-20,000 Hz) or speaker (SNR 24 dB, 250-9000 Hz, a 1.5 ms echo, 300 ppm); --snr, --loss and --drift override its values.", valueName: "LINE"))
+    @Option(help: ArgumentHelp("A simulated line for loopback: cable (SNR 40 dB, 100 ppm, 20-20,000 Hz), speaker (SNR 24 dB, 250-9000 Hz, a 1.5 ms echo, 300 ppm), or for --profile hf two SSB radios: hf (SNR3k 15 dB, tuned 25 Hz off) or hf-fading (the same with two paths 2 ms apart, 1 Hz Doppler spread); --snr, --loss and --drift override its values (--snr is SNR3k on the hf lines).", valueName: "LINE"))
     var line: LineArgument?
     @Option(parsing: .unconditional, help: ArgumentHelp("Seed of payloads, noise and loss.", valueName: "S")) var seed: UInt64 = 1
     @Option(parsing: .unconditional, help: ArgumentHelp("Exchange timeout in seconds (default: from the size and baud rate).", valueName: "SECONDS"))
@@ -76,8 +80,11 @@ struct LinkTestCommand: AsyncParsableCommand {
         if channel != .loopback && (snr != nil || loss != 0 || drift != 0 || line != nil) {
             throw ValidationError("--snr, --loss, --drift and --line apply to --channel loopback only")
         }
-        if channel == .bluetooth && link.profile == .ofdm {
-            throw ValidationError("--profile ofdm is a modem for sound; --channel bluetooth carries the frames over RFCOMM")
+        if channel == .bluetooth && link.profile != .afsk {
+            throw ValidationError("--profile \(link.profile.rawValue) is a modem for sound; --channel bluetooth carries the frames over RFCOMM")
+        }
+        if (line == .hf || line == .hfFading) && link.profile != .hf {
+            throw ValidationError("--line \(line!.rawValue) is a radio's audio path, for --profile hf")
         }
         if channel == .bluetooth {
             guard let address else { throw ValidationError("--channel bluetooth needs --address ADDR") }
@@ -97,8 +104,7 @@ struct LinkTestCommand: AsyncParsableCommand {
             if alsa {
                 medium = try ALSAMedium(device: device, sampleRate: link.sampleRate)
             } else {
-                var impairments = line?.impairments(seed: seed) ?? LinkImpairments(seed: seed)
-                if let snr { impairments.snrDB = snr }
+                var impairments = line?.impairments(seed: seed, snr: snr) ?? LinkImpairments(snrDB: snr, seed: seed)
                 if drift != 0 { impairments.clockDriftPPM = drift }
                 impairments.frameLoss = loss
                 medium = LoopbackMedium(impairments: impairments, sampleRate: link.sampleRate, signalAmplitude: link.signalAmplitude)
@@ -111,11 +117,11 @@ struct LinkTestCommand: AsyncParsableCommand {
                 try printJSON(report)
             } else {
                 try printOutput("""
-                \(link.mode.rawValue) over \(channel.rawValue) \(link.profile == .ofdm ? "with OFDM (the phone sent with \(test.phone.modem.sendDescription) at the end)" : "at \(Int(link.baud)) baud"), \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
+                \(link.mode.rawValue) over \(channel.rawValue) \(link.profile != .afsk ? "with \(link.profile == .ofdm ? "OFDM" : "HF") (the phone sent with \(test.phone.modem.sendDescription) at the end)" : "at \(Int(link.baud)) baud"), \(size)-byte exchanges (timeout \(DecimalFormat.fixed(options.effectiveTimeout, 1)) s)
                 open: \(report.openCode == 0 ? "ok" : "failed (\(report.openCode): \(Self.openFailure(report.openCode)))")
                 exchanges \(report.exchanges): completed \(report.completed), timed out \(report.timedOut), failed \(report.failed)
                 delivered corrupt \(report.corruptDelivered), duplicated \(report.duplicatesDelivered)
-                mean round trip \(DecimalFormat.fixed(report.meanRoundTripMs, 0)) ms, goodput \(DecimalFormat.fixed(report.goodputBps, 0)) bit/s over \(DecimalFormat.fixed(report.channelSeconds, 1)) s of channel time
+                mean round trip \(DecimalFormat.fixed(report.meanRoundTripMs, 0)) ms, goodput \(DecimalFormat.fixed(report.goodputBps, 0)) bit/s over \(DecimalFormat.fixed(report.channelSeconds, 1)) s of channel time\(link.profile == .afsk ? "" : " (\(DecimalFormat.fixed(100 * report.goodputBps / test.phone.modem.sendBitRate, 0)) % of the phone's last line rate, \(DecimalFormat.fixed(test.phone.modem.sendBitRate, 0)) bit/s; deliveries both ways count)")
                 frames sent \(report.framesSent), retransmitted \(report.retransmissions), damaged \(report.framesDamaged), coded \(report.framesCoded), lost by the channel \(report.framesLost), duplicates suppressed \(report.duplicateFramesSuppressed)
                 """)
             }

@@ -210,11 +210,14 @@ private func makeLinkTransport(_ endpoint: Endpoint, listening: Bool, hci: Strin
                                audioModem: LinkModemArgument) async throws -> (any MessageTransport)? {
     switch endpoint {
     case .audio(let device):
-        // AFSK at 1200 baud, or the OFDM modem at the rate both ends agree (2048-byte frames, a window of 32).
-        let configuration = audioModem == .ofdm
-            ? LinkConfiguration(mode: .duplex, framePayload: 2048, windowFrames: 32, latencySeconds: 0.3,
-                                timing: OFDMLinkModem.timing(latencySeconds: 0.3))
-            : LinkConfiguration(mode: .duplex, latencySeconds: 0.3)
+        // AFSK at 1200 baud, the OFDM modem at the rate both ends agree (2048-byte frames, a window of
+        // 32), or the HF modem likewise (512-byte frames, a window of 32).
+        let configuration = switch audioModem {
+        case .ofdm: LinkConfiguration(mode: .duplex, framePayload: 2048, windowFrames: 32, latencySeconds: 0.3,
+                                      timing: OFDMLinkModem.timing(latencySeconds: 0.3))
+        case .hf: HFLinkModem.linkConfiguration(mode: .duplex, framePayload: 512, windowFrames: 32, latencySeconds: 0.3)
+        case .afsk: LinkConfiguration(mode: .duplex, latencySeconds: 0.3)
+        }
         do {
             if listening {
                 let end: LinkDevice

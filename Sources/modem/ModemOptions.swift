@@ -91,12 +91,15 @@ struct LinkOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: ArgumentHelp("Sample rate in Hz.", valueName: "HZ")) var sampleRate: Int = 48000
     @Option(help: ArgumentHelp("Forward error correction: auto (code frames while the line is noisy), on, off. Either end decodes both.", valueName: "auto|on|off"))
     var fec: FECArgument = .auto
-    @Option(help: ArgumentHelp("The modem under the link: afsk (at --baud) or ofdm (the high-rate modem, its rate adapted to the line by both ends; 48 kHz).", valueName: "afsk|ofdm"))
+    @Option(help: ArgumentHelp("The modem under the link: afsk (at --baud), ofdm (the high-rate modem, its rate adapted to the line by both ends; 48 kHz) or hf (the SSB radio modem, 300-2600 Hz, its rate adapted likewise; a multiple of 8 kHz).", valueName: "afsk|ofdm|hf"))
     var profile: LinkModemArgument = .afsk
 
     func validate() throws {
         if profile == .ofdm {
             guard sampleRate == 48000 else { throw ValidationError("--profile ofdm runs at 48000 Hz, not --sample-rate \(sampleRate)") }
+        }
+        if profile == .hf {
+            guard sampleRate % 8000 == 0 else { throw ValidationError("--profile hf runs at a whole multiple of 8000 Hz, not --sample-rate \(sampleRate)") }
         }
         guard baud.isFinite, (50...9600).contains(baud) else { throw ValidationError("--baud must be 50...9600") }
         guard (8000...192_000).contains(sampleRate) else { throw ValidationError("--sample-rate must be 8000...192000 Hz") }
@@ -111,12 +114,16 @@ struct LinkOptions: ParsableArguments {
             return LinkConfiguration(mode: mode.mode, framePayload: framePayload, windowFrames: framePayload >= 2048 ? 32 : 16,
                                      latencySeconds: latencySeconds, timing: OFDMLinkModem.timing(latencySeconds: latencySeconds))
         }
+        if profile == .hf {
+            return HFLinkModem.linkConfiguration(mode: mode.mode, framePayload: framePayload, windowFrames: framePayload >= 1024 ? 16 : 32,
+                                                 latencySeconds: latencySeconds)
+        }
         return LinkConfiguration(mode: mode.mode, baudRate: baud, framePayload: framePayload, latencySeconds: latencySeconds,
                                  forwardErrorCorrection: fec.value)
     }
 
     /// The in-memory medium's signal level for setting noise from an SNR.
-    var signalAmplitude: Double { profile == .ofdm ? OFDMLinkModem.signalAmplitude : 0.5 }
+    var signalAmplitude: Double { profile == .ofdm ? OFDMLinkModem.signalAmplitude : profile == .hf ? HFLinkModem.signalAmplitude : 0.5 }
 }
 
 /// Sample rates the demodulators take (an input outside them is refused as bad input, status 1).
@@ -139,30 +146,41 @@ extension Double {
     var formatted: String { self == rounded() && abs(self) < 1e15 ? String(Int(self)) : String(self) }
 }
 
-/// `--profile afsk|ofdm` of the link commands: the modem under the channel protocol.
+/// `--profile afsk|ofdm|hf` of the link commands: the modem under the channel protocol.
 enum LinkModemArgument: String, CaseIterable, ExpressibleByArgument {
-    case afsk, ofdm
+    case afsk, ofdm, hf
 }
 
-/// `--profile afsk|ofdm` of the messaging commands: the modem under `audio:` endpoints.
+/// `--profile afsk|ofdm|hf` of the messaging commands: the modem under `audio:` endpoints.
 struct AudioModemOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("For audio: endpoints, the modem under the link: afsk (1200 baud) or ofdm (the high-rate modem, its rate agreed by both ends from the line). Both ends must use the same.", valueName: "afsk|ofdm"))
+    @Option(help: ArgumentHelp("For audio: endpoints, the modem under the link: afsk (1200 baud), ofdm (the high-rate modem) or hf (the SSB radio modem, 300-2600 Hz), the rate of the last two agreed by both ends from the line. Both ends must use the same.", valueName: "afsk|ofdm|hf"))
     var profile: LinkModemArgument = .afsk
 
-    /// Refuses `--profile ofdm` for endpoints that are not sound.
+    /// Refuses `--profile ofdm` and `hf` for endpoints that are not sound.
     func check(endpoint: String?) throws {
-        if profile == .ofdm, let e = endpoint, !e.hasPrefix("audio:") {
-            throw ValidationError("--profile ofdm is for audio: endpoints, not \(e)")
+        if profile != .afsk, let e = endpoint, !e.hasPrefix("audio:") {
+            throw ValidationError("--profile \(profile.rawValue) is for audio: endpoints, not \(e)")
         }
     }
 }
 
-/// `--line cable|speaker`: a simulated line for the in-memory channel.
+/// `--line cable|speaker|hf|hf-fading`: a simulated line for the in-memory channel.
 enum LineArgument: String, CaseIterable, ExpressibleByArgument {
-    case cable, speaker
+    case cable, speaker, hf, hfFading = "hf-fading"
 
-    /// Its impairments (``LinkImpairments/cable(seed:)``, ``LinkImpairments/speaker(seed:)``).
-    func impairments(seed: UInt64) -> LinkImpairments { self == .cable ? .cable(seed: seed) : .speaker(seed: seed) }
+    /// Its impairments (``LinkImpairments/cable(seed:)``, ``LinkImpairments/speaker(seed:)``,
+    /// ``LinkImpairments/hf(snr3k:fading:seed:)``); `snr`, when given, replaces its SNR (SNR3k on
+    /// the HF lines).
+    func impairments(seed: UInt64, snr: Double?) -> LinkImpairments {
+        var i: LinkImpairments
+        switch self {
+        case .cable: i = .cable(seed: seed)
+        case .speaker: i = .speaker(seed: seed)
+        case .hf, .hfFading: return .hf(snr3k: snr ?? 15, fading: self == .hfFading, seed: seed)
+        }
+        if let snr { i.snrDB = snr }
+        return i
+    }
 }
 
 /// `--fec auto|on|off`.

@@ -23,6 +23,8 @@ struct HelpExamplesTests {
         "modem transfer-test --channel loopback --size 1048576 --json": "100 s of CPU; the library's TransferTest runs in ModemLinkTests",
         "modem transfer-test --profile ofdm --line cable --size 1048576": "minutes of CPU; OFDMLinkTests and scripts/bench-link.sh",
         "modem transfer-test --profile ofdm --line speaker --size 262144": "minutes of CPU; OFDMLinkTests and scripts/bench-link.sh",
+        "modem link-test --profile hf --line hf-fading --mode duplex --count 4 --size 2000": "10-50 s of CPU (failed transmissions on the fading line cost LDPC iterations); HFLinkCLITests runs link-test --profile hf on the steady line",
+        "modem transfer-test --profile hf --line hf-fading --snr 10 --size 32768": "a minute of CPU; HFLinkCLITests runs transfer-test --profile hf shorter, Benchmarks/hf-link.sh this line",
         "modem transfer-test --channel loopback --size 262144 --snr 3 --loss 0.1 --seed 2": "minutes of CPU; the library's TransferTest runs in ModemLinkTests",
         "modem transfer-test --channel loopback --size 262144 --cuts 10 --seed 3 --json": "90 s of CPU; the library's TransferTest runs in ModemLinkTests",
         "modem keys trust bob smk1...": "a placeholder for a real key: TransferCLITests trusts real ones",

@@ -32,10 +32,14 @@ public struct LinkImpairments: Sendable, Hashable {
     public var echoGain: Double
     /// Seed of the noise and loss generators.
     public var seed: UInt64
+    /// An SSB radio's audio path after the rest (``ModemDSP/HFChannelSimulator``: the radio's band,
+    /// noise as SNR3k, mistuning, two fading paths), seeded from ``seed``; nil: none. Needs a sample
+    /// rate that is a whole multiple of 8 kHz.
+    public var hf: HFChannelImpairments?
 
     /// Creates impairments (default: a clean channel).
     public init(snrDB: Double? = nil, frameLoss: Double = 0, clockDriftPPM: Double = 0, bandPass: ClosedRange<Double>? = nil,
-                echoDelaySeconds: Double? = nil, echoGain: Double = 0, seed: UInt64 = 1) {
+                echoDelaySeconds: Double? = nil, echoGain: Double = 0, seed: UInt64 = 1, hf: HFChannelImpairments? = nil) {
         precondition((0...1).contains(frameLoss), "frameLoss must be 0...1")
         precondition(abs(clockDriftPPM) <= 10000, "clockDriftPPM must be within ±10000")
         precondition(echoDelaySeconds.map { (0...1).contains($0) } ?? true && abs(echoGain) <= 1, "echo delay must be 0...1 s, gain -1...1")
@@ -46,6 +50,7 @@ public struct LinkImpairments: Sendable, Hashable {
         self.echoDelaySeconds = echoDelaySeconds
         self.echoGain = echoGain
         self.seed = seed
+        self.hf = hf
     }
 
     /// A sound-card cable: SNR 40 dB over the full band, 100 ppm drift, 20-20,000 Hz.
@@ -56,6 +61,13 @@ public struct LinkImpairments: Sendable, Hashable {
     /// A speaker and a microphone: SNR 24 dB, 250-9000 Hz, a 1.5 ms echo at half amplitude, 300 ppm drift.
     public static func speaker(seed: UInt64 = 1) -> LinkImpairments {
         LinkImpairments(snrDB: 24, clockDriftPPM: 300, bandPass: 250...9000, echoDelaySeconds: 0.0015, echoGain: 0.5, seed: seed)
+    }
+
+    /// Two SSB radios: the radio's audio band (0.3-3.4 kHz at 8 kHz), white noise at `snr3k` dB
+    /// in 3 kHz (default 15), the receiver tuned 25 Hz high, and with `fading` two paths 2 ms apart
+    /// with a 1 Hz Doppler spread (CCIR "poor"-like; default: one steady path).
+    public static func hf(snr3k: Double = 15, fading: Bool = false, seed: UInt64 = 1) -> LinkImpairments {
+        LinkImpairments(seed: seed, hf: HFChannelImpairments(snr3kDB: snr3k, frequencyOffset: 25, fading: fading ? (0.002, 1) : nil, seed: seed))
     }
 }
 
@@ -88,6 +100,7 @@ public final class LoopbackMedium: LinkMedium {
         var fifo: [Float] = []
         var continuing: Bool?
         let lossProbability: Double
+        var radio: HFChannelSimulator?
 
         /// Mutes lost frames, passes the block through the channel, returns exactly `count` samples.
         mutating func carry(_ block: [Float], spans: [Range<Int>], count: Int, lost: inout Int) -> [Float] {
@@ -102,7 +115,8 @@ public final class LoopbackMedium: LinkMedium {
                 continuing = s.upperBound == block.count ? drop : nil
             }
             if spans.isEmpty { continuing = nil }
-            fifo.append(contentsOf: channel.process(x))
+            let y = channel.process(x)
+            fifo.append(contentsOf: radio != nil ? radio!.process(y) : y)
             var out = [Float](repeating: 0, count: count)
             // Keep a little slack so the resampler's jitter never starves the receiver.
             let available = fifo.count - 4
@@ -143,6 +157,13 @@ public final class LoopbackMedium: LinkMedium {
         toDevice = Direction(channel: channel(d, seeds.next()), loss: SplitMix64(seed: seeds.next()), lossProbability: impairments.frameLoss)
         toPhone = Direction(channel: channel(-d / (1 + d * 1e-6), seeds.next()), loss: SplitMix64(seed: seeds.next()),
                             lossProbability: impairments.frameLoss)
+        if var hf = impairments.hf {
+            let power = signalAmplitude * signalAmplitude / 2
+            hf.seed = seeds.next()
+            toDevice.radio = HFChannelSimulator(impairments: hf, sampleRate: sampleRate, signalPower: power)
+            hf.seed = seeds.next()
+            toPhone.radio = HFChannelSimulator(impairments: hf, sampleRate: sampleRate, signalPower: power)
+        }
     }
 
     public func step(phone: LinkStation<PhoneStateMachine>, device: LinkStation<DeviceStateMachine>) throws {

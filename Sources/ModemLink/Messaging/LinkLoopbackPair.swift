@@ -44,7 +44,7 @@ public final class LinkLoopbackPair: Sendable {
         deviceHost = DeviceLinkHost(configuration: configuration, options: options)
         sessionSeed.withLock { $0 = SplitMix64(seed: impairments.seed ^ 0x5E55_1011) }
         let medium = LoopbackMedium(impairments: impairments,
-                                    signalAmplitude: configuration.usesOFDM ? OFDMLinkModem.signalAmplitude : 0.5)
+                                    signalAmplitude: linkSignalAmplitude(configuration))
         var dm = DeviceStateMachine(configuration: configuration, name: "SwiftModem link transport")
         dm.attach()
         runner = Runner(medium: medium,

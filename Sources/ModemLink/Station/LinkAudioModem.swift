@@ -2,9 +2,10 @@ import ModemAudio
 import ModemCodecs
 
 /// What a ``LinkStation`` needs of the modem under it: frames in, audio out, audio in, frames out.
-/// Two modems: ``LinkModem`` (HDLC over AFSK at the configured baud rate, with coded frames) and
-/// ``OFDMLinkModem`` (the frames in LDPC blocks of OFDM transmissions at an adapted rate), chosen by
-/// the configuration's timing (``makeLinkModem(configuration:sampleRate:)``).
+/// Three modems: ``LinkModem`` (HDLC over AFSK at the configured baud rate, with coded frames),
+/// ``OFDMLinkModem`` (the frames in LDPC blocks of OFDM transmissions at an adapted rate) and
+/// ``HFLinkModem`` (the frames in HF transmissions for an SSB radio, at an adapted rate), chosen by
+/// the configuration's timing (``makeLinkModem(configuration:sampleRate:tag:)``).
 public protocol LinkAudioModem: AnyObject {
     /// Samples per second, in Hz.
     var sampleRate: Int { get }
@@ -43,13 +44,23 @@ extension LinkModem: LinkAudioModem {
     public var sendDescription: String { "\(Int(configuration.baudRate)) baud AFSK\(codesFrames ? ", coded" : "")" }
 }
 
-/// The modem a configuration asks for: ``OFDMLinkModem`` for OFDM timing, ``LinkModem`` otherwise.
-/// - Parameter tag: for OFDM, this end's mark in its blocks (nil: drawn at random; the in-memory
-///   media give their two ends fixed ones, so runs repeat).
-/// - Throws: ``ModemPipelines/ModemSettingsError`` when the baud rate or the OFDM modem does not fit `sampleRate`.
+/// The modem a configuration asks for: ``OFDMLinkModem`` for OFDM timing, ``HFLinkModem`` for HF
+/// timing, ``LinkModem`` otherwise.
+/// - Parameter tag: for OFDM and HF, this end's mark in its blocks (nil: drawn at random; the
+///   in-memory media give their two ends fixed ones, so runs repeat).
+/// - Throws: ``ModemPipelines/ModemSettingsError`` when the baud rate, the OFDM or the HF modem does not fit `sampleRate`.
 public func makeLinkModem(configuration: LinkConfiguration, sampleRate: Int, tag: UInt8? = nil) throws -> any LinkAudioModem {
     if configuration.usesOFDM {
         return try OFDMLinkModem(configuration: configuration, sampleRate: sampleRate, tag: tag ?? UInt8.random(in: 1...255))
     }
+    if configuration.usesHF {
+        return try HFLinkModem(configuration: configuration, sampleRate: sampleRate, tag: tag ?? UInt8.random(in: 1...255))
+    }
     return try LinkModem(configuration: configuration, sampleRate: sampleRate)
+}
+
+/// The amplitude of a tone with the power of the modem `configuration` asks for (``OFDMLinkModem/signalAmplitude``,
+/// ``HFLinkModem/signalAmplitude``, 0.5 for AFSK), for setting a line's noise from an SNR.
+public func linkSignalAmplitude(_ configuration: LinkConfiguration) -> Double {
+    configuration.usesOFDM ? OFDMLinkModem.signalAmplitude : configuration.usesHF ? HFLinkModem.signalAmplitude : 0.5
 }

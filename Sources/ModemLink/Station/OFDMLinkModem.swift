@@ -21,7 +21,8 @@ import ModemRuntime
 /// ways); with the configuration's start (``initialProfile``) when it has heard nothing. Two
 /// transmissions in a row that nothing answered step it down one configuration. An end that hears a
 /// transmission it cannot decode answers with a short one carrying its ask, so a start on a line too
-/// poor for it costs one round trip.
+/// poor for it costs one round trip. (The record stream, the adaptation and the output queue are
+/// shared with ``HFLinkModem``.)
 public final class OFDMLinkModem: LinkAudioModem {
     /// Samples per second (48,000).
     public let sampleRate: Int
@@ -55,15 +56,15 @@ public final class OFDMLinkModem: LinkAudioModem {
     /// Every frame travels coded.
     public var codedFramesDecoded: Int { framesDecoded }
     /// Records that were not link frames.
-    public private(set) var framesForeign = 0
+    public var framesForeign: Int { reader.foreign }
     /// The configuration this end sends with now.
-    public private(set) var sendProfile: OFDMProfile
+    public var sendProfile: OFDMProfile { adaptation.sendProfile }
     /// What this end asks the peer to send with (nil: nothing heard yet).
-    public private(set) var request: OFDMProfile?
+    public var request: OFDMProfile? { adaptation.request }
     /// Transmissions sent and heard, and configuration changes made, so far.
     public private(set) var transmissionsSent = 0
     public private(set) var transmissionsHeard = 0
-    public private(set) var profileChanges = 0
+    public var profileChanges: Int { adaptation.profileChanges }
 
     private let tag: UInt8
 
@@ -71,23 +72,16 @@ public final class OFDMLinkModem: LinkAudioModem {
     /// The amplitude of a tone with this modem's power (√2 times its RMS, a fifth of its 0.5 peak:
     /// ``OFDMTransmitter/peakToRMS``), for setting noise from an SNR (``LoopbackMedium``).
     public static let signalAmplitude = 2.0.squareRoot() * 0.5 / Double(OFDMTransmitter.peakToRMS)
+    private var adaptation: LinkRateAdaptation<OFDMProfile>
     // Sending.
-    private var stream: [UInt8] = []
-    private var recordStarts: [Int] = []        // offsets in `stream` where records begin
+    private var stream = LinkRecordStream()
     private var sender: Sender?
-    private var queue: [Float] = []
-    private var queueRead = 0
-    private var emitted = 0
-    private var doneAt: Int?                    // output index at which what was queued has been played
-    private var spans: [Range<Int>] = []
-    private var unanswered = 0
-    private var peerRequest: OFDMProfile?
+    private var audio = LinkAudioQueue()
     private var answerOwed = false
     // Receiving.
     private let demodulator: OFDMDemodulator
     private var receiving: Receiving?
-    private var heard: OFDMProfile?
-    private var cap: OFDMProfile?
+    private var reader = LinkRecordReader()
 
     private final class Sender {
         let profile: OFDMProfile
@@ -128,10 +122,6 @@ public final class OFDMLinkModem: LinkAudioModem {
         }
     }
 
-    // The record stream being reassembled.
-    private var partial: [UInt8] = []
-    private var synchronised = false
-
     /// Creates a modem.
     /// - Parameters:
     ///   - tag: this end's mark in its blocks (1...255; the two ends of a link need different ones;
@@ -145,7 +135,7 @@ public final class OFDMLinkModem: LinkAudioModem {
         }
         self.sampleRate = sampleRate
         self.configuration = configuration
-        sendProfile = Self.initialProfile
+        adaptation = LinkRateAdaptation(all: OFDMProfile.all, initial: Self.initialProfile, floor: Self.floorProfile)
         demodulator = OFDMDemodulator(inputSampleRate: Double(sampleRate))
     }
 
@@ -166,77 +156,25 @@ public final class OFDMLinkModem: LinkAudioModem {
     /// "OFDM 4096qam 5/6 cable".
     public var sendDescription: String { "OFDM \(sendProfile.name)" }
 
-    public var isTransmitting: Bool { sender != nil || queueRead < queue.count || !stream.isEmpty }
+    public var isTransmitting: Bool { sender != nil || audio.pending > 0 || !stream.isEmpty }
 
     // MARK: Sending
 
     public func send(_ frames: [LinkFrame]) {
         guard !frames.isEmpty else { return }
-        if sender == nil {
-            unanswered += 1
-            if unanswered > 2 { stepDown() }
-        }
-        for f in frames {
-            let bytes = f.encode()
-            recordStarts.append(stream.count)
-            stream.append(UInt8(bytes.count & 0xFF))
-            stream.append(UInt8(bytes.count >> 8))
-            stream.append(contentsOf: bytes)
-        }
+        if sender == nil { adaptation.opening() }
+        stream.append(frames)
         answerOwed = false
         // An open transmission that was winding down carries these too.
         sender?.idle = 0
     }
 
-    /// Two transmissions unanswered: one configuration slower, and forget an ask that did not work.
-    private func stepDown() {
-        let slower = OFDMProfile.all.filter { $0.netBitRate < sendProfile.netBitRate && $0.netBitRate >= Self.floorProfile.netBitRate }
-            .max { $0.netBitRate < $1.netBitRate }
-        peerRequest = nil
-        unanswered = 1
-        if let slower { choose(slower) }
-    }
-
-    private func choose(_ profile: OFDMProfile) {
-        guard profile != sendProfile else { return }
-        sendProfile = profile
-        profileChanges += 1
-        // A transmission open at another configuration ends with its next block (marked last).
-    }
-
-    /// The configuration to send with now.
-    private func desiredProfile() -> OFDMProfile {
-        if let p = peerRequest { return p }
-        if let h = request { return h }
-        return sendProfile
-    }
-
     public func output(count: Int) -> (samples: [Float], frameSpans: [Range<Int>], finished: Bool) {
-        choose(desiredProfile())
-        while queue.count - queueRead < count && (sender != nil || !stream.isEmpty || answerOwed) {
+        adaptation.update()
+        while audio.pending < count && (sender != nil || !stream.isEmpty || answerOwed) {
             produceSymbol()
         }
-        var out = [Float](repeating: 0, count: count)
-        let n = min(count, queue.count - queueRead)
-        for i in 0..<n { out[i] = queue[queueRead + i] }
-        queueRead += n
-        let blockStart = emitted
-        emitted += count
-        var finished = false
-        if let d = doneAt, d <= emitted {
-            finished = true
-            doneAt = nil
-        }
-        var rel: [Range<Int>] = []
-        for s in spans where s.lowerBound < emitted && s.upperBound > blockStart {
-            rel.append(max(0, s.lowerBound - blockStart) ..< min(count, s.upperBound - blockStart))
-        }
-        spans.removeAll { $0.upperBound <= emitted }
-        if queueRead >= 1 << 16 || queueRead == queue.count {
-            queue.removeFirst(queueRead)
-            queueRead = 0
-        }
-        return (out, rel, finished)
+        return audio.take(count)
     }
 
     /// Queues the next symbol of the open transmission (opening one if needed), encoding blocks as
@@ -247,7 +185,7 @@ public final class OFDMLinkModem: LinkAudioModem {
             let s = Sender(profile: sendProfile, rms: peak / OFDMTransmitter.peakToRMS, idleLimit: stream.isEmpty ? 1 : idleBlocks(sendProfile))
             sender = s
             transmissionsSent += 1
-            queue += s.modulator.start(headerBits: OFDMHeader(profileID: s.profile.id, payloadLength: nil).symbolBits)
+            audio.append(s.modulator.start(headerBits: OFDMHeader(profileID: s.profile.id, payloadLength: nil).symbolBits), carriesFrames: false)
         }
         guard let s = sender else { return }
         let per = s.modulator.bitsPerSymbol
@@ -269,35 +207,30 @@ public final class OFDMLinkModem: LinkAudioModem {
         }
         let symbol = s.bits.withUnsafeBufferPointer { s.modulator.dataSymbol(UnsafeBufferPointer(rebasing: $0[0..<per])) }
         s.bits.removeFirst(per)
-        let base = emitted + (queue.count - queueRead)
-        queue += symbol.map { min(peak, max(-peak, $0)) }
-        let end = emitted + (queue.count - queueRead)
         // Frames are lost with the symbols that carry their blocks' bits.
-        if s.frameBits > 0 { spans.append(base..<end) }
+        audio.append(symbol.map { min(peak, max(-peak, $0)) }, carriesFrames: s.frameBits > 0)
+        let end = audio.end
         s.frameBits = max(0, s.frameBits - per)
         if let d = s.doneBits {
             // What was queued is on the air once the symbol with its block's last bit is.
-            if d <= per { doneAt = end; s.doneBits = nil } else { s.doneBits = d - per }
+            if d <= per { audio.markDone(at: end); s.doneBits = nil } else { s.doneBits = d - per }
         }
         if s.ending && s.bits.isEmpty {
             sender = nil
-            if doneAt == nil && stream.isEmpty && s.doneBits != nil { doneAt = end }
+            if !audio.awaitsDone && stream.isEmpty && s.doneBits != nil { audio.markDone(at: end) }
         }
     }
 
     /// The next block's payload: the four header bytes, then as much of the record stream as fits.
     /// Also whether it carries frame bytes and whether the stream's queued records all ended in it.
     private func nextBlockPayload(capacity: Int) -> ([UInt8], Bool, Bool) {
-        let room = capacity - 4
-        let take = min(room, stream.count)
+        let (bytes, firstRecord) = stream.take(capacity - 4)
         // Where the first record that starts in this block begins (0xFFFF: none does).
-        let first = recordStarts.first { $0 < take }.map { UInt16($0) } ?? 0xFFFF
+        let first = firstRecord.map { UInt16($0) } ?? 0xFFFF
         var payload: [UInt8] = [tag, UInt8(request?.id ?? 0), UInt8(first & 0xFF), UInt8(first >> 8)]
-        payload += stream[0..<take]
-        stream.removeFirst(take)
-        recordStarts = recordStarts.compactMap { $0 >= take ? $0 - take : nil }
+        payload += bytes
         answerOwed = false
-        return (payload, take > 0, take > 0 && stream.isEmpty)
+        return (payload, !bytes.isEmpty, !bytes.isEmpty && stream.isEmpty)
     }
 
     // MARK: Receiving
@@ -317,8 +250,7 @@ public final class OFDMLinkModem: LinkAudioModem {
                 }
                 demodulator.beginData(OFDMDataPlan(numerology: profile.numerology, constellation: profile.constellation, symbolCount: nil))
                 receiving = Receiving(profile: profile)
-                synchronised = false
-                partial.removeAll()
+                reader.lose()
             case .symbol(let index):
                 guard let r = receiving else { continue }
                 if index == 0 { measured(r) }
@@ -332,15 +264,14 @@ public final class OFDMLinkModem: LinkAudioModem {
                     case .failed:
                         framesDamaged += 1
                         r.failuresInARow += 1
-                        synchronised = false
-                        partial.removeAll()
+                        reader.lose()
                         // Pilots that no longer look like pilots: the transmission ended (or the line was
                         // cut), which says nothing of its rate.
                         let gone = demodulator.statistics.pilotCoherence < 0.5
                         if !r.ownTransmission && !gone {
                             foreign = true
                             takeEstimate(r)
-                            lowerRequest(below: r.profile)
+                            adaptation.failed(r.profile)
                         }
                         // Two in a row, or the signal gone: the line is lost (or the peer stopped); search again.
                         if r.failuresInARow >= 2 || gone { endReceiving() }
@@ -360,29 +291,14 @@ public final class OFDMLinkModem: LinkAudioModem {
 
     /// The training just read: what the line offers, as this end's ask.
     private func measured(_ r: Receiving) {
-        let best = OFDMProfile.fastest(for: demodulator.statistics, margin: Self.margin) ?? Self.floorProfile
-        r.estimate = best.netBitRate >= Self.floorProfile.netBitRate ? best : Self.floorProfile
+        r.estimate = OFDMProfile.fastest(for: demodulator.statistics, margin: Self.margin) ?? Self.floorProfile
     }
 
     /// The peer's transmission's measurement becomes this end's ask (once per transmission).
     private func takeEstimate(_ r: Receiving) {
         guard !r.estimateTaken, let e = r.estimate else { return }
         r.estimateTaken = true
-        heard = e
-        updateRequest()
-    }
-
-    private func lowerRequest(below profile: OFDMProfile) {
-        let lower = OFDMProfile.all.filter { $0.netBitRate < profile.netBitRate && $0.netBitRate >= Self.floorProfile.netBitRate }
-            .max { $0.netBitRate < $1.netBitRate } ?? Self.floorProfile
-        if cap == nil || lower.netBitRate < cap!.netBitRate { cap = lower }
-        updateRequest()
-    }
-
-    private func updateRequest() {
-        guard var r = heard else { return }
-        if let c = cap, c.netBitRate < r.netBitRate { r = c }
-        request = r
+        adaptation.estimate(e)
     }
 
     private func endReceiving() {
@@ -394,7 +310,7 @@ public final class OFDMLinkModem: LinkAudioModem {
             // Heard but not understood, and nothing to say: say at least what this end asks for.
             if r.good == 0 && stream.isEmpty && sender == nil { answerOwed = true }
             // A clean transmission at the cap lifts it for the next measurement.
-            if r.good > 0 && r.failuresInARow == 0, let c = cap, r.profile.netBitRate <= c.netBitRate { cap = nil }
+            if r.good > 0 && r.failuresInARow == 0 { adaptation.clean(r.profile) }
         }
     }
 
@@ -406,34 +322,13 @@ public final class OFDMLinkModem: LinkAudioModem {
             r.ownTransmission = true
             return []
         }
-        unanswered = 0
+        adaptation.answered()
         takeEstimate(r)
-        if payload[1] != 0, let p = OFDMProfile.withID(Int(payload[1])), p.numerology.fitsSounding { peerRequest = p }
+        if payload[1] != 0, let p = OFDMProfile.withID(Int(payload[1])), p.numerology.fitsSounding { adaptation.peerRequest = p }
         let first = Int(payload[2]) | Int(payload[3]) << 8
-        var data = payload[4...]
-        if !synchronised {
-            // After a gap the stream resumes where a record starts.
-            guard first != 0xFFFF, first < data.count else { return [] }
-            data = data.dropFirst(first)
-            partial.removeAll()
-            synchronised = true
-        }
-        partial += data
-        var frames: [LinkFrame] = []
-        var at = 0
-        while partial.count - at >= 2 {
-            let length = Int(partial[at]) | Int(partial[at + 1]) << 8
-            guard partial.count - at - 2 >= length else { break }
-            let bytes = Array(partial[(at + 2)..<(at + 2 + length)])
-            at += 2 + length
-            if let f = try? LinkFrame(decoding: bytes) {
-                framesDecoded += 1
-                frames.append(f)
-            } else {
-                framesForeign += 1
-            }
-        }
-        partial.removeFirst(at)
+        // After a gap the stream resumes where a record starts.
+        let frames = reader.read(payload[4...], firstRecord: first == 0xFFFF ? nil : first)
+        framesDecoded += frames.count
         return frames
     }
 }

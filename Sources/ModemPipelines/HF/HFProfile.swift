@@ -114,6 +114,25 @@ extension HFProfile {
     /// The configuration with header id `id`.
     public static func withID(_ id: Int) -> HFProfile? { all.first { $0.id == id } }
 
+    /// The SNR on the carriers (dB, as the receiver measures it on the pilots: ``HFSymbols/carrierSNR``)
+    /// each configuration needs in white noise, by id: the lowest at which 2,000 bytes came back whole
+    /// for two seeds, 1 dB steps (`SWIFTMODEM_HF_SWEEP=1 swift test --filter HFThresholdSweep`), rounded
+    /// up to half a dB. The carriers measure about 1.2 dB over the SNR3k (2.4 dB over the SNR in 0-4 kHz).
+    static let thresholds: [Int: Double] = [
+        // The slowest three are held by the header (-2.6 dB measured), not by their data.
+        1: -2.5, 2: -2.5, 3: -2.5, 4: -1.5, 5: -1, 6: -1.5, 7: -1, 8: 3, 20: 4, 9: 5, 10: 8, 11: 7.5, 12: 11.5, 13: 9.5,
+        14: 10.5, 15: 14.5, 16: 16.5, 17: 18.5, 18: 21.5, 19: 23,
+    ]
+
+    /// The SNR on the carriers (dB) this configuration needs in white noise: see ``fastest(forCarrierSNR:margin:)``.
+    public var requiredCarrierSNR: Double { Self.thresholds[id] ?? .infinity }
+
+    /// The fastest configuration (of those ``pickedByBitRate``) whose ``requiredCarrierSNR`` a line
+    /// measured at `carrierSNR` dB on the carriers clears by `margin` dB, or nil when none does.
+    public static func fastest(forCarrierSNR carrierSNR: Double, margin: Double) -> HFProfile? {
+        all.filter { $0.pickedByBitRate && carrierSNR >= $0.requiredCarrierSNR + margin }.max { $0.netBitRate < $1.netBitRate }
+    }
+
     /// The default: QPSK rate 1/2 on the robust grid (1.5 kbit/s, fading channels at moderate SNR).
     public static var standard: HFProfile { withID(8)! }
 

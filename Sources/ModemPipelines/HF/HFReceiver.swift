@@ -83,9 +83,8 @@ public final class HFReceiver {
         while let sync = demodulator.findPreamble(from: position) {
             let seconds = Double(sync.start) / HFGrid.sampleRate
             let headerStart = sync.start + HFGrid.preambleLength
-            let h = demodulator.demodulate(grid: .robust, constellation: .qpsk, header: true, start: headerStart,
-                                           count: HFGrid.headerSymbols, frequencyOffset: sync.frequencyOffset)
-            guard let header = HFHeader(soft: h.soft) else {
+            let (header, h) = Self.readHeader(demodulator, sync: sync)
+            guard let header else {
                 position = max(position, sync.start) + HFGrid.preamblePeriod
                 continue
             }
@@ -94,42 +93,87 @@ public final class HFReceiver {
                 position = max(position + HFGrid.preamblePeriod, headerStart)
                 continue
             }
+            let frequency = sync.frequencyOffset + h.residualFrequency
             onEvent(.started(profile: profile, payloadLength: header.payloadLength, seconds: seconds,
-                             frequencyOffset: sync.frequencyOffset + h.residualFrequency, headerSNR: h.carrierSNR))
-            let symbols = profile.symbolCount(forPayload: header.payloadLength)
-            let dataStart = sync.start + HFGrid.startLength
-            let d = demodulator.demodulate(grid: profile.grid, constellation: profile.constellation, header: false, start: dataStart,
-                                           count: symbols, frequencyOffset: sync.frequencyOffset + h.residualFrequency)
-            guard d.symbolsRead == symbols else {
+                             frequencyOffset: frequency, headerSNR: h.carrierSNR))
+            guard let d = Self.readData(demodulator, start: sync.start, frequencyOffset: frequency, profile: profile,
+                                        payloadLength: header.payloadLength) else {
                 summary.failure = .truncated(offset: 0, expected: header.payloadLength)
                 return summary
             }
-            let interleaver = HFInterleaver(profile: profile, payloadLength: header.payloadLength)
-            let (blocks, n) = profile.blockLayout(forPayload: header.payloadLength)
-            var combined = [Float](repeating: 0, count: blocks * n)
-            for i in 0..<interleaver.streamLength { combined[i % combined.count] += d.soft[Int(interleaver.slot[i])] }
-            var codec = LDPCBlockCodec(code: profile.code(forPayload: header.payloadLength))
             var delivered = 0
-            for b in 0..<blocks {
-                let result = combined.withUnsafeBufferPointer {
-                    codec.decode(UnsafeBufferPointer(rebasing: $0[(b * n)..<((b + 1) * n)]), index: b, maximumIterations: 100)
-                }
-                switch result {
-                case .failed:
-                    summary.failure = .lostBlock(offset: delivered, transmissionStart: seconds)
-                    return summary
-                case .block(let payload, _, let corrected, _):
-                    try onBytes(payload)
-                    delivered += payload.count
-                    summary.bytes += payload.count
-                    summary.blocks += 1
-                    if corrected > 0 { summary.blocksCorrected += 1 }
-                }
+            for payload in d.blocks {
+                try onBytes(payload)
+                delivered += payload.count
+            }
+            summary.bytes += delivered
+            summary.blocks += d.blocks.count
+            summary.blocksCorrected += d.blocksCorrected
+            if d.failedBlock != nil {
+                summary.failure = .lostBlock(offset: delivered, transmissionStart: seconds)
+                return summary
             }
             summary.transmissions += 1
             onEvent(.ended(bytes: delivered, carrierSNR: d.carrierSNR))
-            position = max(position + HFGrid.preamblePeriod, dataStart + symbols * profile.grid.symbolLength)
+            position = max(position + HFGrid.preamblePeriod, d.end)
         }
         return summary
+    }
+}
+
+/// What the data of one HF transmission gave (``HFReceiver/readData(_:start:frequencyOffset:profile:payloadLength:)``).
+public struct HFTransmissionData: Sendable {
+    /// The checked blocks' payloads in order, up to the first that failed.
+    public var blocks: [[UInt8]]
+    /// The first block that failed its check (nil: all checked).
+    public var failedBlock: Int?
+    /// Blocks in which the code corrected bits.
+    public var blocksCorrected: Int
+    /// The SNR on the data carriers (dB), measured on the pilots.
+    public var carrierSNR: Double
+    /// The sample (in the demodulator's samples) after the last data symbol.
+    public var end: Int
+}
+
+extension HFReceiver {
+    /// Reads the header after the preamble `sync` found: the header (nil when its check failed) and
+    /// what its symbols measured (the SNR on the carriers, the residual frequency offset).
+    public static func readHeader(_ demodulator: HFDemodulator, sync: HFSync) -> (header: HFHeader?, symbols: HFSymbols) {
+        let h = demodulator.demodulate(grid: .robust, constellation: .qpsk, header: true, start: sync.start + HFGrid.preambleLength,
+                                       count: HFGrid.headerSymbols, frequencyOffset: sync.frequencyOffset)
+        return (HFHeader(soft: h.soft), h)
+    }
+
+    /// Reads and decodes the data of the transmission whose preamble starts at sample `start`: every
+    /// copy of every block's bits gathered from the interleaving, each block decoded and checked.
+    /// - Returns: nil when the samples end before the last data symbol.
+    public static func readData(_ demodulator: HFDemodulator, start: Int, frequencyOffset: Double, profile: HFProfile,
+                                payloadLength: Int) -> HFTransmissionData? {
+        let symbols = profile.symbolCount(forPayload: payloadLength)
+        let dataStart = start + HFGrid.startLength
+        let d = demodulator.demodulate(grid: profile.grid, constellation: profile.constellation, header: false, start: dataStart,
+                                       count: symbols, frequencyOffset: frequencyOffset)
+        guard d.symbolsRead == symbols else { return nil }
+        let interleaver = HFInterleaver(profile: profile, payloadLength: payloadLength)
+        let (blocks, n) = profile.blockLayout(forPayload: payloadLength)
+        var combined = [Float](repeating: 0, count: blocks * n)
+        for i in 0..<interleaver.streamLength { combined[i % combined.count] += d.soft[Int(interleaver.slot[i])] }
+        var codec = LDPCBlockCodec(code: profile.code(forPayload: payloadLength))
+        var out = HFTransmissionData(blocks: [], failedBlock: nil, blocksCorrected: 0, carrierSNR: d.carrierSNR,
+                                     end: dataStart + symbols * profile.grid.symbolLength)
+        for b in 0..<blocks {
+            let result = combined.withUnsafeBufferPointer {
+                codec.decode(UnsafeBufferPointer(rebasing: $0[(b * n)..<((b + 1) * n)]), index: b, maximumIterations: 100)
+            }
+            switch result {
+            case .failed:
+                out.failedBlock = b
+                return out
+            case .block(let payload, _, let corrected, _):
+                out.blocks.append(payload)
+                if corrected > 0 { out.blocksCorrected += 1 }
+            }
+        }
+        return out
     }
 }
