@@ -9,7 +9,7 @@ import Testing
 /// `--trusted-proxy 127.0.0.1`, X-Forwarded-For is believed from the proxy only, over the WebSocket and over
 /// HTTP (the sign-up bound per address); with `HUB_TEST_POSTGRES_URL`, the bound per address across two
 /// nodes sharing a fresh database. The bounds themselves are tested as values in WormholeRendezvousTests and
-/// ConnectionGuardTests.
+/// ConnectionGuardRealTimeTests.
 @Suite struct AttackRendezvousTests {
     @Test("nameplates, mailboxes and bytes pinned by one address are refused; X-Forwarded-For only from a trusted proxy",
           .requires(HubProcess.venv, HubProcess.server),
