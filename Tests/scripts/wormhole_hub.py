@@ -268,8 +268,8 @@ try:
         s.close()
     check("the hub still runs after the hostile clients", hub.poll() is None, hub.returncode)
     if args.postgres and args.venv:
-        n1, p1, t1 = start_hub("n1", "--db", args.postgres, "--node", "n1", "--heartbeat", "1")
-        n2, p2, t2 = start_hub("n2", "--db", args.postgres, "--node", "n2", "--heartbeat", "1")
+        n1, p1, t1 = start_hub("n1", "--db", args.postgres, "--node", "n1", "--heartbeat", "5")
+        n2, p2, t2 = start_hub("n2", "--db", args.postgres, "--node", "n2", "--heartbeat", "5")
         exact = 0
         for i in range(10):
             ok, why = stock_text(f"ws://127.0.0.1:{p1}/wormhole/v1", f"ws://127.0.0.1:{p2}/wormhole/v1", f"{500 + i}-purple-sausages")

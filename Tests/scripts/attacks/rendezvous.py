@@ -275,7 +275,7 @@ with tempfile.TemporaryDirectory() as work:
         hub.terminate()
         hub.wait(30)
     if POSTGRES:
-        small = ["--wormhole-max-nameplates-per-address", "4", "--heartbeat", "1"]
+        small = ["--wormhole-max-nameplates-per-address", "4", "--heartbeat", "5"]
         n1, p1 = start_hub(work, "pg1", small + ["--node", "n1"], POSTGRES)
         n2, p2 = start_hub(work, "pg2", small + ["--node", "n2"], POSTGRES)
         try:
