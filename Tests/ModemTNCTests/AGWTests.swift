@@ -347,6 +347,52 @@ struct TNCAGWTests {
         #expect(log.lines.contains { $0.contains("tx N0AGW>APRS,WIDE1-1:sent over AGW") && $0.contains("AGW client #1") })
     }
 
+    @Test("A client that leaves while its link's I frames wait for the channel: they are dropped, the DISC goes out instead")
+    func queuedFramesOfALeavingClientAreDropped() throws {
+        // The air: 1.5 s of silence (our SABME goes out), then N9ZZZ's UA and, with no gap, a long busy
+        // stretch from a third station, so the I frames made when the link comes up wait in the queue.
+        let rate = 44100
+        let call = { (text: String) in try AX25Address(parsing: text, role: "test call") }
+        let ua = AX25LinkFrame(destination: try call("N0CALL"), source: try call("N9ZZZ"), commandResponse: .response,
+                               pollFinal: true, kind: .unnumbered(.ua, pid: nil, info: []))
+        let busy = AX25Frame(destination: try call("APRS"), source: try call("N7BSY"), info: Array(repeating: UInt8(ascii: "x"), count: 200))
+        var air = [Float](repeating: 0, count: rate * 3 / 2)
+        air += try TNCFixtures.afsk(ua.encode(), sampleRate: Double(rate), txDelayMilliseconds: 300, txTailMilliseconds: 30)
+        for _ in 0..<3 {
+            air += try TNCFixtures.afsk(busy.encode(), sampleRate: Double(rate), txDelayMilliseconds: 100, txTailMilliseconds: 30)
+        }
+        air += [Float](repeating: 0, count: 3 * rate)   // room for what is still queued to go out
+        let agw = try AGWServer(port: 0)
+        let log = TNCEventLog()
+        let sink = MemorySink(sampleRate: rate)
+        var options = TNCOptions()
+        options.outputIsChannel = true          // the carrier detector decides when to send
+        options.waitsForFirstClient = false
+        options.blockSeconds = 0.02
+        options.randomSeed = 5
+        options.parameters = TNCParameters(txDelay: 20, persistence: 255)
+        let tnc = try TNC(settings: TNCFixtures.settings, source: MemorySource(air, sampleRate: rate), sink: sink,
+                          server: nil, agwServer: agw, options: options, onEvent: { log.append($0) })
+        let client = try AGWTestClient(port: agw.port)
+        try client.send(AGWMessage(kind: "C", from: "N0CALL", to: "N9ZZZ"))
+        try client.send(AGWMessage(kind: "D", pid: 0xF0, from: "N0CALL", to: "N9ZZZ", data: Array("never to be sent".utf8)))
+        // The link is up (the client is told) and its I frame waits behind the busy channel.
+        #expect(try tncPump(tnc, clients: [client], seconds: 60) { client.messages.contains { $0.kind == "C" } })
+        let sentBefore = tnc.currentStatistics.framesTransmitted
+        #expect(tnc.queuedFrames >= 1 && sentBefore == 1, "\(tnc.queuedFrames) queued, \(sentBefore) sent; \(log.lines)")
+        client.close()
+        #expect(try tncPump(tnc, seconds: 60) { log.lines.contains { $0.contains(" left: ") } })
+        // Only the DISC waits now; nothing went out meanwhile (the channel is still busy).
+        #expect(tnc.queuedFrames == 1 && tnc.currentStatistics.framesTransmitted == sentBefore,
+                "\(tnc.queuedFrames) queued, \(tnc.currentStatistics.framesTransmitted) sent; \(log.lines)")
+        try tncPump(tnc, seconds: 60) { tnc.inputEnded }
+        try tnc.finish()
+        let sent = try TNCFixtures.decodeFrames(sink.samples, sampleRate: rate).map { try AX25LinkFrame.header($0) }
+        #expect(sent.first?.unnumbered == .sabme)
+        #expect(sent.contains { $0.unnumbered == .disc }, "\(sent.map(\.control))")
+        #expect(!sent.contains { $0.control & 1 == 0 }, "an I frame went out after its client left: \(sent.map(\.control))")
+    }
+
     @Test("AGW only: a connect request calls (SABME on the air); Y counts the link's frames, d with no link is answered at once, y counts the queue; bad M rejected")
     func connectedModeAndQueue() throws {
         let wav = try TNCFixtures.wav(lines: [TNCFixtures.lines[0]], name: "agwonly")

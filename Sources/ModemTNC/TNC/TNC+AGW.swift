@@ -151,13 +151,19 @@ extension TNC {
         }
     }
 
-    /// An AGW client left: its links are closed (DISC) and its calls no longer take connections.
+    /// An AGW client left: its links are closed (DISC) and its calls no longer take connections. The
+    /// link's frames still waiting in the transmit queue (I frames of data nobody will see acknowledged,
+    /// acknowledgements) are dropped first, so the DISC is the next thing the link sends.
     func agwClientLeft(_ client: TCPClientInfo) {
         for call in station.registered where agwServer?.client(registeredFor: call.description) == nil {
             station.unregister(call)
         }
         for (key, owner) in linkOwners.sorted(by: { $0.key.remote.description < $1.key.remote.description }) where owner.id == client.id {
             linkOwners[key] = nil
+            queue.removeAll { item in
+                item.from == Self.dataLinkClient && AX25LinkStation.normalised(item.frame.source) == key.local
+                    && AX25LinkStation.normalised(item.frame.destination) == key.remote
+            }
             perform(station.disconnect(from: key.local, to: key.remote, now: linkClock))
         }
     }
