@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ModemLink
 import ModemMessagingHarness
 import Synchronization
 import SwiftModem
@@ -83,6 +84,11 @@ struct TransferTestCommand: AsyncParsableCommand {
         }
     }
 
+    /// "12: min 0.021, median 0.052, max 0.098 s" ("none" when there were none).
+    private func turnarounds(_ s: TurnaroundMeter.Summary) -> String {
+        s.count == 0 ? "none" : String(format: "%d: min %.3f, median %.3f, max %.3f s", s.count, s.minimum, s.median, s.maximum)
+    }
+
     func run() async throws {
         _ = try await reportingErrors {
             installStopHandlers()
@@ -121,6 +127,7 @@ struct TransferTestCommand: AsyncParsableCommand {
                 goodput \(String(format: "%.0f", report.goodputBps)) bit/s over \(String(format: "%.1f", report.channelSeconds)) s of channel time (\(String(format: "%.1f", wall)) s wall)
                 cuts \(report.cuts), resumes \(report.resumes), bytes resent \(report.bytesResent) (block \(report.blockSize)), frames lost \(report.framesLost), retransmissions \(report.retransmissions)
                 the sender sent with \(report.senderLine) at the end (\(String(format: "%.0f", report.senderLineBitRate)) bit/s line rate\(report.senderLineBitRate > 0 ? String(format: ", goodput %.0f %% of it", 100 * report.goodputBps / report.senderLineBitRate) : ""))
+                turnarounds \(turnarounds(report.turnaround)) in open transmissions, \(turnarounds(report.openingTurnaround)) opening one; the sender's frames \(String(format: "%.1f", report.senderFrameSeconds)) s on the line
                 """)
             }
             switch report.endedEarly {
