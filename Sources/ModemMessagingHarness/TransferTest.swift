@@ -218,20 +218,22 @@ public struct TransferTestReport: Sendable, Equatable {
     /// waited, or played a transmission's start or idle blocks).
     public var senderFrameSeconds = 0.0
 
-    /// One line of JSON with the keys the checks read first.
+    /// One line of JSON with the keys the checks read first (the counts first, completed, the link's
+    /// counters and endedEarly last).
     public var json: String {
         func num(_ d: Double) -> String { d.isFinite ? String(format: "%.3f", d) : "0" }
         var fields: [String] = []
         fields.append("\"bytes\":\(bytes),\"delivered\":\(delivered),\"sha256Match\":\(sha256Match),\"cuts\":\(cuts)")
         fields.append("\"resumes\":\(resumes),\"bytesResent\":\(bytesResent),\"blockSize\":\(blockSize)")
-        fields.append("\"channelSeconds\":\(num(channelSeconds)),\"goodputBps\":\(num(goodputBps)),\"completed\":\(completed)")
-        fields.append("\"framesLost\":\(framesLost),\"retransmissions\":\(retransmissions)")
-        let ended = endedEarly.map { "\"\($0.rawValue)\"" } ?? "null"
-        fields.append("\"endedEarly\":" + ended)
+        // The turnarounds before the keys the checks read at the end.
         fields.append("\"turnarounds\":\(turnaround.count),\"turnaroundMin\":\(num(turnaround.minimum))")
         fields.append("\"turnaroundMedian\":\(num(turnaround.median)),\"turnaroundMax\":\(num(turnaround.maximum))")
         fields.append("\"openingTurnarounds\":\(openingTurnaround.count),\"openingTurnaroundMedian\":\(num(openingTurnaround.median))")
         fields.append("\"openingTurnaroundMax\":\(num(openingTurnaround.maximum)),\"senderFrameSeconds\":\(num(senderFrameSeconds))")
+        fields.append("\"channelSeconds\":\(num(channelSeconds)),\"goodputBps\":\(num(goodputBps)),\"completed\":\(completed)")
+        fields.append("\"framesLost\":\(framesLost),\"retransmissions\":\(retransmissions)")
+        let ended = endedEarly.map { "\"\($0.rawValue)\"" } ?? "null"
+        fields.append("\"endedEarly\":" + ended)
         return "{" + fields.joined(separator: ",") + "}"
     }
 }

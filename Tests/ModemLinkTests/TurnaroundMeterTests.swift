@@ -16,12 +16,12 @@ struct TurnaroundMeterTests {
     @Test("an answer's gap is counted once; runs that go on across blocks and talking on are not answers")
     func answers() {
         var m = TurnaroundMeter()
-        block(&m, 0, phone: [0..<200, 200..<480], device: [], phoneOpen: false)
+        block(&m, 0, phone: [0..<200, 200..<480], device: [])
         block(&m, 1, phone: [0..<240], device: [])                     // the phone's run ends at 0.015 s
         block(&m, 2, phone: [], device: [240..<480], deviceOpen: true) // the device answers at 0.025 s
-        block(&m, 3, phone: [], device: [0..<480])                     // its run goes on
+        block(&m, 3, phone: [], device: [0..<480], phoneOpen: false)   // its run goes on; the phone's transmission has ended
         block(&m, 4, phone: [], device: [])
-        block(&m, 5, phone: [120..<480], device: [], phoneOpen: false) // the phone answers opening a transmission
+        block(&m, 5, phone: [120..<480], device: [])                   // so it answers opening one
         block(&m, 6, phone: [], device: [])
         block(&m, 7, phone: [0..<10], device: [])                      // the phone talks on: no answer
         #expect(m.open.count == 1 && abs(m.open[0] - 0.01) < 1e-9)

@@ -177,7 +177,7 @@ public final class LoopbackMedium: LinkMedium {
         let p = phone.output(count: blockSamples, now: Double(phoneSamples) / rate)
         let d = device.output(count: deviceCount, now: Double(deviceSamples) / rate)
         let start = Double(phoneSamples) / rate, end = Double(phoneSamples + blockSamples) / rate
-        // Whether each was transmitting at the end of the last block (before what it heard since).
+        // Whether each was transmitting at the block's start (after the last block's output).
         turnarounds.note(phone: .init(spans: p.frameSpans, firstSample: phoneSamples, count: blockSamples, startTime: start, endTime: end,
                                       wasTransmitting: transmitting.phone),
                          device: .init(spans: d.frameSpans, firstSample: deviceSamples, count: deviceCount, startTime: start, endTime: end,

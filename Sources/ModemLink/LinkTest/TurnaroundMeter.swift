@@ -5,9 +5,9 @@
 /// symbol that carries bits of a block with frames in it). Spans that follow each other without a
 /// gap are one run. When an end begins a run after the other end's last run ended, and the other
 /// end's frames came after its own last ones (it is answering, not talking on), the gap is one
-/// turnaround. A run that had to open a transmission (the modem was not transmitting: a start of
-/// preamble and training comes first) is counted apart from one that went out in a transmission
-/// that was still open.
+/// turnaround. An answer from an end that was not transmitting when the other end's frames went
+/// (it opens a transmission: a start of preamble and training comes first) is counted apart from
+/// one that went out in a transmission that was still open.
 ///
 /// The times are when the samples are played; the line's own delay (its filters, a few samples)
 /// is not taken off, so a turnaround is if anything a little longer than the one heard.
@@ -24,6 +24,8 @@ public struct TurnaroundMeter: Sendable {
         var lastEnd: Int?
         /// The same in channel seconds.
         var lastEndTime = -Double.infinity
+        /// Whether this end was transmitting in the block in which the other end's frames last went.
+        var openWhenAsked = false
     }
     private var ends = [End(), End()]
 
@@ -32,7 +34,8 @@ public struct TurnaroundMeter: Sendable {
 
     /// One block of both ends' output (``BlockSpans``).
     public mutating func note(phone: BlockSpans, device: BlockSpans) {
-        struct Event { var end: Int; var start: Double; var stop: Double; var absolute: Range<Int>; var wasOpen: Bool }
+        struct Event { var end: Int; var start: Double; var stop: Double; var absolute: Range<Int> }
+        let transmitting = [phone.wasTransmitting, device.wasTransmitting]
         var events: [Event] = []
         for (i, b) in [phone, device].enumerated() where b.count > 0 {
             let seconds = b.endTime - b.startTime
@@ -40,8 +43,7 @@ public struct TurnaroundMeter: Sendable {
                 events.append(Event(end: i,
                                     start: b.startTime + seconds * Double(s.lowerBound) / Double(b.count),
                                     stop: b.startTime + seconds * Double(s.upperBound) / Double(b.count),
-                                    absolute: (b.firstSample + s.lowerBound)..<(b.firstSample + s.upperBound),
-                                    wasOpen: b.wasTransmitting || s != b.spans.first))
+                                    absolute: (b.firstSample + s.lowerBound)..<(b.firstSample + s.upperBound)))
             }
         }
         // In time order; a run going on (starting where the end's last span ended) before a new one.
@@ -51,8 +53,10 @@ public struct TurnaroundMeter: Sendable {
             if ends[e.end].lastEnd != e.absolute.lowerBound,
                other.lastEnd != nil, other.lastEndTime <= e.start, other.lastEndTime > ends[e.end].lastEndTime {
                 let gap = e.start - other.lastEndTime
-                if e.wasOpen { open.append(gap) } else { opening.append(gap) }
+                if ends[e.end].openWhenAsked { open.append(gap) } else { opening.append(gap) }
             }
+            // The other end is asked now: was its transmission open?
+            ends[1 - e.end].openWhenAsked = transmitting[1 - e.end]
             ends[e.end].lastEnd = e.absolute.upperBound
             ends[e.end].lastEndTime = max(ends[e.end].lastEndTime, e.stop)
             if e.end == 0 { frameSeconds.phone += e.stop - e.start } else { frameSeconds.device += e.stop - e.start }
@@ -70,7 +74,7 @@ public struct TurnaroundMeter: Sendable {
         /// The block's start and end in channel seconds.
         public var startTime: Double
         public var endTime: Double
-        /// Whether the end's modem was transmitting before the block (a transmission was open).
+        /// Whether the end's modem was transmitting at the block's start (a transmission was open).
         public var wasTransmitting: Bool
 
         /// Creates a block's record.
