@@ -34,7 +34,7 @@ public struct TransferTestOptions: Sendable, Hashable {
     public var forwardErrorCorrection: LinkFEC
     /// The OFDM modem under the link (``ModemLink/OFDMLinkModem``: its rate adapted to the line)
     /// instead of AFSK at ``baudRate``; its blocks are then ``ofdmBlockSize`` bytes (2048-byte frames,
-    /// a window of 32).
+    /// a window of 32, two messages in flight).
     public var ofdm: Bool
     /// The HF modem under the link (``ModemLink/HFLinkModem``: its rate adapted to the line) instead
     /// of AFSK; its blocks are ``linkBlockSize`` bytes (1024-byte frames, a window of 16). Meant with

@@ -17,13 +17,16 @@ struct TransferTestCommand: AsyncParsableCommand {
         delivered fractions i/(N+1), for 3 x the 30 s link keepalive), so both sessions end
         END_LOST_NET and the sender reconnects. Counts are taken from what the harness gave the sender
         and what the receiver wrote; --json prints them as one line, the last on standard output.
+        The turnarounds are measured on the line: from the last sample of one end's frames to the first
+        sample of the other end's answer, in channel time (count, min, median, max; answers that open a
+        transmission apart from those in one still open).
         A transfer that verifies no new block for --give-up seconds of channel time (default: 10 x the
         keepalive plus 5 x one block's air time: about 900 s at 1200 baud with --fec off, 1700 s otherwise,
         for coded frames take 2.3 times as long) is given up: the counts so far
         are printed ("endedEarly":"gave-up") and the exit status is 1. SIGINT or SIGTERM ends the
         test the same way ("endedEarly":"interrupted"), with status 128 + the signal's number.
-        --profile ofdm runs the link over the OFDM modem (2048-byte frames, a window of 32, blocks of
-        63,000 bytes): both ends measure the line from every transmission's training and agree on the
+        --profile ofdm runs the link over the OFDM modem (2048-byte frames, a window of 32, two messages
+        in flight, blocks of 63,000 bytes): both ends measure the line from every transmission's training and agree on the
         fastest configuration with margin, falling back when blocks are lost. --line cable or speaker
         simulates a sound-card cable (SNR 40 dB, 100 ppm, 20-20,000 Hz) or a speaker and a microphone
         (SNR 24 dB, 250-9000 Hz, a 1.5 ms echo at half amplitude, 300 ppm); --snr overrides its SNR.
