@@ -214,13 +214,15 @@ public struct DeviceStateMachine: Sendable {
         let before = inbound.duplicateFrames
         let (delivery, progress) = inbound.receive(frame, canComplete: !deliveriesPaused)
         statistics.duplicateFrames += inbound.duplicateFrames - before
+        // Complete, but held until the message before it is delivered (``LinkFrame/Flags/follows``).
+        let completedHeld = delivery == nil && inbound.duplicateFrames == before && inbound.held.contains { $0.message == frame.message }
         var actions: [LinkAction] = []
         if let (b, t) = progress, delivery == nil {
             if mode == .masterSlave { state = .dataProcess }
             actions.append(.event(.progress(bytes: b, total: t)))
         }
         // Acknowledge first, so the acknowledgement leads the reply in the same transmission.
-        if delivery != nil || frame.flags.contains(.poll) {
+        if delivery != nil || completedHeld || frame.flags.contains(.poll) {
             actions.append(transmit([inbound.ack(for: frame.message, count: frame.fragmentCount, session: s, base: .fromDevice)]))
         }
         if let d = delivery {
@@ -231,6 +233,11 @@ public struct DeviceStateMachine: Sendable {
                 pendingRequest = d.message
                 state = .dataProcess
             }
+            actions.append(.event(.received(message: d.message, data: d.data)))
+        }
+        // Messages that went ahead of this one's acknowledgement (``LinkFrame/Flags/follows``) come after it.
+        for d in inbound.releaseHeld() {
+            statistics.messagesDelivered += 1
             actions.append(.event(.received(message: d.message, data: d.data)))
         }
         return actions

@@ -72,6 +72,14 @@ public struct LinkConfiguration: Sendable, Hashable {
     /// Forward error correction on an audio line (default ``LinkFEC/auto``); timers allow for coded
     /// frames unless it is ``LinkFEC/off``.
     public var forwardErrorCorrection: LinkFEC
+    /// Duplex messages the phone keeps on their way at once (default 1: each waits for the
+    /// acknowledgement of the one before). With 2, a message whose burst is all sent no longer holds
+    /// up the next one: the phone sends it at once, marked ``ModemCodecs/LinkFrame/Flags/follows``,
+    /// and the device delivers it after the one before (the wait for an acknowledgement, a round trip,
+    /// is spent sending). Only messages of one burst (up to ``windowFrames`` fragments) go ahead of
+    /// their acknowledgement. Either end may run without it: a device delivers marked messages in
+    /// order whatever its own setting. At least 1.
+    public var messagesInFlight = 1
 
     /// Creates a configuration.
     /// - Parameters:

@@ -178,6 +178,9 @@ struct InboundMessages: Sendable {
     private(set) var refused = 0
     /// Completing fragments dropped while deliveries were paused (back-pressure).
     private(set) var withheld = 0
+    /// Complete messages marked ``LinkFrame/Flags/follows`` whose message before is not delivered
+    /// yet, in order (``releaseHeld()`` hands them out); they count as finished (acknowledged).
+    private(set) var held: [Delivery] = []
     static let memory = 64
 
     init(maximumMessageSize: Int, framePayload: Int) {
@@ -232,7 +235,7 @@ struct InboundMessages: Sendable {
         var index = partials.firstIndex { $0.message == frame.message }
         if let i = index, partials[i].parts.count != count { partials.remove(at: i); index = nil }
         if index == nil {
-            partials.append(Partial(message: frame.message, flags: frame.flags.intersection(.reply),
+            partials.append(Partial(message: frame.message, flags: frame.flags.intersection([.reply, .follows]),
                                     parts: Array(repeating: nil, count: count)))
             // Keep two messages in reassembly at most: older ones were abandoned by their sender.
             if partials.count > 2 { partials.removeFirst(partials.count - 2) }
@@ -265,6 +268,29 @@ struct InboundMessages: Sendable {
         data.reserveCapacity(p.bytes)
         for part in p.parts { data.append(contentsOf: part!) }
         markFinished(p.message)
-        return (Delivery(message: p.message, flags: p.flags, data: data), (p.bytes, p.bytes))
+        let delivery = Delivery(message: p.message, flags: p.flags.subtracting(.follows), data: data)
+        if p.flags.contains(.follows) && waitsForPrevious(p.message) {
+            held.append(delivery)
+            return (nil, (p.bytes, p.bytes))
+        }
+        return (delivery, (p.bytes, p.bytes))
+    }
+
+    /// The number before `message` (65535 before 1: 0 is never used).
+    static func previous(_ message: UInt16) -> UInt16 { message == 1 ? UInt16.max : message &- 1 }
+
+    /// Whether the message before `message` has not been delivered yet (not finished, or held).
+    private func waitsForPrevious(_ message: UInt16) -> Bool {
+        let before = Self.previous(message)
+        return !isFinished(before) || held.contains { $0.message == before }
+    }
+
+    /// The held messages whose message before has now been delivered, in order.
+    mutating func releaseHeld() -> [Delivery] {
+        var out: [Delivery] = []
+        while let i = held.firstIndex(where: { !waitsForPrevious($0.message) }) {
+            out.append(held.remove(at: i))
+        }
+        return out
     }
 }

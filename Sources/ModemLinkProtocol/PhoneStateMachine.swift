@@ -59,6 +59,17 @@ public struct PhoneStateMachine: Sendable {
     /// The number of the message of the exchange under way (the one a ``LinkEvent/sendOK(message:)``
     /// or ``LinkEvent/timeout(message:)`` will name), nil when none is.
     public var messageInTransit: UInt16? { exchangeInProgress?.message }
+    /// Whether ``exchange(_:timeout:now:)`` may be called for the next message (it may still refuse
+    /// one for other reasons: not opened, cancelling): none is under way, or (duplex,
+    /// ``LinkConfiguration/messagesInFlight`` above 1) the one under way has sent its whole burst and
+    /// fewer than that many are waiting for their acknowledgements.
+    public var acceptsMessage: Bool { exchangeInProgress == nil || mayGoAhead }
+
+    /// A duplex message may go out before the acknowledgement of the one under way.
+    private var mayGoAhead: Bool {
+        guard configuration.mode == .duplex, let out = outbound, exchangeInProgress != nil else { return false }
+        return earlier.count + 1 < configuration.messagesInFlight && !out.sent.contains(false)
+    }
 
     private var opened = false
     private var noDevice = false
@@ -66,6 +77,9 @@ public struct PhoneStateMachine: Sendable {
     private var pending: PendingSignal?
     private var exchangeInProgress: Exchange?
     private var outbound: OutboundMessage?
+    /// Duplex messages sent before the exchange under way whose acknowledgement has not come
+    /// (``LinkConfiguration/messagesInFlight``), oldest first.
+    private var earlier: [(out: OutboundMessage, exchange: Exchange)] = []
     private var inbound: InboundMessages
     private var numbers = MessageNumbers()
     private var sizer: FragmentSizer
@@ -116,11 +130,13 @@ public struct PhoneStateMachine: Sendable {
     public mutating func exchange(_ data: [UInt8], timeout: Double, now: Double) -> (code: Int32, actions: [LinkAction]) {
         guard opened else { return (noDevice ? ReturnCode.noDevice : ReturnCode.notOpenedOrInput, []) }
         if pending?.signal == .close { return (ReturnCode.notOpenedOrInput, []) }
-        guard exchangeInProgress == nil, !isCancelling else { return (ReturnCode.busyOrOutput, []) }
+        guard exchangeInProgress == nil || mayGoAhead, !isCancelling else { return (ReturnCode.busyOrOutput, []) }
         guard data.count <= configuration.maximumMessageSize else { return (ReturnCode.handshakeFailedOrCancelling, []) }
         precondition(timeout > 0 && timeout.isFinite, "exchange timeout must be a positive number of seconds")
+        if let ex = exchangeInProgress, let o = outbound { earlier.append((o, ex)) }
         let message = numbers.take()
-        var out = OutboundMessage(message: message, flags: [], data: data, framePayload: sizer.current)
+        // Ahead of an acknowledgement still to come: the receiver delivers it after the one before.
+        var out = OutboundMessage(message: message, flags: earlier.isEmpty ? [] : .follows, data: data, framePayload: sizer.current)
         let frames = out.burst(session: session, base: [], window: configuration.windowFrames)
         outbound = out
         exchangeInProgress = Exchange(message: message, deadline: now + timeout)
@@ -177,6 +193,7 @@ public struct PhoneStateMachine: Sendable {
     public mutating func transmitted(now: Double) -> [LinkAction] {
         let wait = configuration.acknowledgementTimeout
         if outbound?.awaitingAck == true && outbound?.deadline == nil { outbound?.deadline = now + wait }
+        for i in earlier.indices where earlier[i].out.awaitingAck && earlier[i].out.deadline == nil { earlier[i].out.deadline = now + wait }
         if var p = pending, p.deadline == nil {
             // The device may need a moment to power on and answer a hello.
             p.deadline = now + wait + (p.signal == .hello ? 0.3 : 0)
@@ -231,6 +248,17 @@ public struct PhoneStateMachine: Sendable {
             statistics.polls += 1
             actions.append(transmit([poll]))
         }
+        for i in earlier.indices.reversed() where now >= earlier[i].exchange.deadline {
+            let e = earlier.remove(at: i)
+            sizer.record(e.out, abandoned: true)
+            actions.append(.event(.timeout(message: e.exchange.message)))
+        }
+        for i in earlier.indices where earlier[i].out.awaitingAck && earlier[i].out.deadline.map({ now >= $0 }) == true {
+            let poll = earlier[i].out.poll(session: session, base: [])
+            statistics.polls += 1
+            actions.append(transmit([poll]))
+        }
+        if exchangeInProgress == nil && state == .dataExchange && earlier.isEmpty { state = .idle }
         return actions
     }
 
@@ -287,6 +315,26 @@ public struct PhoneStateMachine: Sendable {
     // MARK: Internals
 
     private mutating func receiveAck(_ frame: LinkFrame) -> [LinkAction] {
+        if let i = earlier.firstIndex(where: { $0.out.message == frame.message }) {
+            var e = earlier[i]
+            // Its one burst was all sent before the next message started: an acknowledgement
+            // answers its poll even while this end is still sending (the missing go again at once).
+            if e.out.awaitingAck && e.out.deadline == nil { e.out.deadline = .infinity }
+            switch e.out.handle(ack: frame, session: session, base: [], window: configuration.windowFrames) {
+            case .complete:
+                earlier.remove(at: i)
+                sizer.record(e.out)
+                if exchangeInProgress == nil && earlier.isEmpty { state = .idle }
+                return [.event(.sendOK(message: e.exchange.message))]
+            case .wait:
+                earlier[i] = e
+                return []
+            case .resend(let frames, let resent):
+                statistics.retransmissions += resent
+                earlier[i] = e
+                return [.event(.progress(bytes: e.out.ackedBytes, total: e.out.totalBytes)), transmit(frames)]
+            }
+        }
         guard var out = outbound, out.message == frame.message else { statistics.staleFrames += 1; return [] }
         var actions: [LinkAction] = []
         switch out.handle(ack: frame, session: session, base: [], window: configuration.windowFrames) {
@@ -310,7 +358,7 @@ public struct PhoneStateMachine: Sendable {
         ex.sendReported = true
         if configuration.mode == .duplex {
             exchangeInProgress = nil
-            state = .idle
+            if earlier.isEmpty { state = .idle }
             var actions: [LinkAction] = [.event(.sendOK(message: message))]
             if isCancelling {
                 pending = nil
@@ -339,6 +387,8 @@ public struct PhoneStateMachine: Sendable {
         }
         let (delivery, progress) = inbound.receive(frame, canComplete: !deliveriesPaused)
         statistics.duplicateFrames += inbound.duplicateFrames - before
+        // Complete, but held until the message before it is delivered (``LinkFrame/Flags/follows``).
+        let completedHeld = delivery == nil && inbound.duplicateFrames == before && inbound.held.contains { $0.message == frame.message }
         var actions: [LinkAction] = []
         if let (b, t) = progress, delivery == nil { actions.append(.event(.progress(bytes: b, total: t))) }
         if let d = delivery {
@@ -360,14 +410,21 @@ public struct PhoneStateMachine: Sendable {
                 actions.append(.event(.received(message: d.message, data: d.data)))
             }
         }
-        if delivery != nil || frame.flags.contains(.poll) {
+        if delivery != nil || completedHeld || frame.flags.contains(.poll) {
             actions.append(transmit([inbound.ack(for: frame.message, count: frame.fragmentCount, session: session, base: [])]))
+        }
+        if configuration.mode == .duplex {
+            for d in inbound.releaseHeld() {
+                statistics.messagesDelivered += 1
+                actions.append(.event(.received(message: d.message, data: d.data)))
+            }
         }
         return actions
     }
 
     /// Ends the exchange under way (if any) with `event`.
     private mutating func abandonExchange(event: LinkEvent?) -> [LinkAction] {
+        earlier.removeAll()
         guard exchangeInProgress != nil else { return [] }
         exchangeInProgress = nil
         outbound = nil

@@ -5,7 +5,9 @@ import Synchronization
 
 /// A ``ModemTransport/MessageTransport`` over the channel protocol in duplex mode: one session frame
 /// is one duplex message. ``send(_:)`` returns once the peer's link acknowledged the message
-/// (`sendOK`); ``receive()`` gives each message the peer sent, in order, and `.peerHeard` whenever the
+/// (`sendOK`), or, when the phone keeps more than one message on its way
+/// (``ModemLinkProtocol/LinkConfiguration/messagesInFlight``), as soon as its link has room for the
+/// next one (a message lost after that ends the transport); ``receive()`` gives each message the peer sent, in order, and `.peerHeard` whenever the
 /// link heard any valid frame of the peer (fragments, acknowledgements, polls), so a session's
 /// keepalive survives a message that takes minutes on the air. A message that is not acknowledged
 /// in time, a link that stays silent for ``LinkTransportOptions/silenceTimeout`` or an audio failure
@@ -45,7 +47,8 @@ public final class LinkTransport: MessageTransport {
         maximumFrameSize = engine.maximumFrameSize
     }
 
-    /// Sends one frame as one duplex message; returns once the peer's link acknowledged it.
+    /// Sends one frame as one duplex message; returns once the peer's link acknowledged it (with
+    /// more than one message in flight: once the link has room for the next).
     /// - Throws: ``ModemTransport/TransportError`` for an empty or oversized frame, or when the link
     ///   ended before the acknowledgement.
     public func send(_ frame: [UInt8]) async throws(TransportError) {

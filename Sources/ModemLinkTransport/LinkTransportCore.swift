@@ -12,8 +12,11 @@ public protocol LinkTransportMachine: LinkMachine {
     var statistics: LinkStatistics { get }
     /// Back-pressure: while true no message is completed (see the machines' docs).
     var deliveriesPaused: Bool { get set }
-    /// The number of our message on its way, if any.
+    /// The number of our message on its way, if any (the newest, when several are).
     var messageInTransit: UInt16? { get }
+    /// Whether the next message may be started now (``startMessage(_:timeout:now:)``): none is on
+    /// its way, or the machine sends more than one at a time and has room.
+    var acceptsMessage: Bool { get }
     /// Starts sending one duplex message; returns the machine's code (0 started) and its actions.
     mutating func startMessage(_ data: [UInt8], timeout: Double, now: Double) -> (code: Int32, actions: [LinkAction])
     /// A sign of life that asks for no answer: an acknowledgement of message 0 (a number never
@@ -35,6 +38,9 @@ extension PhoneStateMachine: LinkTransportMachine {
 }
 
 extension DeviceStateMachine: LinkTransportMachine {
+    /// One message at a time: none may be on its way.
+    public var acceptsMessage: Bool { messageInTransit == nil }
+
     /// A message on the device's initiative: the outcome is `sendOK` or `timeout`.
     public mutating func startMessage(_ data: [UInt8], timeout: Double, now: Double) -> (code: Int32, actions: [LinkAction]) {
         send(data, timeout: timeout, now: now)
@@ -100,7 +106,10 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         var end: TransportEnd?
         var receiver: CheckedContinuation<TransportInput, Never>?
         var outbox: [Waiter] = []
-        var inFlight: (waiter: Waiter, message: UInt16?)?
+        /// Messages started and not yet acknowledged, oldest first (more than one with
+        /// ``LinkConfiguration/messagesInFlight`` above 1, whose senders are answered as soon as the
+        /// machine has room for the next message: their continuations are then nil).
+        var inFlight: [(waiter: Waiter, message: UInt16?)] = []
         var nextID = 1
         var lastHeard: Double?
         var lastSent: Double?
@@ -174,9 +183,9 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             guard s.end == nil else { return (false, [], nil) }
             s.end = end
             var w = s.outbox
-            if let f = s.inFlight { w.append(f.waiter) }
+            w += s.inFlight.map(\.waiter)
             s.outbox = []
-            s.inFlight = nil
+            s.inFlight = []
             // Frames already received stay readable; the end comes after them.
             let r = s.inboxCount == 0 ? s.receiver : nil
             if r != nil { s.receiver = nil }
@@ -199,14 +208,14 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         switch event {
         case .sendOK(let message):
             let w = state.withLock { s -> Waiter? in
-                guard let f = s.inFlight, f.message == message else { return nil }
-                s.inFlight = nil
-                if f.waiter.continuation != nil { s.messagesSent += 1 }
+                guard let i = s.inFlight.firstIndex(where: { $0.message == message }) else { return nil }
+                let f = s.inFlight.remove(at: i)
+                s.messagesSent += 1
                 return f.waiter
             }
             w?.continuation?.resume(returning: .success(message))
         case .timeout(let message):
-            let mine = state.withLock { $0.inFlight?.message == message }
+            let mine = state.withLock { $0.inFlight.contains { $0.message == message } }
             if mine { finish(.localFailure("a message was not acknowledged in time: the link is lost")) }
         case .received(_, let data):
             let r = state.withLock { s -> (CheckedContinuation<TransportInput, Never>, TransportInput)? in
@@ -244,6 +253,7 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
         var heard: CheckedContinuation<TransportInput, Never>?
         var silent = false
         var notOpen = false
+        var started: (CheckedContinuation<Result<UInt16, TransportError>, Never>, UInt16)?
         state.withLock { s in
             guard s.end == nil else { m.deliveriesPaused = false; return }
             let frames = m.statistics.framesReceived
@@ -261,16 +271,16 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
             s.framesSeen = frames
             if now - s.lastHeard! >= options.silenceTimeout { silent = true; return }
             m.deliveriesPaused = s.inboxCount >= options.inboxLimit
-            if s.inFlight == nil, s.outbox.isEmpty, m.messageInTransit == nil, now - s.lastSent! >= options.keepalive / 3,
+            if s.inFlight.isEmpty, s.outbox.isEmpty, m.messageInTransit == nil, now - s.lastSent! >= options.keepalive / 3,
                let beat = m.heartbeatFrame {
                 s.lastSent = now
                 actions.append(.transmit([beat]))
             }
-            guard s.inFlight == nil, !s.outbox.isEmpty, m.messageInTransit == nil else { return }
+            guard !s.outbox.isEmpty, s.inFlight.isEmpty || configuration.messagesInFlight > 1, m.acceptsMessage else { return }
             let w = s.outbox.removeFirst()
             let (code, a) = m.startMessage(w.data, timeout: options.messageTimeout, now: now)
             if code == ReturnCode.ok {
-                s.inFlight = (w, m.messageInTransit)
+                s.inFlight.append((w, m.messageInTransit))
                 s.lastSent = now
                 actions += a
             } else if code == ReturnCode.handshakeFailedOrCancelling {
@@ -280,7 +290,18 @@ package final class LinkTransportCore<Machine: LinkTransportMachine>: Sendable {
                 notOpen = code == ReturnCode.notOpenedOrInput || code == ReturnCode.noDevice
             }
         }
+        if configuration.messagesInFlight > 1 && m.acceptsMessage {
+            // The machine has room for the next message before the newest one's acknowledgement:
+            // its sender goes on now (a message lost later ends the link).
+            started = state.withLock { s in
+                guard s.end == nil, let i = s.inFlight.lastIndex(where: { $0.waiter.continuation != nil }),
+                      let message = s.inFlight[i].message, let c = s.inFlight[i].waiter.continuation else { return nil }
+                s.inFlight[i].waiter.continuation = nil
+                return (c, message)
+            }
+        }
         heard?.resume(returning: .peerHeard)
+        if let (c, message) = started { c.resume(returning: .success(message)) }
         if let (w, e) = failure { w.continuation?.resume(returning: .failure(e)) }
         if silent {
             let seconds = Int(options.silenceTimeout.rounded())

@@ -34,7 +34,7 @@ public struct TransferTestOptions: Sendable, Hashable {
     public var forwardErrorCorrection: LinkFEC
     /// The OFDM modem under the link (``ModemLink/OFDMLinkModem``: its rate adapted to the line)
     /// instead of AFSK at ``baudRate``; its blocks are then ``ofdmBlockSize`` bytes (2048-byte frames,
-    /// a window of 32).
+    /// a window of 32, two messages in flight).
     public var ofdm: Bool
     /// The HF modem under the link (``ModemLink/HFLinkModem``: its rate adapted to the line) instead
     /// of AFSK; its blocks are ``linkBlockSize`` bytes (1024-byte frames, a window of 16). Meant with
@@ -71,12 +71,16 @@ public struct TransferTestOptions: Sendable, Hashable {
     public static let ofdmBlockSize = 63_000
 
     /// The link's configuration: duplex, AFSK at the baud rate with 1024-byte frames and a window of
-    /// 16, OFDM with 2048-byte frames and a window of 32, or HF with 1024-byte frames and a window of 16.
+    /// 16, OFDM with 2048-byte frames, a window of 32 and two messages in flight
+    /// (``ModemLinkProtocol/LinkConfiguration/messagesInFlight``), or HF with 1024-byte frames and a window of 16.
     public var linkConfiguration: LinkConfiguration {
         if hf { return HFLinkModem.linkConfiguration(mode: .duplex, framePayload: 1024, windowFrames: 16) }
         if ofdm {
-            return LinkConfiguration(mode: .duplex, framePayload: 2048, maximumMessageSize: 1 << 20, windowFrames: 32,
-                                     timing: OFDMLinkModem.timing(latencySeconds: 0))
+            var c = LinkConfiguration(mode: .duplex, framePayload: 2048, maximumMessageSize: 1 << 20, windowFrames: 32,
+                                      timing: OFDMLinkModem.timing(latencySeconds: 0))
+            // The next block goes out while the last one's acknowledgement is on its way back.
+            c.messagesInFlight = 2
+            return c
         }
         return LinkConfiguration(mode: .duplex, baudRate: baudRate, framePayload: 1024, maximumMessageSize: 1 << 20,
                                  windowFrames: 16, forwardErrorCorrection: forwardErrorCorrection)
@@ -204,15 +208,33 @@ public struct TransferTestReport: Sendable, Equatable {
     /// How the sender's end sent at the end (e.g. "OFDM 4096qam 5/6 cable") and that line rate in bit/s.
     public var senderLine = ""
     public var senderLineBitRate = 0.0
+    /// Turnarounds measured on the line (``ModemLink/TurnaroundMeter``): from the last sample of one
+    /// end's frames to the first sample of the other end's answer, in channel seconds, for answers
+    /// that went out in a transmission still open, and apart for those that opened one (their start
+    /// included).
+    public var turnaround = TurnaroundMeter.Summary()
+    public var openingTurnaround = TurnaroundMeter.Summary()
+    /// Channel seconds of frame-carrying audio the sender played (the rest of ``channelSeconds`` it
+    /// waited, or played a transmission's start or idle blocks).
+    public var senderFrameSeconds = 0.0
 
-    /// One line of JSON with the keys the checks read first.
+    /// One line of JSON with the keys the checks read first (the counts first, completed, the link's
+    /// counters and endedEarly last).
     public var json: String {
         func num(_ d: Double) -> String { d.isFinite ? String(format: "%.3f", d) : "0" }
-        return "{\"bytes\":\(bytes),\"delivered\":\(delivered),\"sha256Match\":\(sha256Match),\"cuts\":\(cuts),"
-            + "\"resumes\":\(resumes),\"bytesResent\":\(bytesResent),\"blockSize\":\(blockSize),"
-            + "\"channelSeconds\":\(num(channelSeconds)),\"goodputBps\":\(num(goodputBps)),\"completed\":\(completed),"
-            + "\"framesLost\":\(framesLost),\"retransmissions\":\(retransmissions),"
-            + "\"endedEarly\":\(endedEarly.map { "\"\($0.rawValue)\"" } ?? "null")}"
+        var fields: [String] = []
+        fields.append("\"bytes\":\(bytes),\"delivered\":\(delivered),\"sha256Match\":\(sha256Match),\"cuts\":\(cuts)")
+        fields.append("\"resumes\":\(resumes),\"bytesResent\":\(bytesResent),\"blockSize\":\(blockSize)")
+        // The turnarounds before the keys the checks read at the end.
+        fields.append("\"turnarounds\":\(turnaround.count),\"turnaroundMin\":\(num(turnaround.minimum))")
+        fields.append("\"turnaroundMedian\":\(num(turnaround.median)),\"turnaroundMax\":\(num(turnaround.maximum))")
+        fields.append("\"openingTurnarounds\":\(openingTurnaround.count),\"openingTurnaroundMedian\":\(num(openingTurnaround.median))")
+        fields.append("\"openingTurnaroundMax\":\(num(openingTurnaround.maximum)),\"senderFrameSeconds\":\(num(senderFrameSeconds))")
+        fields.append("\"channelSeconds\":\(num(channelSeconds)),\"goodputBps\":\(num(goodputBps)),\"completed\":\(completed)")
+        fields.append("\"framesLost\":\(framesLost),\"retransmissions\":\(retransmissions)")
+        let ended = endedEarly.map { "\"\($0.rawValue)\"" } ?? "null"
+        fields.append("\"endedEarly\":" + ended)
+        return "{" + fields.joined(separator: ",") + "}"
     }
 }
 
@@ -461,6 +483,10 @@ extension TransferTestReport {
         // The dialer (the phone end) sends the payload.
         senderLine = pair.lines.phone.description
         senderLineBitRate = pair.lines.phone.bitRate
+        let meter = pair.turnarounds
+        turnaround = TurnaroundMeter.summary(meter.open)
+        openingTurnaround = TurnaroundMeter.summary(meter.opening)
+        senderFrameSeconds = meter.frameSeconds.phone
     }
 }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ModemLink
 import ModemMessagingHarness
 import Synchronization
 import SwiftModem
@@ -16,13 +17,16 @@ struct TransferTestCommand: AsyncParsableCommand {
         delivered fractions i/(N+1), for 3 x the 30 s link keepalive), so both sessions end
         END_LOST_NET and the sender reconnects. Counts are taken from what the harness gave the sender
         and what the receiver wrote; --json prints them as one line, the last on standard output.
+        The turnarounds are measured on the line: from the last sample of one end's frames to the first
+        sample of the other end's answer, in channel time (count, min, median, max; answers that open a
+        transmission apart from those in one still open).
         A transfer that verifies no new block for --give-up seconds of channel time (default: 10 x the
         keepalive plus 5 x one block's air time: about 900 s at 1200 baud with --fec off, 1700 s otherwise,
         for coded frames take 2.3 times as long) is given up: the counts so far
         are printed ("endedEarly":"gave-up") and the exit status is 1. SIGINT or SIGTERM ends the
         test the same way ("endedEarly":"interrupted"), with status 128 + the signal's number.
-        --profile ofdm runs the link over the OFDM modem (2048-byte frames, a window of 32, blocks of
-        63,000 bytes): both ends measure the line from every transmission's training and agree on the
+        --profile ofdm runs the link over the OFDM modem (2048-byte frames, a window of 32, two messages
+        in flight, blocks of 63,000 bytes): both ends measure the line from every transmission's training and agree on the
         fastest configuration with margin, falling back when blocks are lost. --line cable or speaker
         simulates a sound-card cable (SNR 40 dB, 100 ppm, 20-20,000 Hz) or a speaker and a microphone
         (SNR 24 dB, 250-9000 Hz, a 1.5 ms echo at half amplitude, 300 ppm); --snr overrides its SNR.
@@ -83,6 +87,11 @@ struct TransferTestCommand: AsyncParsableCommand {
         }
     }
 
+    /// "12: min 0.021, median 0.052, max 0.098 s" ("none" when there were none).
+    private func turnarounds(_ s: TurnaroundMeter.Summary) -> String {
+        s.count == 0 ? "none" : String(format: "%d: min %.3f, median %.3f, max %.3f s", s.count, s.minimum, s.median, s.maximum)
+    }
+
     func run() async throws {
         _ = try await reportingErrors {
             installStopHandlers()
@@ -121,6 +130,7 @@ struct TransferTestCommand: AsyncParsableCommand {
                 goodput \(String(format: "%.0f", report.goodputBps)) bit/s over \(String(format: "%.1f", report.channelSeconds)) s of channel time (\(String(format: "%.1f", wall)) s wall)
                 cuts \(report.cuts), resumes \(report.resumes), bytes resent \(report.bytesResent) (block \(report.blockSize)), frames lost \(report.framesLost), retransmissions \(report.retransmissions)
                 the sender sent with \(report.senderLine) at the end (\(String(format: "%.0f", report.senderLineBitRate)) bit/s line rate\(report.senderLineBitRate > 0 ? String(format: ", goodput %.0f %% of it", 100 * report.goodputBps / report.senderLineBitRate) : ""))
+                turnarounds \(turnarounds(report.turnaround)) in open transmissions, \(turnarounds(report.openingTurnaround)) opening one; the sender's frames \(String(format: "%.1f", report.senderFrameSeconds)) s on the line
                 """)
             }
             switch report.endedEarly {

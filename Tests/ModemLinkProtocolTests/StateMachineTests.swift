@@ -723,6 +723,31 @@ struct StateMachineTests {
     // 28 fragments need about 57 s of air time. With the default 1024-byte fragments and window 16
     // (48 KiB against 64 KiB, the device starting 51 s later) the device resent 51168 frames and its
     // message timed out after 20000 s.
+    @Test("duplex, two in flight: the second goes ahead of the first's acknowledgement and is delivered after it")
+    func duplexTwoInFlight() {
+        var configuration = LinkConfiguration(mode: .duplex, framePayload: 128, windowFrames: 4)
+        configuration.messagesInFlight = 2
+        let link = openedLink(configuration, autoReply: false)
+        // The first message's second fragment is lost once: the second message completes first.
+        link.channel = FrameFilter([(.toDevice, .data, [2], .drop)]).fate
+        var random = TestRandom(seed: 5)
+        let first = random.bytes(300), second = random.bytes(200), third = random.bytes(10)
+        let before = link.phoneOutcomes.count
+        #expect(link.exchange(first, timeout: 100) == ReturnCode.ok)
+        #expect(link.phone.acceptsMessage)
+        #expect(link.exchange(second, timeout: 100) == ReturnCode.ok)
+        #expect(!link.phone.acceptsMessage)
+        #expect(link.exchange(third, timeout: 100) == ReturnCode.busyOrOutput)
+        #expect(link.run(for: 100) { link.phoneOutcomes.count >= before + 2 })
+        let outcomes = Array(link.phoneOutcomes.dropFirst(before))
+        #expect(outcomes.count == 2 && outcomes.allSatisfy { if case .sendOK = $0 { true } else { false } })
+        #expect(link.deviceReceived.map(\.data) == [first, second])
+        let data = link.framesSent(.toDevice, .data)
+        #expect(data.filter { $0.flags.contains(.follows) }.count == 2 && data.count == 6)
+        #expect(link.phone.statistics.retransmissions == 1)
+        #expect(link.phone.acceptsMessage && link.phone.state == .idle)
+    }
+
     @Test("duplex: overlapping messages on a lossless channel need no retransmission")
     func duplexOverlappingBursts() {
         let configuration = LinkConfiguration(mode: .duplex, framePayload: 256, windowFrames: 4)

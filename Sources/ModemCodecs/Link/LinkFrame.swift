@@ -67,6 +67,9 @@ public struct LinkFrame: Sendable, Hashable {
         /// (neither this nor ``lineClean``: the sender has not judged the line yet). Like ``lineClean``,
         /// the audio modem's alone.
         public static let lineNoisy = Flags(rawValue: 64)
+        /// On a duplex message's frames: it was sent before the acknowledgement of the sender's
+        /// message before it (number − 1, skipping 0), so the receiver delivers it after that one.
+        public static let follows = Flags(rawValue: 128)
     }
 
     /// The kind of frame.

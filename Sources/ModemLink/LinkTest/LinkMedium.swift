@@ -87,6 +87,9 @@ public final class LoopbackMedium: LinkMedium {
     /// While true both lines carry silence (plus the channel's noise): a cut cable. The loss and
     /// noise generators run on unchanged, so a cut does not shift what the seed gives afterwards.
     public var muted = false
+    /// Turnarounds and frame air time of both ends, from what they played (``TurnaroundMeter``).
+    public private(set) var turnarounds = TurnaroundMeter()
+    private var transmitting = (phone: false, device: false)
 
     private var toDevice: Direction
     private var toPhone: Direction
@@ -173,6 +176,13 @@ public final class LoopbackMedium: LinkMedium {
         let deviceCount = Int((Double(steps * blockSamples) * ratio).rounded(.down)) - deviceSamples
         let p = phone.output(count: blockSamples, now: Double(phoneSamples) / rate)
         let d = device.output(count: deviceCount, now: Double(deviceSamples) / rate)
+        let start = Double(phoneSamples) / rate, end = Double(phoneSamples + blockSamples) / rate
+        // Whether each was transmitting at the block's start (after the last block's output).
+        turnarounds.note(phone: .init(spans: p.frameSpans, firstSample: phoneSamples, count: blockSamples, startTime: start, endTime: end,
+                                      wasTransmitting: transmitting.phone),
+                         device: .init(spans: d.frameSpans, firstSample: deviceSamples, count: deviceCount, startTime: start, endTime: end,
+                                       wasTransmitting: transmitting.device))
+        transmitting = (phone.modem.isTransmitting, device.modem.isTransmitting)
         let phoneAudio = muted ? [Float](repeating: 0, count: p.samples.count) : p.samples
         let deviceAudio = muted ? [Float](repeating: 0, count: d.samples.count) : d.samples
         let heardByDevice = toDevice.carry(phoneAudio, spans: p.frameSpans, count: deviceCount, lost: &framesLost.toDevice)

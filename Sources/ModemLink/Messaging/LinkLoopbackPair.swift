@@ -139,6 +139,9 @@ public final class LinkLoopbackPair: Sendable {
     /// Counts of both machines (phone, device).
     public var statistics: (phone: LinkStatistics, device: LinkStatistics) { runner.machineStatistics }
 
+    /// The turnarounds and frame air time measured on the line so far (``TurnaroundMeter``).
+    public var turnarounds: TurnaroundMeter { runner.turnarounds.withLock { $0 } }
+
     /// How each end sends now (its modem's rate in bit/s and a description), phone first.
     public var lines: (phone: (bitRate: Double, description: String), device: (bitRate: Double, description: String)) {
         runner.modemLines.withLock { $0 }
@@ -172,6 +175,7 @@ public final class LinkLoopbackPair: Sendable {
         private let published = Mutex((now: 0.0, muted: false, lost: 0, phone: LinkStatistics(), device: LinkStatistics(), mutes: 0))
         private let endedBy = Mutex<String?>(nil)
         private let restoredWaiters = Mutex<(waiting: [CheckedContinuation<Void, Never>], over: Bool)>(([], false))
+        let turnarounds = Mutex(TurnaroundMeter())
         let modemLines = Mutex((phone: (bitRate: 0.0, description: ""), device: (bitRate: 0.0, description: "")))
         private var started = false
         private var steps: Int64 = 0
@@ -279,6 +283,7 @@ public final class LinkLoopbackPair: Sendable {
                 $0 = (now, pendingMute, medium.framesLost.toDevice + medium.framesLost.toPhone,
                       phone.machine.statistics, device.machine.statistics, mutes)
             }
+            turnarounds.withLock { $0 = medium.turnarounds }
             modemLines.withLock {
                 $0 = ((phone.modem.sendBitRate, phone.modem.sendDescription), (device.modem.sendBitRate, device.modem.sendDescription))
             }
