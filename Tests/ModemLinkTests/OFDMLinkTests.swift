@@ -68,6 +68,18 @@ import ModemRuntime
         #expect(profile?.gridName == "cable" && (profile?.netBitRate ?? 0) > 150_000, "ended on \(report.senderLine)")
     }
 
+    @Test("transfer-test over the cable with frames lost: the lost transmissions are started again, and it completes",
+          arguments: [(seed: UInt64(1), loss: 0.02), (seed: UInt64(6), loss: 0.05)])
+    func transferWithLoss(seed: UInt64, loss: Double) async throws {
+        // A loss mutes a transmission's symbols from a frame on: the receiver cannot find that open
+        // transmission again, so the sender must start anew (before, both stalled until giving up).
+        let options = TransferTestOptions(size: 262_144, frameLoss: loss, seed: seed, keepalive: 30, ofdm: true,
+                                          line: seed == 1 ? .cable : nil)
+        let report = try await TransferTest(options: options).run()
+        #expect(report.framesLost > 0, "\(report.json)")
+        #expect(report.completed && report.sha256Match, "\(report.json)")
+    }
+
     @Test("transfer-test over the simulated speaker and microphone: completes by falling back to the speaker's band")
     func transferSpeaker() async throws {
         let options = TransferTestOptions(size: 100_000, seed: 3, keepalive: 30, ofdm: true, line: .speaker)

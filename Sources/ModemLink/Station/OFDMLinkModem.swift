@@ -10,8 +10,15 @@ import ModemRuntime
 /// paid once per burst of traffic, not per frame) and ends after a short idle spell.
 ///
 /// Each block starts with four bytes: this end's tag (so an end that hears itself on a shared line
-/// ignores its own blocks), the configuration this end asks the peer to send with (0: none), and
-/// where the first record starting in the block begins (so a lost block loses only the frames in it).
+/// ignores its own blocks), the configuration this end asks the peer to send with (0: none; bit 7 set:
+/// this end lost the peer's transmission before its end, see below), and where the first record
+/// starting in the block begins (so a lost block loses only the frames in it).
+///
+/// A receiver that loses a transmission before its last block (a burst of noise, a dropout: its
+/// pilots gone or two blocks in a row failed) cannot find it again until a new preamble, and an open
+/// transmission may go on for as long as frames keep coming. So it says so in its own blocks (a
+/// one-block transmission if it has nothing else to send), and a sender told so ends its open
+/// transmission and starts a new one; the link's acknowledgements resend what was lost.
 ///
 /// Rate adaptation: every transmission's training measures the SNR of every carrier of the band, so
 /// the receiving end knows the fastest configuration the line carries with margin
@@ -76,9 +83,27 @@ public final class OFDMLinkModem: LinkAudioModem {
     // Sending.
     private var stream = LinkRecordStream()
     private var sender: Sender?
+    /// The data and hello frames queued for the next transmission.
+    private var queuedKeys = Set<ResendKey>()
+
+    /// What makes a frame sent again recognisable: a message's fragment, or a hello.
+    private struct ResendKey: Hashable {
+        let kind: LinkFrame.Kind, session: UInt8, message: UInt16, fragment: UInt16
+        init?(_ f: LinkFrame) {
+            guard f.kind == .data || f.kind == .hello else { return nil }
+            kind = f.kind; session = f.session; message = f.message; fragment = f.fragment
+        }
+    }
     private var audio = LinkAudioQueue()
     private var answerOwed = false
+    /// The peer said (bit 7 of its ask byte) that it lost this end's transmission; acted on once each
+    /// time the bit comes on.
+    private var peerLostUs = false
+    /// Transmissions this end ended early because the peer had lost them.
+    public private(set) var transmissionsRestarted = 0
     // Receiving.
+    /// A peer transmission was lost before its end: said in this end's blocks until the peer is heard again.
+    private var lostPeer = false
     private let demodulator: OFDMDemodulator
     private var receiving: Receiving?
     private var reader = LinkRecordReader()
@@ -96,6 +121,8 @@ public final class OFDMLinkModem: LinkAudioModem {
         /// Bits still to be played of blocks that carry frames, and of the block that ends what was queued.
         var frameBits = 0
         var doneBits: Int?
+        /// The data and hello frames this transmission carries (or was given to carry).
+        var carried = Set<ResendKey>()
         init(profile: OFDMProfile, rms: Float, idleLimit: Int) {
             self.idleLimit = idleLimit
             self.profile = profile
@@ -112,6 +139,8 @@ public final class OFDMLinkModem: LinkAudioModem {
         var failuresInARow = 0
         var good = 0
         var ownTransmission = false
+        /// Its last block (marked so) was read: the transmission was not lost on the way.
+        var endedWhole = false
         /// What its training said the line offers, taken as this end's ask once the transmission is
         /// known to be the peer's.
         var estimate: OFDMProfile?
@@ -162,6 +191,21 @@ public final class OFDMLinkModem: LinkAudioModem {
 
     public func send(_ frames: [LinkFrame]) {
         guard !frames.isEmpty else { return }
+        let keys = frames.compactMap(ResendKey.init)
+        if let s = sender, !s.ending {
+            if keys.contains(where: s.carried.contains) {
+                // A frame this open transmission already carried, sent again: its acknowledgement did
+                // not come, and the peer may have lost this transmission (it cannot find it again
+                // before a new start). The open transmission ends; the frames go with a new start.
+                s.ending = true
+                transmissionsRestarted += 1
+                queuedKeys.formUnion(keys)
+            } else {
+                s.carried.formUnion(keys)
+            }
+        } else {
+            queuedKeys.formUnion(keys)
+        }
         if sender == nil { adaptation.opening() }
         stream.append(frames)
         answerOwed = false
@@ -183,6 +227,8 @@ public final class OFDMLinkModem: LinkAudioModem {
         if sender == nil {
             // A transmission opened only to answer what could not be decoded is one block long.
             let s = Sender(profile: sendProfile, rms: peak / OFDMTransmitter.peakToRMS, idleLimit: stream.isEmpty ? 1 : idleBlocks(sendProfile))
+            s.carried = queuedKeys
+            queuedKeys.removeAll()
             sender = s
             transmissionsSent += 1
             audio.append(s.modulator.start(headerBits: OFDMHeader(profileID: s.profile.id, payloadLength: nil).symbolBits), carriesFrames: false)
@@ -227,7 +273,8 @@ public final class OFDMLinkModem: LinkAudioModem {
         let (bytes, firstRecord) = stream.take(capacity - 4)
         // Where the first record that starts in this block begins (0xFFFF: none does).
         let first = firstRecord.map { UInt16($0) } ?? 0xFFFF
-        var payload: [UInt8] = [tag, UInt8(request?.id ?? 0), UInt8(first & 0xFF), UInt8(first >> 8)]
+        let ask = UInt8(request?.id ?? 0) | (lostPeer ? 0x80 : 0)
+        var payload: [UInt8] = [tag, ask, UInt8(first & 0xFF), UInt8(first >> 8)]
         payload += bytes
         answerOwed = false
         return (payload, !bytes.isEmpty, !bytes.isEmpty && stream.isEmpty)
@@ -279,7 +326,7 @@ public final class OFDMLinkModem: LinkAudioModem {
                         r.failuresInARow = 0
                         r.good += 1
                         frames += accept(payload, from: r)
-                        if last { endReceiving() }
+                        if last { r.endedWhole = true; endReceiving() }
                     }
                 }
             case .transmissionEnd, .truncated:
@@ -307,8 +354,11 @@ public final class OFDMLinkModem: LinkAudioModem {
         demodulator.endTransmission()
         if !r.ownTransmission {
             transmissionsHeard += 1
-            // Heard but not understood, and nothing to say: say at least what this end asks for.
-            if r.good == 0 && stream.isEmpty && sender == nil { answerOwed = true }
+            // Not understood, or lost before its last block: said in this end's blocks.
+            let lost = !r.endedWhole
+            if lost { lostPeer = true }
+            // ... and with nothing to say, said at least in one block (with what this end asks for).
+            if lost && stream.isEmpty && sender == nil { answerOwed = true }
             // A clean transmission at the cap lifts it for the next measurement.
             if r.good > 0 && r.failuresInARow == 0 { adaptation.clean(r.profile) }
         }
@@ -324,7 +374,16 @@ public final class OFDMLinkModem: LinkAudioModem {
         }
         adaptation.answered()
         takeEstimate(r)
-        if payload[1] != 0, let p = OFDMProfile.withID(Int(payload[1])), p.numerology.fitsSounding { adaptation.peerRequest = p }
+        lostPeer = false
+        let ask = payload[1] & 0x7F, lostUs = payload[1] & 0x80 != 0
+        if lostUs && !peerLostUs, let s = sender, !s.ending {
+            // The peer lost this transmission and will not find it again: end it after the bits already
+            // made, so what follows goes with a new start.
+            s.ending = true
+            transmissionsRestarted += 1
+        }
+        peerLostUs = lostUs
+        if ask != 0, let p = OFDMProfile.withID(Int(ask)), p.numerology.fitsSounding { adaptation.peerRequest = p }
         let first = Int(payload[2]) | Int(payload[3]) << 8
         // After a gap the stream resumes where a record starts.
         let frames = reader.read(payload[4...], firstRecord: first == 0xFFFF ? nil : first)
