@@ -31,7 +31,9 @@ public struct HFSymbols: Sendable {
 /// over the 64-sample period, then the period's correlation, the inverted end marker and the
 /// frequency offset's whole multiples of 125 Hz, so offsets up to ±180 Hz are found), and reading a
 /// run of symbols on a grid: the pilots' common phase drift removed, channel estimates smoothed in
-/// time and interpolated across the band, the noise measured on the pilots, max-log soft bits.
+/// time and interpolated across the band (on a grid with a ``HFGrid/wienerWindow``, the data's by
+/// `HFWienerEstimator`, the windows moved earlier for a path the preamble's timing missed), the
+/// noise measured on the pilots, max-log soft bits.
 ///
 /// Holds the complex baseband of the recording (two floats per sample).
 public final class HFDemodulator {
