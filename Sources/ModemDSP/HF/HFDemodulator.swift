@@ -31,7 +31,9 @@ public struct HFSymbols: Sendable {
 /// over the 64-sample period, then the period's correlation, the inverted end marker and the
 /// frequency offset's whole multiples of 125 Hz, so offsets up to ±180 Hz are found), and reading a
 /// run of symbols on a grid: the pilots' common phase drift removed, channel estimates smoothed in
-/// time and interpolated across the band, the noise measured on the pilots, max-log soft bits.
+/// time and interpolated across the band (on a grid with a ``HFGrid/wienerWindow``, the data's by
+/// `HFWienerEstimator`, the windows moved earlier for a path the preamble's timing missed), the
+/// noise measured on the pilots, max-log soft bits.
 ///
 /// Holds the complex baseband of the recording (two floats per sample).
 public final class HFDemodulator {
@@ -178,15 +180,13 @@ public final class HFDemodulator {
         return HFSync(start: chosen.t, frequencyOffset: fine, quality: quality)
     }
 
-    /// Reads `count` symbols of `grid` from sample `start` (the first symbol's prefix) at the
-    /// frequency offset `frequencyOffset`.
-    /// - Parameters:
-    ///   - constellation: the data carriers' points (the header's: QPSK).
-    ///   - header: whether these are the header's symbols (their own pilot sequence).
-    public func demodulate(grid g: HFGrid, constellation: QAMConstellation, header: Bool, start: Int, count symbols: Int,
-                           frequencyOffset: Double) -> HFSymbols {
+    /// The symbols' carriers (`yr`, `yi`: `available × carriers`) and pilots (`pr`, `pim`, their known
+    /// signs removed), each symbol's transform window starting `early` samples before its usual place
+    /// (the prefix's end less a small backoff).
+    private func read(grid g: HFGrid, header: Bool, start: Int, count symbols: Int, frequencyOffset: Double, early: Int)
+        -> (yr: [Float], yi: [Float], pr: [Float], pim: [Float], available: Int) {
         let N = g.fftSize, L = g.symbolLength
-        let backoff = min(4, g.cyclicPrefix / 4)
+        let backoff = min(4, g.cyclicPrefix / 4) + early
         let available = max(0, min(symbols, (count - start - backoff) / L))
         let nc = g.carrierCount
         let transform = HFComplexTransform(size: N)
@@ -196,7 +196,7 @@ public final class HFDemodulator {
         let bins = (g.firstCarrier...g.lastCarrier).map { g.basebandBin($0) }
         let w = -2 * Double.pi * frequencyOffset / HFGrid.sampleRate
         for s in 0..<available {
-            let at = start + s * L + g.cyclicPrefix - backoff
+            let at = max(0, start + s * L + g.cyclicPrefix - backoff)
             for n in 0..<N {
                 let ph = w * Double(at + n)
                 let c = Float(cos(ph)), sn = Float(sin(ph))
@@ -222,7 +222,6 @@ public final class HFDemodulator {
                 yi[s * nc + c] = r * ms + i * mc
             }
         }
-        guard available > 0 else { return HFSymbols(soft: [], symbolsRead: 0, carrierSNR: -.infinity, residualFrequency: 0) }
         let pilots = g.pilotCarriers.map { $0 - g.firstCarrier }
         let np = pilots.count
         // Raw pilot observations (the known sign removed).
@@ -232,6 +231,33 @@ public final class HFDemodulator {
             for (p, c) in pilots.enumerated() {
                 pr[s * np + p] = yr[s * nc + c] * signs[p]
                 pim[s * np + p] = yi[s * nc + c] * signs[p]
+            }
+        }
+        return (yr, yi, pr, pim, available)
+    }
+
+    /// Reads `count` symbols of `grid` from sample `start` (the first symbol's prefix) at the
+    /// frequency offset `frequencyOffset`.
+    /// - Parameters:
+    ///   - constellation: the data carriers' points (the header's: QPSK).
+    ///   - header: whether these are the header's symbols (their own pilot sequence).
+    public func demodulate(grid g: HFGrid, constellation: QAMConstellation, header: Bool, start: Int, count symbols: Int,
+                           frequencyOffset: Double) -> HFSymbols {
+        var (yr, yi, pr, pim, available) = read(grid: g, header: header, start: start, count: symbols,
+                                                frequencyOffset: frequencyOffset, early: 0)
+        guard available > 0 else { return HFSymbols(soft: [], symbolsRead: 0, carrierSNR: -.infinity, residualFrequency: 0) }
+        let nc = g.carrierCount
+        let pilots = g.pilotCarriers.map { $0 - g.firstCarrier }
+        let np = pilots.count
+        let wiener = g.wienerWindow > 0 && !header && available >= 16
+        if wiener {
+            // A path earlier than the one the preamble's timing found (it was in a fade then) would
+            // reach into the next symbol: the windows are moved that much earlier.
+            let early = HFWienerEstimator.earlyPath(pr: pr, pim: pim, symbols: available, pilots: pilots,
+                                                    carrierSpacing: g.carrierSpacing, cyclicPrefix: g.cyclicPrefix)
+            if early > 0 {
+                (yr, yi, pr, pim, available) = read(grid: g, header: header, start: start, count: symbols,
+                                                    frequencyOffset: frequencyOffset, early: early)
             }
         }
         // The common phase step per symbol (a residual frequency offset), removed from everything.
@@ -256,6 +282,30 @@ public final class HFDemodulator {
                 pim[i] = pr[i] * sn + pim[i] * c
                 pr[i] = r
             }
+        }
+        let mapper = QAMMapper(constellation)
+        let b = constellation.bitsPerPoint
+        let data = g.dataCarriers.map { $0 - g.firstCarrier }
+        if wiener {
+            // A fading line's data: the Wiener estimate in time and across the band.
+            let e = HFWienerEstimator(pr: pr, pim: pim, symbols: available, pilots: pilots, data: data,
+                                      carrierSpacing: g.carrierSpacing, halfWindow: g.wienerWindow)
+            let nd = data.count
+            var soft = [Float](repeating: 0, count: available * nd * b)
+            soft.withUnsafeMutableBufferPointer { out in
+                for s in 0..<available {
+                    for (j, c) in data.enumerated() {
+                        let i = s * nd + j
+                        let er = e.hr[i], ei = e.hi[i]
+                        let h2 = max(er * er + ei * ei, 1e-20)
+                        let y = (yr[s * nc + c], yi[s * nc + c])
+                        let zr = (y.0 * er + y.1 * ei) / h2, zi = (y.1 * er - y.0 * ei) / h2
+                        mapper.softBits(zr, zi, noiseVariance: e.cellNoise[i] / h2, into: out, at: i * b)
+                    }
+                }
+            }
+            return HFSymbols(soft: soft, symbolsRead: available, carrierSNR: 10 * log10(e.channelPower / e.noise),
+                             residualFrequency: step / (2 * .pi * g.symbolSeconds))
         }
         // Smoothing in time over ±smoothing symbols.
         let half = min(g.smoothing, max(0, available - 1))
@@ -289,9 +339,6 @@ public final class HFDemodulator {
         let sigma2 = noiseCount > 0 ? max(noise / noiseCount, 1e-12) : 1e-3
         let snr = noiseCount > 0 ? 10 * log10(max(channelPower / noiseCount, 1e-30) / sigma2) : 0
         // Interpolation across the band and soft bits.
-        let mapper = QAMMapper(constellation)
-        let b = constellation.bitsPerPoint
-        let data = g.dataCarriers.map { $0 - g.firstCarrier }
         var soft = [Float](repeating: 0, count: available * data.count * b)
         // For each data carrier: cubic (Catmull-Rom) weights over the four nearest pilots (two on
         // either side; at the band's edges the outer pilot repeated), which follows the ripple of two

@@ -25,6 +25,10 @@ public struct HFGrid: Sendable, Hashable {
     public let pilotSpacing: Int
     /// Symbols on either side whose pilots are averaged into a symbol's channel estimate.
     public let smoothing: Int
+    /// When above 0, the data's channel estimate is `HFWienerEstimator`'s (MMSE in time over up to
+    /// this many symbols on either side, then across the band) instead of the plain average over
+    /// `smoothing` symbols and the cubic interpolation.
+    public var wienerWindow = 0
 
     /// Creates a grid.
     /// - Precondition: `fftSize` a power of two (64...4096), the carriers inside 300-2600 Hz.
@@ -69,10 +73,15 @@ public struct HFGrid: Sendable, Hashable {
     }
 
     /// The robust grid: 32 ms symbols (31.25 Hz carriers) and a 4 ms prefix, a pilot on every 5th
-    /// carrier (156 Hz apart: two paths up to 3 ms apart are resolved) and short smoothing (the
-    /// channel of a 1-2 Hz Doppler spread changes within a tenth of a second). The header and the
-    /// configurations for fading channels use it.
-    public static let robust = HFGrid(fftSize: 256, cyclicPrefix: 32, firstCarrier: 10, lastCarrier: 82, pilotSpacing: 5, smoothing: 2)
+    /// carrier (156 Hz apart: two paths up to 3 ms apart are resolved). The header's channel is
+    /// smoothed over ±2 symbols (the channel of a 1-2 Hz Doppler spread changes within a tenth of a
+    /// second); the data's is `HFWienerEstimator`'s over up to ±10, which adapts to the Doppler spread
+    /// the pilots measure. The header and the configurations for fading channels use it.
+    public static let robust: HFGrid = {
+        var g = HFGrid(fftSize: 256, cyclicPrefix: 32, firstCarrier: 10, lastCarrier: 82, pilotSpacing: 5, smoothing: 2)
+        g.wienerWindow = 10
+        return g
+    }()
 
     /// The wide grid: 64 ms symbols (15.6 Hz carriers) and a 4 ms prefix, a pilot on every 8th carrier
     /// and long smoothing: the most data for a steady channel.
