@@ -1,14 +1,15 @@
-// rate-plot: the rate-against-SNR picture of scripts/bench-rate.py's sweep (ours OFDM, ours FSK,
-// amodem), from its CSV (series,snr,bitrate), on a logarithmic rate axis.
+// rate-plot: a rate-against-SNR picture from a CSV of series,snr,bitrate on a logarithmic rate axis:
+// scripts/bench-rate.py's sweep (ours OFDM, ours FSK, amodem), or Benchmarks/pictures.sh's HF figures
+// (ours and FreeDV, white noise and fading).
 //
-//   swift run -c release --package-path Benchmarks --scratch-path Benchmarks/.build rate-plot CSV PNG
+//   swift run -c release --package-path Benchmarks --scratch-path Benchmarks/.build rate-plot CSV PNG [TITLE]
 import BenchPlot
 import Foundation
 import ModemPlot
 
 let args = CommandLine.arguments
-guard args.count == 3, let text = try? String(contentsOfFile: args[1], encoding: .utf8) else {
-    FileHandle.standardError.write(Data("usage: rate-plot SWEEP.csv OUT.png (the CSV of scripts/bench-rate.py sweep --csv)\n".utf8))
+guard args.count == 3 || args.count == 4, let text = try? String(contentsOfFile: args[1], encoding: .utf8) else {
+    FileHandle.standardError.write(Data("usage: rate-plot SWEEP.csv OUT.png [TITLE] (a CSV of series,snr,bitrate: scripts/bench-rate.py sweep --csv)\n".utf8))
     exit(64)
 }
 var points: [String: [(x: Double, y: Double)]] = [:]
@@ -25,7 +26,8 @@ guard let lo = xs.min(), let hi = xs.max(), lo < hi else {
     FileHandle.standardError.write(Data("rate-plot: \(args[1]) holds no points\n".utf8))
     exit(1)
 }
-var plot = LinePlot(title: "best byte-exact rate against SNR (cable band and drift)", yLabel: "bit/s",
+let title = args.count == 4 ? args[3] : "best byte-exact rate against SNR (cable band and drift)"
+var plot = LinePlot(title: title, yLabel: "bit/s",
                     xRange: lo...hi, yRange: 100...1_000_000)
 plot.logY = true
 plot.xStep = 5
