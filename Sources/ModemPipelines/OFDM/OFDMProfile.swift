@@ -110,7 +110,7 @@ extension OFDMProfile {
         OFDMProfile(id: 42, gridName: "room", numerology: roomGrid, constellation: .qam16, rate: .r5_6, requiredSNR: 11),
         OFDMProfile(id: 43, gridName: "room", numerology: roomGrid, constellation: .qam64, rate: .r3_4, requiredSNR: 15),
         OFDMProfile(id: 44, gridName: "room", numerology: roomGrid, constellation: .qam64, rate: .r5_6, requiredSNR: 17),
-        OFDMProfile(id: 45, gridName: "room", numerology: roomGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 19),
+        OFDMProfile(id: 45, gridName: "room", numerology: roomGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 20),
         OFDMProfile(id: 46, gridName: "room", numerology: roomGrid, constellation: .qam256, rate: .r5_6, requiredSNR: 23),
         OFDMProfile(id: 47, gridName: "room", numerology: roomGrid, constellation: .qam1024, rate: .r3_4, requiredSNR: 26),
         OFDMProfile(id: 48, gridName: "room", numerology: roomGrid, constellation: .qam1024, rate: .r5_6, requiredSNR: 28),
