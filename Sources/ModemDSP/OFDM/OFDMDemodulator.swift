@@ -13,12 +13,18 @@ public struct OFDMDataPlan: Sendable, Hashable {
     public var constellation: QAMConstellation
     /// Data symbols after the training; nil when the caller ends the transmission itself.
     public var symbolCount: Int?
+    /// Whether the training's channel is fitted across neighbouring carriers (a straight line over
+    /// as many as the grid's prefix allows, as on 16,384-QAM) instead of smoothed over three: it
+    /// keeps less of the training's noise, which the first symbols pay for until the decisions have
+    /// refined the channel. 16,384-QAM is always fitted.
+    public var fitChannel: Bool
 
     /// Creates a plan.
-    public init(numerology: OFDMNumerology, constellation: QAMConstellation, symbolCount: Int?) {
+    public init(numerology: OFDMNumerology, constellation: QAMConstellation, symbolCount: Int?, fitChannel: Bool = false) {
         self.numerology = numerology
         self.constellation = constellation
         self.symbolCount = symbolCount
+        self.fitChannel = fitChannel
     }
 }
 

@@ -295,7 +295,8 @@ public final class OFDMLinkModem: LinkAudioModem {
                     foreign = true
                     continue
                 }
-                demodulator.beginData(OFDMDataPlan(numerology: profile.numerology, constellation: profile.constellation, symbolCount: nil))
+                demodulator.beginData(OFDMDataPlan(numerology: profile.numerology, constellation: profile.constellation, symbolCount: nil,
+                                                    fitChannel: profile.fitsChannel))
                 receiving = Receiving(profile: profile)
                 reader.lose()
             case .symbol(let index):

@@ -72,12 +72,32 @@ extension OFDMProfile {
     /// A speaker and a microphone (410 Hz-8.6 kHz) with a 5.3 ms prefix for the room's echoes.
     public static let airGrid = OFDMNumerology(fftSize: 4096, cyclicPrefix: 256, lowHz: 400, highHz: 8600, pilotSpacing: 16)
 
+    /// A speaker and a microphone near each other, echoes up to about 2 ms (258 Hz-11.0 kHz): a
+    /// 2.7 ms prefix (128 samples, 3 % of a symbol against the air grid's 6 %), a pilot every 64th
+    /// carrier, and carriers to 11 kHz, on the band-pass's slope above 9 kHz (a 4th-order 9 kHz low-pass
+    /// leaves them 6-10 dB down, still worth 4-7 bits of 256-QAM): on the speaker-like line it carries
+    /// 42 % more than the air grid.
+    public static let nearGrid = OFDMNumerology(fftSize: 4096, cyclicPrefix: 128, firstCarrier: 22, lastCarrier: 938, pilotSpacing: 64)
+
     /// A speaker and a microphone in a reverberant room (250 Hz-9.75 kHz): 32768-point symbols (1.46 Hz
     /// carriers, 683 ms) with a 171 ms prefix, trained on their own grid. A room's reverberation lasts
     /// hundreds of milliseconds (RT60 0.2-0.6 s): on the air grid everything after its 5.3 ms prefix
     /// is noise; here only what outlasts 171 ms, and a late path spoils a share of a window that is
     /// eight times as long.
     public static let roomGrid = OFDMNumerology(fftSize: 32768, cyclicPrefix: 8192, lowHz: 250, highHz: 9750, pilotSpacing: 32)
+
+    /// The near grid's configurations (ids 30...), slowest first: 256-QAM on every carrier the
+    /// speaker-like line (250-9000 Hz, a 1.5 ms echo, SNR 24 dB) still carries something on. Not in
+    /// ``all`` (rate adaptation on a link keeps to the air and cable grids); `--bitrate`
+    /// (``fastest(atMost:)``) and the receiver (``withID(_:)``) know them.
+    public static let near: [OFDMProfile] = [
+        OFDMProfile(id: 30, gridName: "near", numerology: nearGrid, constellation: .qam256, rate: .r2_3, requiredSNR: 18),
+        OFDMProfile(id: 31, gridName: "near", numerology: nearGrid, constellation: .qam256, rate: .r3_4, requiredSNR: 19),
+    ]
+
+    /// Whether the receiver fits the training's channel across carriers (``OFDMDataPlan/fitChannel``):
+    /// on the near grid, where it was measured to help.
+    public var fitsChannel: Bool { numerology == Self.nearGrid }
 
     /// The room grid's configurations, slowest first (ids 40...: apart from the cable's and the
     /// air's). Their ``requiredSNR`` is estimated from the cable and air grids' figures for the same or
@@ -119,10 +139,12 @@ extension OFDMProfile {
     ]
 
     /// Every configuration a transmission may use: ``all`` and ``room``.
-    public static var everyConfiguration: [OFDMProfile] { room + all }
+    public static var everyConfiguration: [OFDMProfile] { room + near + all }
 
     /// The configuration with header id `id`.
-    public static func withID(_ id: Int) -> OFDMProfile? { all.first { $0.id == id } ?? room.first { $0.id == id } }
+    public static func withID(_ id: Int) -> OFDMProfile? {
+        all.first { $0.id == id } ?? near.first { $0.id == id } ?? room.first { $0.id == id }
+    }
 
     /// The default: what a sound-card cable carries with margin (1024-QAM, rate 3/4, full band).
     public static var standard: OFDMProfile { withID(20)! }

@@ -178,7 +178,7 @@ public final class OFDMReceiver {
                     }
                     let count = header.payloadLength.map { profile.symbolCount(forPayload: $0) }
                     demodulator.beginData(OFDMDataPlan(numerology: profile.numerology, constellation: profile.constellation,
-                                                       symbolCount: count))
+                                                       symbolCount: count, fitChannel: profile.fitsChannel))
                     current = Current(profile: profile, payloadLength: header.payloadLength)
                     onEvent(.started(profile: profile, payloadLength: header.payloadLength, statistics: demodulator.statistics))
                 case .symbol:
