@@ -25,6 +25,8 @@ public struct LinePlot {
     /// A logarithmic y axis (yRange in the values themselves; a line per decade, points at or below
     /// zero drawn at the bottom).
     public var logY = false
+    /// The x axis's label.
+    public var xLabel = "full-band SNR at 48 kHz (dB)"
 
     public init(title: String, yLabel: String, xRange: ClosedRange<Double>, yRange: ClosedRange<Double>) {
         self.title = title
@@ -75,7 +77,7 @@ public struct LinePlot {
         }
         img.strokeRectangle(x: left, y: top, width: plotW + 1, height: plotH + 1, color: axis)
         PlotFont.draw(title, x: left + (plotW - PlotFont.width(of: title, scale: 2)) / 2, y: 12, color: axis, scale: 2, into: &img)
-        let xl = "full-band SNR at 48 kHz (dB)"
+        let xl = xLabel
         PlotFont.draw(xl, x: left + (plotW - PlotFont.width(of: xl, scale: 2)) / 2, y: height - 28, color: axis, scale: 2, into: &img)
         PlotFont.drawVertical(yLabel, x: 16, y: top + (plotH + PlotFont.width(of: yLabel, scale: 2)) / 2, color: axis, scale: 2, into: &img)
 
