@@ -14,9 +14,8 @@ start=$SECONDS
 work=$(mktemp -d)
 pg_started=""
 hub_build_pid=""
-hub_group_pid=""
 cleanup() {
-  for pid in $hub_build_pid $hub_group_pid; do pkill -P "$pid" 2>/dev/null; kill "$pid" 2>/dev/null; done
+  if [[ -n $hub_build_pid ]]; then pkill -P "$hub_build_pid" 2>/dev/null; kill "$hub_build_pid" 2>/dev/null; fi
   [[ -n $pg_started ]] && bash scripts/hub-postgres.sh stop >/dev/null 2>&1
   rm -rf "$work"
   return 0
@@ -120,7 +119,7 @@ run_tests() {
   local name=$1 part=$2; shift 2
   local config=("${modem_config[@]}")
   [[ $part == hub ]] && config=("${hub_config[@]}")
-  local log=$work/tests-${name//[^a-z]/_}.log
+  local log=$work/tests.log
   stamp "tests: $name"
   set +e
   SWIFTMODEM_BUILD=$part swift test "${config[@]}" --skip-build "$@" 2>&1 | tee "$log" | grep -vE '^(◇|↳|Test Suite|\s+Executed)'
@@ -152,14 +151,22 @@ realtime="RealTimeTests"
 run_tests "modem" modem --skip "LinkTransportTests|Bluetooth|BlueZ|Bumble|$realtime" || status=1
 run_tests "bluetooth" modem --filter "Bluetooth|BlueZ|Bumble" --skip "$realtime" || status=1
 run_tests "link transport" modem --filter "LinkTransportTests" --skip "$realtime" || status=1
+run_tests "real time (modem)" modem --filter "$realtime" --no-parallel || status=1
 
 # The fuzzing smoke is part of the modem group: every fuzz target on seeded mutations of its seeds
 # (Tests/ModemFuzzTargetsTests). Coverage-guided libFuzzer runs with AddressSanitizer need a build of
 # their own: scripts/fuzz.sh, or SWIFTMODEM_FUZZ_SECONDS=N here to run every target N s at the end.
 fuzz_seconds=${SWIFTMODEM_FUZZ_SECONDS:-0}
 
-# A private PostgreSQL cluster for the hub's multi-node tests (stopped on exit), started here at the
-# normal priority: the hub's real-time group uses it too.
+# The hub: its build, its venv, a private PostgreSQL cluster for the multi-node tests (stopped on exit).
+while [[ ! -s $work/hub-build.status ]]; do sleep 0.5; done
+hub_build_pid=""
+if [[ $(cat "$work/hub-build.status") != 0 ]]; then
+  show_build_failure "$work/hub-build.log" hub
+  exit 1
+fi
+stamp "hub build: $(tail -n 1 "$work/hub-build.log")"
+wait_venv hub hub
 if url=$(bash scripts/hub-postgres.sh start 2>/dev/null); then
   export HUB_TEST_POSTGRES_URL=$url
   pg_started=yes
@@ -169,47 +176,9 @@ else
 fi
 # The hub's process-level tests run the debug build's server.
 export HUB_BINARY=$PWD/.build-hub/debug/modem-hub
+run_tests "hub" hub --skip "$realtime" || status=1
 
-# The modem's real-time group is mostly waiting (sound through the null sink, Dire Wolf's sessions):
-# about five minutes in which the CPU is nearly free. The hub's build finishes in that time, so its
-# group (CPU-bound, every time limit a hang guard) runs there too, in the background and in the same
-# idle class as its build: it gets only the CPU the real-time tests leave. Its output is shown when it
-# ends. The hub's real-time group runs after the modem's, at the normal priority, beside whatever is
-# left of the hub's group (still in the idle class).
-hub_group() {
-  while [[ ! -s $work/hub-build.status ]]; do sleep 0.5; done
-  if [[ $(cat "$work/hub-build.status") != 0 ]]; then
-    show_build_failure "$work/hub-build.log" hub
-    echo build >"$work/hub-stage"
-    return 1
-  fi
-  stamp "hub build: $(tail -n 1 "$work/hub-build.log")"
-  wait_venv hub hub
-  echo built >"$work/hub-stage"
-  # This subshell and everything it starts from here on: the idle class.
-  chrt --idle -p 0 "$BASHPID" 2>/dev/null || renice -n 19 -p "$BASHPID" >/dev/null
-  run_tests "hub" hub --skip "$realtime"
-}
-( exec >"$work/hub-group.out" 2>&1; if hub_group; then echo 0; else echo 1; fi >"$work/hub-group.status" ) &
-hub_group_pid=$!
-run_tests "real time (modem)" modem --filter "$realtime" --no-parallel || status=1
-
-while [[ ! -s $work/hub-stage ]] && kill -0 "$hub_group_pid" 2>/dev/null; do sleep 0.5; done
-hub_build_pid=""
-if [[ $(cat "$work/hub-stage" 2>/dev/null) != built ]]; then
-  wait "$hub_group_pid" || true
-  cat "$work/hub-group.out"
-  hub_group_pid=""
-  exit 1
-fi
-# SwiftPM locks a build folder for every command, --skip-build too; the hub's group holds .build-hub's
-# lock, so this second reader of the same finished build says --ignore-lock (it builds nothing).
-run_tests "real time (hub)" hub --filter "$realtime" --no-parallel --ignore-lock || status=1
-wait "$hub_group_pid" || true
-hub_group_pid=""
-stamp "the hub's group, run beside the real-time groups:"
-cat "$work/hub-group.out"
-[[ $(cat "$work/hub-group.status" 2>/dev/null) == 0 ]] || status=1
+run_tests "real time (hub)" hub --filter "$realtime" --no-parallel || status=1
 if [[ $fuzz_seconds != 0 ]]; then
   stamp "fuzzing: every target $fuzz_seconds s (libFuzzer, scripts/fuzz.sh)"
   if ! bash scripts/fuzz.sh --all --seconds "$fuzz_seconds"; then
