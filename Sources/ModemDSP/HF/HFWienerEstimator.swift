@@ -123,25 +123,9 @@ struct HFWienerEstimator {
         let delays = (0..<taps).map { -0.25 * span + span * Double($0) / Double(taps) }
         var profile = [Double](repeating: 0, count: taps)
         let stride = max(1, S / 200)
-        var used = 0.0
         for j in 0..<taps {
-            let cr = fp.map { cos(2 * Double.pi * $0 * delays[j]) }, ci = fp.map { sin(2 * Double.pi * $0 * delays[j]) }
-            var acc = 0.0
-            var s = 0
-            used = 0
-            while s < S {
-                var sr = 0.0, si = 0.0
-                for p in 0..<np {
-                    let hr = Double(tr[s * np + p]), hi = Double(ti[s * np + p])
-                    // h·e^{+j2πfτ}
-                    sr += hr * cr[p] - hi * ci[p]
-                    si += hr * ci[p] + hi * cr[p]
-                }
-                acc += sr * sr + si * si
-                used += 1
-                s += stride
-            }
-            profile[j] = acc / used / Double(np * np)
+            let (acc, used) = Self.delayPower(re: tr, im: ti, symbols: S, pilotFrequencies: fp, delay: delays[j], stride: stride)
+            profile[j] = acc / Double(used) / Double(np * np)
         }
         // The floor the time-filtered noise leaves, removed; a little of every delay kept.
         let floorLevel = interiorError * power / Double(np)
@@ -212,6 +196,28 @@ extension HFWienerEstimator {
     /// the pilots see lands where the preamble's timing puts the first one (half a millisecond into the
     /// window) and none reaches into the next symbol, as long as the latest stays inside the prefix.
     ///
+    /// The pilots' power at `delay`: |Σ h·e^{+j2πfτ}|² over the pilots (`re`/`im`, `pilotFrequencies.count`
+    /// per symbol), summed over every `stride`-th of `symbols`; with the number of symbols summed.
+    static func delayPower(re: [Float], im: [Float], symbols S: Int, pilotFrequencies fp: [Double], delay: Double,
+                           stride: Int) -> (sum: Double, count: Int) {
+        let np = fp.count
+        let cr = fp.map { cos(2 * Double.pi * $0 * delay) }, ci = fp.map { sin(2 * Double.pi * $0 * delay) }
+        var acc = 0.0, used = 0
+        var s = 0
+        while s < S {
+            var sr = 0.0, si = 0.0
+            for p in 0..<np {
+                let hr = Double(re[s * np + p]), hi = Double(im[s * np + p])
+                sr += hr * cr[p] - hi * ci[p]
+                si += hr * ci[p] + hi * cr[p]
+            }
+            acc += sr * sr + si * si
+            used += 1
+            s += stride
+        }
+        return (acc, used)
+    }
+
     /// The preamble's timing takes the earliest arrival it sees; when the first path is in a fade
     /// during the preamble, a later one is taken, and the first, once back, reaches into the next
     /// symbol by the paths' distance. The delay profile here is the periodogram of the pilots over
@@ -224,21 +230,7 @@ extension HFWienerEstimator {
         let taps = 64
         let delays = (0..<taps).map { -0.375 * span + span * Double($0) / Double(taps) }
         let stride = max(1, S / 300)
-        var q = [Double](repeating: 0, count: taps)
-        for j in 0..<taps {
-            let cr = fp.map { cos(2 * Double.pi * $0 * delays[j]) }, ci = fp.map { sin(2 * Double.pi * $0 * delays[j]) }
-            var s = 0
-            while s < S {
-                var sr = 0.0, si = 0.0
-                for p in 0..<np {
-                    let hr = Double(pr[s * np + p]), hi = Double(pim[s * np + p])
-                    sr += hr * cr[p] - hi * ci[p]
-                    si += hr * ci[p] + hi * cr[p]
-                }
-                q[j] += sr * sr + si * si
-                s += stride
-            }
-        }
+        let q = delays.map { delayPower(re: pr, im: pim, symbols: S, pilotFrequencies: fp, delay: $0, stride: stride).sum }
         let peak = q.max() ?? 0
         guard peak > 0 else { return 0 }
         let threshold = 0.3 * peak
