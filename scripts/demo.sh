@@ -44,7 +44,7 @@ printf 'modulate: %.0fx real time   demodulate: %.0fx real time\n' \
 [[ $verdict == byte-exact ]]
 
 # 2. OFDM through the simulated sound-card cable. --bitrate 320000 picks the fastest configuration,
-# 4096-QAM rate 9/10 (the line's 40 dB carries it); a failed block ends rx's output, so anything short of
+# 16,384-QAM rate 5/6 on the wide grid (the line's 40 dB carries it); a failed block ends rx's output, so anything short of
 # the whole file is a mismatch.
 cable=(--snr 40 --drift 100 --band 20-20000 --gain -3.1)
 t0=$(now); "$modem" tx -q --profile ofdm --bitrate 320000 --out "$work/ofdm.wav" "$work/ofdm-in.bin"; t1=$(now)
