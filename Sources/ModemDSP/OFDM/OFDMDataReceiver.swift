@@ -338,7 +338,7 @@ extension OFDMDemodulator {
         // echo's phase turns by half a radian, and the speaker-like line's lowest SNR for 64 KiB
         // through it was 0.5 dB lower with the fit than with the light smoothing alone.
         var hs = light
-        if d.plan.constellation == .qam16384 || d.plan.fitChannel {
+        if d.plan.fitChannel {
             // Where the fit strays from the light estimate by more than that one's noise allows (0.19
             // of a symbol's; the bound is half of it), the line is not straight over ±8 carriers
             // there: the 20 Hz high-pass's phase at the band's bottom, the low-pass's slope at its

@@ -19,12 +19,12 @@ public struct OFDMDataPlan: Sendable, Hashable {
     /// refined the channel. 16,384-QAM is always fitted.
     public var fitChannel: Bool
 
-    /// Creates a plan.
+    /// Creates a plan; `fitChannel` asks for the fit on any constellation (16,384-QAM has it anyway).
     public init(numerology: OFDMNumerology, constellation: QAMConstellation, symbolCount: Int?, fitChannel: Bool = false) {
         self.numerology = numerology
         self.constellation = constellation
         self.symbolCount = symbolCount
-        self.fitChannel = fitChannel
+        self.fitChannel = fitChannel || constellation == .qam16384
     }
 }
 
